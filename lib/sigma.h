@@ -1,0 +1,133 @@
+/*
+ * sigma.h - the small internal library shared by the SPANK plugin, the admin
+ * programs and the trainer: logging, the key=value configuration parser,
+ * bounded string and number parsing, and careful file helpers.
+ *
+ * Conventions: functions that act return 0 or a negative errno; predicates
+ * return bool; nothing here calls exit() (the plugin lives inside slurmd,
+ * slurmstepd and srun). Error text goes into a caller-owned buffer.
+ */
+#ifndef SIGMA_H
+#define SIGMA_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SIGMA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* ---- logging (log.c) ------------------------------------------------------ */
+
+enum sigma_log_level {
+	SIGMA_LOG_ERROR = 0,
+	SIGMA_LOG_WARN = 1,
+	SIGMA_LOG_INFO = 2,
+	SIGMA_LOG_DEBUG = 3,
+};
+
+/* A sink receives each formatted message (no trailing newline). */
+typedef void (*sigma_log_sink_fn)(int level, const char *msg, void *arg);
+
+/* ident prefixes every line ("sigmad: ..."); messages above level dropped. */
+void sigma_log_init(const char *ident, int level);
+void sigma_log_set_level(int level);
+int sigma_log_get_level(void);
+/* Replace the default stderr sink (NULL restores it). */
+void sigma_log_set_sink(sigma_log_sink_fn fn, void *arg);
+/*
+ * Append to a log file as well as/instead of stderr. Refuses a symlink and a
+ * group- or world-writable file. Returns 0 or -errno.
+ */
+int sigma_log_open_file(const char *path);
+void sigma_log_use_syslog(bool on);
+void sigma_log_close(void);
+void sigma_log(int level, const char *fmt, ...) SIGMA_PRINTF(2, 3);
+void sigma_vlog(int level, const char *fmt, va_list ap) SIGMA_PRINTF(2, 0);
+
+#define sigma_error(...) sigma_log(SIGMA_LOG_ERROR, __VA_ARGS__)
+#define sigma_warn(...) sigma_log(SIGMA_LOG_WARN, __VA_ARGS__)
+#define sigma_info(...) sigma_log(SIGMA_LOG_INFO, __VA_ARGS__)
+#define sigma_debug(...) sigma_log(SIGMA_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- strings and numbers (str.c) ------------------------------------------ */
+
+/*
+ * Copy at most size-1 bytes and always terminate. Returns strlen(src): the
+ * copy was truncated when the result is >= size.
+ */
+size_t sigma_strlcpy(char *dst, const char *src, size_t size);
+/* snprintf that returns -ENAMETOOLONG instead of truncating silently. */
+int sigma_snprintf(char *dst, size_t size, const char *fmt, ...) SIGMA_PRINTF(3, 4);
+/* Format into err (may be NULL); returns -code so callers can return it. */
+int sigma_set_err(char *err, size_t errlen, int code, const char *fmt, ...) SIGMA_PRINTF(4, 5);
+
+/*
+ * Parse a whole string as a number in [min, max]. No trailing garbage, no
+ * empty string. Returns 0, -EINVAL (not a number) or -ERANGE.
+ */
+int sigma_parse_long(const char *s, long min, long max, long *out);
+int sigma_parse_double(const char *s, double min, double max, double *out);
+/* yes/no, true/false, on/off, 1/0 (case-insensitive). */
+int sigma_parse_bool(const char *s, bool *out);
+/* Index of s in a NULL-terminated list of names, or -EINVAL. */
+int sigma_parse_enum(const char *s, const char *const names[]);
+/* "a|b|c" from a NULL-terminated list, for error messages. */
+const char *sigma_enum_list(const char *const names[], char *buf, size_t size);
+
+/* ---- key=value configuration (kv.c) --------------------------------------- */
+
+#define SIGMA_KV_MAX_KEY 64
+#define SIGMA_KV_MAX_VALUE 1024
+#define SIGMA_KV_MAX_LINE 4096
+
+/*
+ * Called for each key=value. Returns 0 to go on, or a negative errno after
+ * writing the reason into err (the parser prefixes the location).
+ */
+typedef int (*sigma_kv_fn)(const char *key, const char *value, void *arg,
+			   char *err, size_t errlen);
+
+/* One "key=value" word (plugstack.conf arguments). */
+int sigma_kv_parse_word(const char *word, sigma_kv_fn fn, void *arg,
+			char *err, size_t errlen);
+/* argv-style words, each "key=value"; stops at the first error. */
+int sigma_kv_parse_argv(int argc, char *const argv[], sigma_kv_fn fn,
+			void *arg, char *err, size_t errlen);
+/*
+ * A buffer of lines: blank lines and '#' comments are skipped, whitespace
+ * around key and value is trimmed. name labels errors ("sigma.conf:12: ...").
+ */
+int sigma_kv_parse_buf(const char *buf, size_t len, const char *name,
+		       sigma_kv_fn fn, void *arg, char *err, size_t errlen);
+/* A file, read whole (at most 1 MiB), then as sigma_kv_parse_buf. */
+int sigma_kv_parse_file(const char *path, sigma_kv_fn fn, void *arg,
+			char *err, size_t errlen);
+
+/* ---- files (file.c) ------------------------------------------------------- */
+
+/*
+ * Read a regular file whole into a new NUL-terminated buffer (caller frees
+ * *out). Refuses more than max bytes with -EFBIG.
+ */
+int sigma_file_read(const char *path, size_t max, char **out, size_t *len);
+/*
+ * Write buf to path atomically: a temporary file in the same directory,
+ * fsync, rename over path, fsync the directory. Never leaves a partial file.
+ */
+int sigma_file_write_atomic(const char *path, const void *buf, size_t len,
+			    mode_t mode);
+/*
+ * True when path is a regular file or directory (not a symlink), owned by
+ * uid, and not group- or world-writable. err says why not.
+ */
+bool sigma_file_is_trusted(const char *path, uid_t uid, char *err,
+			   size_t errlen);
+/* mkdir -p; existing directories are fine. */
+int sigma_mkdir_p(const char *path, mode_t mode);
+/* Monotonic and wall clocks in milliseconds. */
+uint64_t sigma_now_ms(void);
+uint64_t sigma_wall_ms(void);
+
+#endif /* SIGMA_H */

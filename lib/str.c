@@ -1,0 +1,139 @@
+/*
+ * str.c - bounded string copies and whole-string number parsing. Every number
+ * that reaches sigma from a user or a file goes through here.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sigma.h"
+
+size_t sigma_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t len = strlen(src);
+
+	if (size) {
+		size_t n = len < size - 1 ? len : size - 1;
+
+		memcpy(dst, src, n);
+		dst[n] = '\0';
+	}
+	return len;
+}
+
+int sigma_snprintf(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sigma_set_err(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code > 0 ? -code : code;
+}
+
+int sigma_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int sigma_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end != '\0' || isnan(v))
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int sigma_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1", NULL };
+	static const char *const no[] = { "no", "false", "off", "0", NULL };
+
+	if (!s)
+		return -EINVAL;
+	for (int i = 0; yes[i]; i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int sigma_parse_enum(const char *s, const char *const names[])
+{
+	if (!s)
+		return -EINVAL;
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *sigma_enum_list(const char *const names[], char *buf, size_t size)
+{
+	size_t used = 0;
+
+	if (!size)
+		return buf;
+	buf[0] = '\0';
+	for (int i = 0; names[i]; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s", i ? "|" : "",
+				 names[i]);
+
+		if (n < 0 || (size_t)n >= size - used) {
+			buf[used] = '\0'; /* whole names only */
+			break;
+		}
+		used += (size_t)n;
+	}
+	return buf;
+}

@@ -1,0 +1,55 @@
+# SX_SLURM: Slurm headers and libslurm (plugin, probe --drain, controller).
+#   --with-slurm[=DIR]          default: look in the standard paths and report
+#   --with-slurm-plugindir=DIR  where sigma.so is installed (default: Slurm's)
+# Sets have_slurm, SLURM_CPPFLAGS, SLURM_LDFLAGS, SLURM_LIBS, SLURM_PLUGINDIR,
+# AM_CONDITIONAL HAVE_SLURM.
+AC_DEFUN([SX_SLURM], [
+	AC_ARG_WITH([slurm],
+		AS_HELP_STRING([--with-slurm@<:@=DIR@:>@], [Slurm prefix (headers and libslurm)]),
+		[], [with_slurm=check])
+	AC_ARG_WITH([slurm-plugindir],
+		AS_HELP_STRING([--with-slurm-plugindir=DIR], [install sigma.so here (default: Slurm's PluginDir)]),
+		[SLURM_PLUGINDIR=$withval], [SLURM_PLUGINDIR=""])
+	have_slurm=no
+	SLURM_CPPFLAGS=""
+	SLURM_LDFLAGS=""
+	SLURM_LIBS=""
+	SLURM_VERSION_STR=""
+	AS_IF([test "x$with_slurm" != xno], [
+		AS_CASE([$with_slurm], [yes|check], [], [
+			SLURM_CPPFLAGS="-I$with_slurm/include"
+			SLURM_LDFLAGS="-L$with_slurm/lib"
+		])
+		sx_save_CPPFLAGS=$CPPFLAGS; sx_save_LDFLAGS=$LDFLAGS; sx_save_LIBS=$LIBS
+		CPPFLAGS="$CPPFLAGS $SLURM_CPPFLAGS"
+		LDFLAGS="$LDFLAGS $SLURM_LDFLAGS"
+		AC_CHECK_HEADERS([slurm/spank.h slurm/slurm.h], [have_slurm=yes], [have_slurm=no; break])
+		AS_IF([test "x$have_slurm" = xyes], [
+			AC_CHECK_LIB([slurm], [slurm_init], [SLURM_LIBS=-lslurm], [have_slurm=no])
+		])
+		AS_IF([test "x$have_slurm" = xyes], [
+			AC_MSG_CHECKING([Slurm version])
+			AC_COMPUTE_INT([sx_slurm_ver], [SLURM_VERSION_NUMBER], [#include <slurm/slurm_version.h>], [sx_slurm_ver=0])
+			SLURM_VERSION_STR=$(printf "%d.%02d.%d" $(( sx_slurm_ver >> 16 )) $(( (sx_slurm_ver >> 8) & 255 )) $(( sx_slurm_ver & 255 )))
+			AC_MSG_RESULT([$SLURM_VERSION_STR])
+		])
+		CPPFLAGS=$sx_save_CPPFLAGS; LDFLAGS=$sx_save_LDFLAGS; LIBS=$sx_save_LIBS
+		AS_IF([test "x$have_slurm" = xno && test "x$with_slurm" != xcheck],
+			[AC_MSG_ERROR([--with-slurm was given but slurm/spank.h, slurm/slurm.h or libslurm were not found (Debian: apt-get install libslurm-dev)])])
+	])
+	AS_IF([test "x$have_slurm" = xyes && test -z "$SLURM_PLUGINDIR"], [
+		AC_MSG_CHECKING([Slurm plugin directory])
+		for sx_d in "$with_slurm/lib/slurm" /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm /usr/local/lib/slurm; do
+			AS_IF([test -f "$sx_d/select_cons_tres.so"], [SLURM_PLUGINDIR=$sx_d; break])
+		done
+		AS_IF([test -z "$SLURM_PLUGINDIR"], [SLURM_PLUGINDIR='${libdir}/slurm'])
+		AC_MSG_RESULT([$SLURM_PLUGINDIR])
+	])
+	AS_IF([test -z "$SLURM_PLUGINDIR"], [SLURM_PLUGINDIR='${libdir}/slurm'])
+	AS_IF([test "x$have_slurm" = xyes], [AC_DEFINE([HAVE_SLURM], [1], [Slurm headers and libslurm])])
+	AC_SUBST([SLURM_CPPFLAGS])
+	AC_SUBST([SLURM_LDFLAGS])
+	AC_SUBST([SLURM_LIBS])
+	AC_SUBST([SLURM_PLUGINDIR])
+	AM_CONDITIONAL([HAVE_SLURM], [test "x$have_slurm" = xyes])
+])

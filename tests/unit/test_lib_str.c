@@ -1,0 +1,105 @@
+/* test_lib_str.c - bounded copies and whole-string number parsing. */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sigma.h"
+
+static void test_strlcpy_truncates_and_terminates(void **state)
+{
+	char buf[4];
+
+	(void)state;
+	assert_int_equal(sigma_strlcpy(buf, "abcdef", sizeof(buf)), 6);
+	assert_string_equal(buf, "abc");
+	assert_int_equal(sigma_strlcpy(buf, "ab", sizeof(buf)), 2);
+	assert_string_equal(buf, "ab");
+}
+
+static void test_snprintf_reports_truncation(void **state)
+{
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(sigma_snprintf(buf, sizeof(buf), "%s", "1234567"), 0);
+	assert_int_equal(sigma_snprintf(buf, sizeof(buf), "%s", "12345678"),
+			 -ENAMETOOLONG);
+}
+
+static void test_parse_long(void **state)
+{
+	long v = 0;
+
+	(void)state;
+	assert_int_equal(sigma_parse_long("42", 0, 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(sigma_parse_long("-1", -5, 5, &v), 0);
+	assert_int_equal(v, -1);
+	assert_int_equal(sigma_parse_long("101", 0, 100, &v), -ERANGE);
+	assert_int_equal(sigma_parse_long("-1", 0, 100, &v), -ERANGE);
+	assert_int_equal(sigma_parse_long("99999999999999999999", 0, LONG_MAX, &v), -ERANGE);
+	assert_int_equal(sigma_parse_long("", 0, 100, &v), -EINVAL);
+	assert_int_equal(sigma_parse_long(" 4", 0, 100, &v), -EINVAL);
+	assert_int_equal(sigma_parse_long("4x", 0, 100, &v), -EINVAL);
+	assert_int_equal(sigma_parse_long("0x10", 0, 100, &v), -EINVAL);
+	assert_int_equal(sigma_parse_long(NULL, 0, 100, &v), -EINVAL);
+	assert_int_equal(v, -1); /* untouched by failures */
+}
+
+static void test_parse_double(void **state)
+{
+	double v = 0;
+
+	(void)state;
+	assert_int_equal(sigma_parse_double("2.5e-3", 0, 1, &v), 0);
+	assert_true(v == 2.5e-3);
+	assert_int_equal(sigma_parse_double("nan", 0, 1, &v), -EINVAL);
+	assert_int_equal(sigma_parse_double("1.5", 0, 1, &v), -ERANGE);
+	assert_int_equal(sigma_parse_double("1e999", 0, 1e300, &v), -ERANGE);
+	assert_int_equal(sigma_parse_double("1.0 ", 0, 2, &v), -EINVAL);
+}
+
+static void test_parse_bool(void **state)
+{
+	bool b = false;
+
+	(void)state;
+	assert_int_equal(sigma_parse_bool("YES", &b), 0);
+	assert_true(b);
+	assert_int_equal(sigma_parse_bool("off", &b), 0);
+	assert_false(b);
+	assert_int_equal(sigma_parse_bool("maybe", &b), -EINVAL);
+	assert_int_equal(sigma_parse_bool("", &b), -EINVAL);
+}
+
+static void test_parse_enum(void **state)
+{
+	static const char *const levels[] = { "off", "quick", "full", NULL };
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(sigma_parse_enum("full", levels), 2);
+	assert_int_equal(sigma_parse_enum("Full", levels), -EINVAL);
+	assert_string_equal(sigma_enum_list(levels, buf, sizeof(buf)), "off|quick|full");
+	assert_string_equal(sigma_enum_list(levels, buf, 8), "off");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strlcpy_truncates_and_terminates),
+		cmocka_unit_test(test_snprintf_reports_truncation),
+		cmocka_unit_test(test_parse_long),
+		cmocka_unit_test(test_parse_double),
+		cmocka_unit_test(test_parse_bool),
+		cmocka_unit_test(test_parse_enum),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

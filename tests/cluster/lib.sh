@@ -1,0 +1,43 @@
+# tests/cluster/lib.sh - helpers for cluster test scripts (source it).
+# Every helper reads Slurm through its commands, as a user would.
+
+T0=$(date +%s)
+log() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "skipped: $*"; exit 77; }
+
+# until_true SECONDS CMD...: poll every 0.5 s; false on timeout
+until_true() {
+	local end=$(( $(date +%s) + $1 ))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.5
+	done
+}
+
+jstate() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+is_state() { [ "$(jstate "$1")" = "$2" ]; }
+# jfield JOB FIELD: one field of scontrol show job
+jfield() { scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+nstate() { sinfo -h -n "$1" -o %t | head -1; }
+nreason() { scontrol show node "$1" | sed -n 's/^ *Reason=//p'; }
+
+# run_as_user CMD...: run a command as the non-root test user, with the
+# testbed's environment, in a directory the user owns
+run_as_user() {
+	runuser -u "$SIGMA_TEST_USER" -- env SLURM_CONF="$SLURM_CONF" \
+		OMPI_MCA_pml="$OMPI_MCA_pml" OMPI_MCA_btl="$OMPI_MCA_btl" \
+		OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
+		PATH="$PATH" HOME="$(getent passwd "$SIGMA_TEST_USER" | cut -d: -f6)" "$@"
+}
+
+# workdir NAME: a fresh directory owned by the test user, printed
+workdir() {
+	local d=$SIGMA_TESTBED_DIR/work/$1
+	rm -rf "$d"
+	mkdir -p "$d"
+	chmod 755 "$SIGMA_TESTBED_DIR/work"
+	chown "$SIGMA_TEST_USER" "$d"
+	echo "$d"
+}

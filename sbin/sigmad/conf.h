@@ -1,5 +1,5 @@
 /*
- * config.h - sigmad's settings (the sigmad_* keys of sigma.conf), the job
+ * conf.h - sigmad's settings (the sigmad_* keys of sigma.conf), the job
  * options block the plugin writes into AdminComment, and node reasons.
  * Pure parsing: no Slurm, usable from sigmad, sigmactl, sigma-sim and tests.
  */

@@ -1,5 +1,5 @@
 /*
- * config.c - sigmad settings, the AdminComment options block, node reasons.
+ * conf.c - sigmad settings, the AdminComment options block, node reasons.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "conf.h"
 #include "sigma.h"
 
 void sigmad_config_init(struct sigmad_config *cfg)

@@ -1,0 +1,72 @@
+/*
+ * eventlog.h - sigmad's append-only event log: one JSON object per line,
+ * each line written whole and fsync'd before sigmad acts on it.
+ *
+ * The reader survives a crash mid-write: a last line without its newline is
+ * skipped (and cut off by the next writer), a malformed line is counted and
+ * skipped, so a damaged tail never hides the history before it.
+ */
+#ifndef SIGMAD_EVENTLOG_H
+#define SIGMAD_EVENTLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EVLOG_TYPE_MAX 24
+#define EVLOG_NODE_MAX 256
+#define EVLOG_TEXT_MAX 512
+#define EVLOG_LINE_MAX 2048
+
+/*
+ * Event types (the "type" field). A recovery is a "decide" record followed
+ * by its steps, then "complete":
+ *   decide    job attempt node=bad nodes spare=picked kind verdict text
+ *   drain     node text          signal   job attempt
+ *   release   node=spare job     requeue  job attempt
+ *   complete  job attempt text   give_up  job attempt text
+ *   repair    node rc text       return   node kind=pool|service
+ *   spare_add node uid           spare_remove node uid
+ *   resume    node uid           start / stop (sigmad itself)
+ */
+struct evlog_event {
+	int64_t time;			/* seconds since the epoch */
+	char type[EVLOG_TYPE_MAX];
+	uint32_t job;			/* 0: none */
+	uint32_t uid;			/* job owner or requesting user */
+	int attempt;			/* 0: none */
+	int rc;				/* probe exit code, or 0 */
+	char kind[16];			/* failure|warning|pool|service */
+	char verdict[16];
+	char node[EVLOG_NODE_MAX];	/* node or node list */
+	char spare[EVLOG_NODE_MAX];	/* spares picked or released */
+	char text[EVLOG_TEXT_MAX];
+};
+
+struct evlog {
+	int fd;
+	char path[4096];
+};
+
+/* Open for appending (created 0600); a partial last line is cut off. */
+int evlog_open(struct evlog *log, const char *path);
+/* Append one event and fsync it. Returns 0 or -errno. */
+int evlog_append(struct evlog *log, const struct evlog_event *ev);
+void evlog_close(struct evlog *log);
+
+/* One event as a JSON line with its '\n'; returns length or -ENAMETOOLONG. */
+int evlog_format(const struct evlog_event *ev, char *buf, size_t size);
+/* Parse one line (without '\n'). Returns 0 or -EINVAL. */
+int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev);
+
+/* Called for each event read; return nonzero to stop. */
+typedef int (*evlog_fn)(const struct evlog_event *ev, void *arg);
+
+/*
+ * Read path from the start; calls fn for each whole, valid line. *bad counts
+ * skipped lines (truncated or malformed; may be NULL). A missing file reads
+ * as empty. Returns 0, fn's nonzero value, or -errno.
+ */
+int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad);
+
+#endif /* SIGMAD_EVENTLOG_H */

@@ -1,0 +1,187 @@
+/*
+ * test_eventlog.c - the event log: round trip, escaping, a truncated last
+ * line (crash mid-write), malformed lines, reopening after a crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "eventlog.h"
+#include "sigma.h"
+
+struct collect {
+	int n;
+	struct evlog_event ev[8];
+};
+
+static int collect_fn(const struct evlog_event *ev, void *arg)
+{
+	struct collect *c = arg;
+
+	if (c->n < 8)
+		c->ev[c->n] = *ev;
+	c->n++;
+	return 0;
+}
+
+static char dir[64];
+static char path[128];
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/test_eventlog.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+static void write_raw(const char *text)
+{
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_round_trip(void **state)
+{
+	struct evlog log;
+	struct evlog_event ev = { 0 }, back;
+	struct collect c = { 0 };
+	size_t bad = 99;
+	char line[EVLOG_LINE_MAX];
+
+	unlink(path);
+	assert_int_equal(evlog_open(&log, path), 0);
+	ev.time = 1700000000;
+	strcpy(ev.type, "decide");
+	ev.job = 42;
+	ev.uid = 1000;
+	ev.attempt = 2;
+	strcpy(ev.kind, "failure");
+	strcpy(ev.verdict, "requeue");
+	strcpy(ev.node, "n3");
+	strcpy(ev.spare, "n5");
+	strcpy(ev.text, "gpu0 \"ecc\"\\ uncorrected=2\ttab\n");
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	strcpy(ev.type, "complete");
+	ev.text[0] = '\0';
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	evlog_close(&log);
+
+	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.ev[0].time, 1700000000);
+	assert_string_equal(c.ev[0].type, "decide");
+	assert_int_equal(c.ev[0].job, 42);
+	assert_int_equal(c.ev[0].uid, 1000);
+	assert_int_equal(c.ev[0].attempt, 2);
+	assert_string_equal(c.ev[0].kind, "failure");
+	assert_string_equal(c.ev[0].node, "n3");
+	assert_string_equal(c.ev[0].spare, "n5");
+	assert_string_equal(c.ev[0].text, "gpu0 \"ecc\"\\ uncorrected=2\ttab\n");
+	assert_string_equal(c.ev[1].type, "complete");
+
+	/* format and parse agree */
+	int n = evlog_format(&c.ev[0], line, sizeof(line));
+	assert_true(n > 0);
+	assert_int_equal(line[n - 1], '\n');
+	assert_int_equal(evlog_parse_line(line, (size_t)n - 1, &back), 0);
+	assert_memory_equal(&back, &c.ev[0], sizeof(back));
+	/* too small a buffer is refused, not truncated */
+	assert_int_equal(evlog_format(&c.ev[0], line, 20), -ENAMETOOLONG);
+}
+
+static void test_truncated_last_line(void **state)
+{
+	struct collect c = { 0 };
+	struct evlog log;
+	struct evlog_event ev = { 0 };
+	size_t bad = 0;
+
+	unlink(path);
+	write_raw("{\"time\":1,\"type\":\"decide\",\"job\":7}\n"
+		  "{\"time\":2,\"type\":\"requeue\",\"job\":7}\n"
+		  "{\"time\":3,\"type\":\"comp");	/* crash mid-write */
+	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(bad, 1);
+	assert_string_equal(c.ev[1].type, "requeue");
+
+	/* the next writer cuts the partial line and appends cleanly */
+	assert_int_equal(evlog_open(&log, path), 0);
+	ev.time = 4;
+	strcpy(ev.type, "complete");
+	ev.job = 7;
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	evlog_close(&log);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(c.n, 3);
+	assert_string_equal(c.ev[2].type, "complete");
+	assert_int_equal(c.ev[2].time, 4);
+}
+
+static void test_malformed_lines(void **state)
+{
+	static const char *const bad_lines[] = {
+		"not json",
+		"{}",
+		"{\"type\":\"x\"}",			/* no time */
+		"{\"time\":1}",				/* no type */
+		"{\"time\":1,\"type\":\"x\"} trailing",
+		"{\"time\":1,\"type\":\"x\",\"job\":-1}",
+		"{\"time\":1,\"type\":\"x\",\"node\":\"unterminated}",
+		"{\"time\":1,\"type\":\"x\",\"text\":\"bad \\q escape\"}",
+		"{\"time\":1,\"type\":\"this type name is far too long\"}",
+	};
+	struct evlog_event ev;
+	struct collect c = { 0 };
+	size_t bad = 0;
+
+	for (size_t i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++)
+		assert_int_equal(evlog_parse_line(bad_lines[i], strlen(bad_lines[i]), &ev),
+				 -EINVAL);
+	unlink(path);
+	write_raw("garbage\n\n{\"time\":5,\"type\":\"drain\",\"node\":\"n1\",\"extra\":3}\n");
+	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(bad, 1);
+	assert_string_equal(c.ev[0].node, "n1");
+	/* a missing log reads as empty */
+	unlink(path);
+	c.n = 0;
+	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
+	assert_int_equal(c.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_truncated_last_line),
+		cmocka_unit_test(test_malformed_lines),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -46,34 +46,34 @@ struct sigma_ops {
 
 	/* ---- dense layers ---------------------------------------------- */
 	/*
-	 * out[N,O] (writes, or adds when accumulate) = in[N,I] w[I,O]
+	 * out[N,OC] (writes, or adds when accumulate) = in[N,C] w[C,OC]
 	 */
 	void (*matmul_forward)(float *out, const float *in, const float *w,
-			       int N, int I, int O, int accumulate);
+			       int N, int C, int OC, int accumulate);
 	/*
-	 * din[N,I] (writes, or adds when accumulate; skipped when NULL)
-	 *   = dout[N,O] w[I,O]^T
-	 * dw[I,O] (adds) += in[N,I]^T dout[N,O]
+	 * din[N,C] (writes, or adds when accumulate; skipped when NULL)
+	 *   = dout[N,OC] w[C,OC]^T
+	 * dw[C,OC] (adds) += in[N,C]^T dout[N,OC]
 	 */
 	void (*matmul_backward)(float *din, float *dw, const float *dout,
-				const float *in, const float *w, int N, int I,
-				int O, int accumulate);
+				const float *in, const float *w, int N, int C,
+				int OC, int accumulate);
 	/*
 	 * Grouped (per expert) products: rows offs[g]..offs[g+1]-1 of in
-	 * multiply w + g*I*O. offs has G+1 entries, offs[0] = 0.
-	 * out[R,O] (writes) = in[R,I] w[g][I,O] per group
+	 * multiply w + g*C*OC. offs has G+1 entries, offs[0] = 0.
+	 * out[R,OC] (writes) = in[R,C] w[g][C,OC] per group
 	 */
 	void (*grouped_matmul_forward)(float *out, const float *in,
 				       const float *w, const int *offs, int G,
-				       int I, int O);
+				       int C, int OC);
 	/*
-	 * din[R,I] (writes, or adds when accumulate) = dout w[g]^T per group
-	 * dw[G,I,O] (adds) += in^T dout per group
+	 * din[R,C] (writes, or adds when accumulate) = dout w[g]^T per group
+	 * dw[G,C,OC] (adds) += in^T dout per group
 	 */
 	void (*grouped_matmul_backward)(float *din, float *dw,
 					const float *dout, const float *in,
 					const float *w, const int *offs, int G,
-					int I, int O, int accumulate);
+					int C, int OC, int accumulate);
 
 	/* ---- embedding, normalisation, position -------------------------- */
 	/* out[N,D] (writes) = emb[tok[n], :] */

@@ -1,0 +1,5 @@
+/* placeholder while the modules land */
+int main(void)
+{
+	return 0;
+}

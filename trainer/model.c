@@ -1,0 +1,552 @@
+/*
+ * model.c - layout, initialisation, forward and backward of the model in
+ * docs/model.md, and AdamW with warm-up, cosine decay and global clipping.
+ *
+ * Everything lives in one arena: four parameter-shaped blocks (params,
+ * grads, m, v) followed by the activations for a batch of B x T tokens.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "model.h"
+#include "rng.h"
+
+#define ALIGN_FLOATS 16 /* 64 bytes */
+
+void model_config_small(struct model_config *c)
+{
+	*c = (struct model_config){ .V = 256, .D = 64, .L = 2, .H = 4,
+				    .T = 32, .E = 4, .K = 2, .F = 128,
+				    .aux_coef = 0.01f };
+}
+
+void model_config_demo(struct model_config *c)
+{
+	*c = (struct model_config){ .V = 256, .D = 256, .L = 4, .H = 8,
+				    .T = 256, .E = 8, .K = 2, .F = 512,
+				    .aux_coef = 0.01f };
+}
+
+int model_config_check(const struct model_config *c, char *err, size_t len)
+{
+#define RANGE(f, lo, hi)                                                      \
+	do {                                                                  \
+		if (c->f < (lo) || c->f > (hi))                               \
+			return sigma_set_err(err, len, EINVAL,                \
+					     #f " = %d is out of range [%d, %d]", \
+					     c->f, (lo), (hi));               \
+	} while (0)
+	RANGE(V, 2, MODEL_MAX_V);
+	RANGE(D, 2, MODEL_MAX_D);
+	RANGE(L, 1, MODEL_MAX_L);
+	RANGE(H, 1, c->D);
+	RANGE(T, 1, MODEL_MAX_T);
+	RANGE(E, 1, MODEL_MAX_E);
+	RANGE(K, 1, c->E);
+	RANGE(F, 1, MODEL_MAX_F);
+#undef RANGE
+	if (c->D % c->H)
+		return sigma_set_err(err, len, EINVAL,
+				     "D = %d is not a multiple of H = %d",
+				     c->D, c->H);
+	if ((c->D / c->H) % 2)
+		return sigma_set_err(err, len, EINVAL,
+				     "head dim D/H = %d must be even (rotary)",
+				     c->D / c->H);
+	if (!(c->aux_coef >= 0.0f && c->aux_coef <= 100.0f))
+		return sigma_set_err(err, len, EINVAL,
+				     "aux_coef = %g is out of range [0, 100]",
+				     (double)c->aux_coef);
+	return 0;
+}
+
+void optim_config_default(struct optim_config *o)
+{
+	*o = (struct optim_config){ .lr = 3e-3f, .lr_min_ratio = 0.1f,
+				    .warmup = 20, .steps = 1000,
+				    .beta1 = 0.9f, .beta2 = 0.95f,
+				    .eps = 1e-8f, .weight_decay = 0.1f,
+				    .clip = 1.0f };
+}
+
+static size_t align_up(size_t n)
+{
+	return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
+}
+
+/* ---- layout --------------------------------------------------------------- */
+
+static void add_tensor(struct model *m, enum model_tensor_kind kind, int l,
+		       const char *name, int ndim, uint64_t d0, uint64_t d1,
+		       uint64_t d2, bool decay, size_t *off)
+{
+	struct model_tensor *t = &m->tensors[m->ntensors++];
+
+	if (l >= 0)
+		snprintf(t->name, sizeof(t->name), "layers.%d.%s", l, name);
+	else
+		sigma_strlcpy(t->name, name, sizeof(t->name));
+	t->kind = kind;
+	t->layer = l;
+	t->ndim = ndim;
+	t->shape[0] = d0;
+	t->shape[1] = d1;
+	t->shape[2] = d2;
+	t->n = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
+	t->offset = *off;
+	t->decay = decay;
+	*off += align_up(t->n);
+}
+
+static size_t layout(struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	size_t off = 0;
+	uint64_t D = c->D, E = c->E, F = c->F, V = c->V;
+
+	m->ntensors = 0;
+	add_tensor(m, MT_TOK_EMB, -1, "tok_emb", 2, V, D, 0, true, &off);
+	for (int l = 0; l < c->L; l++) {
+		add_tensor(m, MT_ATTN_NORM, l, "attn_norm", 1, D, 0, 0, false,
+			   &off);
+		add_tensor(m, MT_WQ, l, "wq", 2, D, D, 0, true, &off);
+		add_tensor(m, MT_WK, l, "wk", 2, D, D, 0, true, &off);
+		add_tensor(m, MT_WV, l, "wv", 2, D, D, 0, true, &off);
+		add_tensor(m, MT_WO, l, "wo", 2, D, D, 0, true, &off);
+		add_tensor(m, MT_MOE_NORM, l, "moe_norm", 1, D, 0, 0, false,
+			   &off);
+		add_tensor(m, MT_ROUTER, l, "router", 2, D, E, 0, true, &off);
+		add_tensor(m, MT_W1, l, "w1", 3, E, D, F, true, &off);
+		add_tensor(m, MT_W3, l, "w3", 3, E, D, F, true, &off);
+		add_tensor(m, MT_W2, l, "w2", 3, E, F, D, true, &off);
+	}
+	add_tensor(m, MT_FINAL_NORM, -1, "final_norm", 1, D, 0, 0, false, &off);
+	add_tensor(m, MT_W_OUT, -1, "w_out", 2, D, V, 0, true, &off);
+	return off;
+}
+
+static void carve_ptrs(struct model *m, struct model_ptrs *p, float *base)
+{
+	for (int i = 0; i < m->ntensors; i++) {
+		const struct model_tensor *t = &m->tensors[i];
+		float *x = base + t->offset;
+		struct model_layer_ptrs *lp = t->layer >= 0 ? &p->layer[t->layer]
+							    : NULL;
+
+		switch (t->kind) {
+		case MT_TOK_EMB: p->tok_emb = x; break;
+		case MT_FINAL_NORM: p->final_norm = x; break;
+		case MT_W_OUT: p->w_out = x; break;
+		case MT_ATTN_NORM: lp->attn_norm = x; break;
+		case MT_WQ: lp->wq = x; break;
+		case MT_WK: lp->wk = x; break;
+		case MT_WV: lp->wv = x; break;
+		case MT_WO: lp->wo = x; break;
+		case MT_MOE_NORM: lp->moe_norm = x; break;
+		case MT_ROUTER: lp->router = x; break;
+		case MT_W1: lp->w1 = x; break;
+		case MT_W3: lp->w3 = x; break;
+		case MT_W2: lp->w2 = x; break;
+		}
+	}
+}
+
+/* a bump allocator over the arena; with base NULL it only counts */
+struct carver {
+	char *base;
+	size_t used;
+};
+
+static void *carve(struct carver *cv, size_t bytes)
+{
+	void *p = cv->base ? cv->base + cv->used : NULL;
+
+	cv->used += (bytes + 63) & ~(size_t)63;
+	return p;
+}
+
+#define CARVE_F(cv, n) ((float *)carve((cv), sizeof(float) * (size_t)(n)))
+#define CARVE_I(cv, n) ((int *)carve((cv), sizeof(int) * (size_t)(n)))
+
+static void carve_acts(struct model *m, struct carver *cv)
+{
+	const struct model_config *c = &m->cfg;
+	struct model_acts *a = &m->act;
+	size_t N = (size_t)m->B * c->T, NK = N * c->K;
+	size_t D = c->D, E = c->E, F = c->F, V = c->V;
+	size_t TT = (size_t)m->B * c->H * c->T * c->T;
+
+	a->tokens = (int32_t *)carve(cv, sizeof(int32_t) * N);
+	a->targets = (int32_t *)carve(cv, sizeof(int32_t) * N);
+	a->x = CARVE_F(cv, (c->L + 1) * N * D);
+	for (int l = 0; l < c->L; l++) {
+		struct model_layer_acts *la = &a->layer[l];
+
+		la->a = CARVE_F(cv, N * D);
+		la->a_rstd = CARVE_F(cv, N);
+		la->q = CARVE_F(cv, N * D);
+		la->k = CARVE_F(cv, N * D);
+		la->v = CARVE_F(cv, N * D);
+		la->att = CARVE_F(cv, TT);
+		la->ao = CARVE_F(cv, N * D);
+		la->xmid = CARVE_F(cv, N * D);
+		la->m = CARVE_F(cv, N * D);
+		la->m_rstd = CARVE_F(cv, N);
+		la->p = CARVE_F(cv, N * E);
+		la->gate = CARVE_F(cv, N * c->K);
+		la->idx = CARVE_I(cv, N * c->K);
+		la->counts = CARVE_I(cv, E);
+		la->offs = CARVE_I(cv, E + 1);
+		la->perm = CARVE_I(cv, NK);
+		la->pos = CARVE_I(cv, NK);
+		la->xe = CARVE_F(cv, NK * D);
+		la->h1 = CARVE_F(cv, NK * F);
+		la->h3 = CARVE_F(cv, NK * F);
+		la->hs = CARVE_F(cv, NK * F);
+		la->eo = CARVE_F(cv, NK * D);
+	}
+	a->fn = CARVE_F(cv, N * D);
+	a->fn_rstd = CARVE_F(cv, N);
+	a->logits = CARVE_F(cv, N * V);
+	a->probs = CARVE_F(cv, N * V);
+	a->losses = CARVE_F(cv, N);
+	a->aux = CARVE_F(cv, c->L);
+	a->dx = CARVE_F(cv, N * D);
+	a->dmid = CARVE_F(cv, N * D);
+	a->dtmp = CARVE_F(cv, N * D);
+	a->dq = CARVE_F(cv, N * D);
+	a->dk = CARVE_F(cv, N * D);
+	a->dv = CARVE_F(cv, N * D);
+	a->dao = CARVE_F(cv, N * D);
+	a->datt = CARVE_F(cv, TT);
+	a->dp = CARVE_F(cv, N * E);
+	a->dr = CARVE_F(cv, N * E);
+	a->dgate = CARVE_F(cv, N * c->K);
+	a->dxe = CARVE_F(cv, NK * D);
+	a->deo = CARVE_F(cv, NK * D);
+	a->dh1 = CARVE_F(cv, NK * F);
+	a->dh3 = CARVE_F(cv, NK * F);
+	a->dhs = CARVE_F(cv, NK * F);
+}
+
+int model_create(struct model **out, const struct model_config *cfg, int B,
+		 const struct sigma_ops *ops, char *err, size_t len)
+{
+	struct model *m;
+	struct carver cv = { 0 };
+	size_t pbytes;
+	int rc;
+
+	*out = NULL;
+	rc = model_config_check(cfg, err, len);
+	if (rc)
+		return rc;
+	if (B < 1 || (size_t)B * cfg->T > (1u << 30) / (size_t)cfg->K)
+		return sigma_set_err(err, len, EINVAL,
+				     "batch %d x T %d is out of range", B,
+				     cfg->T);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	m->cfg = *cfg;
+	m->B = B;
+	m->ops = ops;
+	m->tensors = calloc(3 + 10 * (size_t)cfg->L, sizeof(*m->tensors));
+	m->P.layer = calloc(cfg->L, sizeof(*m->P.layer));
+	m->G.layer = calloc(cfg->L, sizeof(*m->G.layer));
+	m->act.layer = calloc(cfg->L, sizeof(*m->act.layer));
+	if (!m->tensors || !m->P.layer || !m->G.layer || !m->act.layer) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out_free;
+	}
+	m->nparams = layout(m);
+	pbytes = sizeof(float) * m->nparams;
+
+	/* count, allocate, carve for real */
+	cv.used = 4 * pbytes;
+	carve_acts(m, &cv);
+	m->arena_bytes = cv.used;
+	m->arena = ops->alloc(m->arena_bytes);
+	if (!m->arena) {
+		rc = sigma_set_err(err, len, ENOMEM,
+				   "cannot allocate the %zu-byte arena",
+				   m->arena_bytes);
+		goto out_free;
+	}
+	m->params = (float *)m->arena;
+	m->grads = m->params + m->nparams;
+	m->m = m->grads + m->nparams;
+	m->v = m->m + m->nparams;
+	cv.base = m->arena;
+	cv.used = 4 * pbytes;
+	carve_acts(m, &cv);
+	carve_ptrs(m, &m->P, m->params);
+	carve_ptrs(m, &m->G, m->grads);
+	*out = m;
+	return 0;
+
+out_free:
+	model_destroy(m);
+	return rc;
+}
+
+void model_destroy(struct model *m)
+{
+	if (!m)
+		return;
+	if (m->arena)
+		m->ops->free(m->arena);
+	free(m->tensors);
+	free(m->P.layer);
+	free(m->G.layer);
+	free(m->act.layer);
+	free(m);
+}
+
+const struct model_tensor *model_find_tensor(const struct model *m,
+					     const char *name)
+{
+	for (int i = 0; i < m->ntensors; i++)
+		if (!strcmp(m->tensors[i].name, name))
+			return &m->tensors[i];
+	return NULL;
+}
+
+void model_init_weights(struct model *m, uint64_t seed)
+{
+	uint64_t st = seed;
+	float *host = malloc(sizeof(float) * m->nparams);
+	double resid = 1.0 / sqrt(2.0 * m->cfg.L);
+
+	if (!host)
+		abort();
+	memset(host, 0, sizeof(float) * m->nparams);
+	/* one stream in tensor order: the same seed gives the same weights */
+	for (int i = 0; i < m->ntensors; i++) {
+		const struct model_tensor *t = &m->tensors[i];
+		float *x = host + t->offset;
+
+		if (t->ndim == 1) {
+			for (size_t j = 0; j < t->n; j++)
+				x[j] = 1.0f;
+			continue;
+		}
+		double sd = 0.02;
+
+		if (t->kind == MT_WO || t->kind == MT_W2)
+			sd *= resid;
+		for (size_t j = 0; j < t->n; j++)
+			x[j] = (float)(sd * rng_normal(&st));
+	}
+	m->ops->from_host(m->params, host, sizeof(float) * m->nparams);
+	m->ops->zero(m->m, m->nparams);
+	m->ops->zero(m->v, m->nparams);
+	free(host);
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+void model_forward(struct model *m, const int32_t *tokens,
+		   const int32_t *targets)
+{
+	const struct sigma_ops *o = m->ops;
+	const struct model_config *c = &m->cfg;
+	struct model_acts *a = &m->act;
+	int B = m->B, T = c->T, D = c->D, H = c->H, E = c->E, K = c->K;
+	int F = c->F, V = c->V, N = B * T, Dh = D / H;
+	size_t ND = (size_t)N * D;
+	double ce_sum = 0.0, aux_sum = 0.0;
+	float auxl;
+
+	o->from_host(a->tokens, tokens, sizeof(int32_t) * N);
+	o->from_host(a->targets, targets, sizeof(int32_t) * N);
+	o->embedding_forward(a->x, a->tokens, m->P.tok_emb, N, D);
+
+	for (int l = 0; l < c->L; l++) {
+		const struct model_layer_ptrs *w = &m->P.layer[l];
+		struct model_layer_acts *la = &a->layer[l];
+		float *x = a->x + l * ND, *xnext = a->x + (l + 1) * ND;
+
+		/* attention block */
+		o->rmsnorm_forward(la->a, la->a_rstd, x, w->attn_norm, N, D);
+		o->matmul_forward(la->q, la->a, w->wq, N, D, D, 0);
+		o->matmul_forward(la->k, la->a, w->wk, N, D, D, 0);
+		o->matmul_forward(la->v, la->a, w->wv, N, D, D, 0);
+		o->rope(la->q, la->q, B, T, H, Dh, 1);
+		o->rope(la->k, la->k, B, T, H, Dh, 1);
+		o->attention_forward(la->ao, la->att, la->q, la->k, la->v, B,
+				     T, H, Dh);
+		o->copy(la->xmid, x, ND);
+		o->matmul_forward(la->xmid, la->ao, w->wo, N, D, D, 1);
+
+		/* mixture of experts block */
+		o->rmsnorm_forward(la->m, la->m_rstd, la->xmid, w->moe_norm, N,
+				   D);
+		o->matmul_forward(la->p, la->m, w->router, N, D, E, 0);
+		o->softmax_forward(la->p, la->p, N, E);
+		o->moe_route(la->idx, la->gate, la->counts, la->offs, la->perm,
+			     la->pos, la->p, N, E, K);
+		o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E, K);
+		o->moe_gather(la->xe, la->m, la->perm, N, K, D);
+		o->grouped_matmul_forward(la->h1, la->xe, w->w1, la->offs, E,
+					  D, F);
+		o->grouped_matmul_forward(la->h3, la->xe, w->w3, la->offs, E,
+					  D, F);
+		o->swiglu_forward(la->hs, la->h1, la->h3, (size_t)N * K * F);
+		o->grouped_matmul_forward(la->eo, la->hs, w->w2, la->offs, E,
+					  F, D);
+		o->copy(xnext, la->xmid, ND);
+		o->moe_combine(xnext, la->eo, la->gate, la->pos, N, K, D);
+	}
+
+	o->rmsnorm_forward(a->fn, a->fn_rstd, a->x + (size_t)c->L * ND,
+			   m->P.final_norm, N, D);
+	o->matmul_forward(a->logits, a->fn, m->P.w_out, N, D, V, 0);
+	o->crossentropy_forward(a->losses, a->probs, a->logits, a->targets, N,
+				V);
+	o->sum(&ce_sum, a->losses, N);
+	for (int l = 0; l < c->L; l++) {
+		o->to_host(&auxl, &a->aux[l], sizeof(float));
+		aux_sum += auxl;
+	}
+	m->ce = ce_sum / N;
+	m->aux = aux_sum / c->L;
+	m->loss = m->ce + c->aux_coef * m->aux;
+}
+
+/* ---- backward ------------------------------------------------------------ */
+
+void model_backward(struct model *m)
+{
+	const struct sigma_ops *o = m->ops;
+	const struct model_config *c = &m->cfg;
+	struct model_acts *a = &m->act;
+	int B = m->B, T = c->T, D = c->D, H = c->H, E = c->E, K = c->K;
+	int F = c->F, V = c->V, N = B * T, Dh = D / H;
+	size_t ND = (size_t)N * D;
+	float aux_scale = c->aux_coef / (float)c->L;
+
+	o->zero(m->grads, m->nparams);
+
+	/* head: dlogits overwrite the logits buffer */
+	o->crossentropy_backward(a->logits, a->probs, a->targets,
+				 1.0f / (float)N, N, V);
+	o->matmul_backward(a->dtmp, m->G.w_out, a->logits, a->fn, m->P.w_out,
+			   N, D, V, 0);
+	o->zero(a->dx, ND);
+	o->rmsnorm_backward(a->dx, m->G.final_norm, a->dtmp,
+			    a->x + (size_t)c->L * ND, m->P.final_norm,
+			    a->fn_rstd, N, D);
+
+	for (int l = c->L - 1; l >= 0; l--) {
+		const struct model_layer_ptrs *w = &m->P.layer[l];
+		const struct model_layer_ptrs *g = &m->G.layer[l];
+		struct model_layer_acts *la = &a->layer[l];
+		float *x = a->x + l * ND;
+
+		/* experts: xnext = xmid + sum gate * expert(m) */
+		o->moe_combine_backward(a->deo, a->dgate, a->dx, la->eo,
+					la->gate, la->pos, N, K, D);
+		o->grouped_matmul_backward(a->dhs, g->w2, a->deo, la->hs, w->w2,
+					   la->offs, E, F, D, 0);
+		o->swiglu_backward(a->dh1, a->dh3, a->dhs, la->h1, la->h3,
+				   (size_t)N * K * F);
+		o->grouped_matmul_backward(a->dxe, g->w1, a->dh1, la->xe, w->w1,
+					   la->offs, E, D, F, 0);
+		o->grouped_matmul_backward(a->dxe, g->w3, a->dh3, la->xe, w->w3,
+					   la->offs, E, D, F, 1);
+		o->moe_gather_backward(a->dtmp, a->dxe, la->pos, N, K, D);
+		/* router: gates and the load-balancing loss */
+		o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,
+				       la->gate, la->counts, aux_scale, N, E,
+				       K);
+		o->softmax_backward(a->dr, a->dp, la->p, N, E);
+		o->matmul_backward(a->dtmp, g->router, a->dr, la->m, w->router,
+				   N, D, E, 1);
+		o->copy(a->dmid, a->dx, ND);
+		o->rmsnorm_backward(a->dmid, g->moe_norm, a->dtmp, la->xmid,
+				    w->moe_norm, la->m_rstd, N, D);
+
+		/* attention: xmid = x + attn(rmsnorm(x)) Wo */
+		o->matmul_backward(a->dao, g->wo, a->dmid, la->ao, w->wo, N, D,
+				   D, 0);
+		o->attention_backward(a->dq, a->dk, a->dv, a->datt, a->dao,
+				      la->q, la->k, la->v, la->att, B, T, H,
+				      Dh);
+		o->rope(a->dq, a->dq, B, T, H, Dh, -1);
+		o->rope(a->dk, a->dk, B, T, H, Dh, -1);
+		o->matmul_backward(a->dtmp, g->wq, a->dq, la->a, w->wq, N, D,
+				   D, 0);
+		o->matmul_backward(a->dtmp, g->wk, a->dk, la->a, w->wk, N, D,
+				   D, 1);
+		o->matmul_backward(a->dtmp, g->wv, a->dv, la->a, w->wv, N, D,
+				   D, 1);
+		o->copy(a->dx, a->dmid, ND);
+		o->rmsnorm_backward(a->dx, g->attn_norm, a->dtmp, x,
+				    w->attn_norm, la->a_rstd, N, D);
+	}
+	o->embedding_backward(m->G.tok_emb, a->dx, a->tokens, N, V, D);
+}
+
+double model_grad_norm(struct model *m)
+{
+	double ss = 0.0;
+
+	m->ops->sumsq(&ss, m->grads, m->nparams);
+	return sqrt(ss);
+}
+
+/* ---- optimizer ----------------------------------------------------------- */
+
+float optim_lr(const struct optim_config *o, long s)
+{
+	double peak = o->lr, floor_ = o->lr * o->lr_min_ratio, frac;
+
+	if (s < o->warmup)
+		return (float)(peak * (double)(s + 1) / (double)o->warmup);
+	if (o->steps <= o->warmup)
+		return (float)peak;
+	frac = (double)(s - o->warmup) / (double)(o->steps - o->warmup);
+	if (frac > 1.0)
+		frac = 1.0;
+	return (float)(floor_ + 0.5 * (peak - floor_) *
+					(1.0 + cos(3.141592653589793 * frac)));
+}
+
+float optim_step(struct model *m, const struct optim_config *o, double gnorm,
+		 float lr, long t)
+{
+	float scale = 1.0f;
+
+	if (o->clip > 0.0f && gnorm > o->clip)
+		scale = (float)(o->clip / gnorm);
+	for (int i = 0; i < m->ntensors; i++) {
+		const struct model_tensor *tn = &m->tensors[i];
+
+		m->ops->adamw(m->params + tn->offset, m->m + tn->offset,
+			      m->v + tn->offset, m->grads + tn->offset, tn->n,
+			      lr, o->beta1, o->beta2, o->eps,
+			      tn->decay ? o->weight_decay : 0.0f, scale, t);
+	}
+	return scale;
+}
+
+double model_active_params(const struct model_config *c)
+{
+	double D = c->D, E = c->E, K = c->K, F = c->F, V = c->V;
+	double layer = 4.0 * D * D + D * E + K * 3.0 * D * F;
+
+	return c->L * layer + D * V;
+}
+
+double model_flops_per_token(const struct model_config *c)
+{
+	/* attention scores and weighted sum: 2 products of T x Dh per head,
+	 * 3x for forward + backward, full (unmasked) T as computed */
+	return 6.0 * model_active_params(c) +
+	       12.0 * (double)c->L * (double)c->D * (double)c->T;
+}

@@ -1,0 +1,209 @@
+/*
+ * model.h - the MoE model of docs/model.md: configuration, one arena for
+ * parameters, gradients, AdamW moments and activations, forward and
+ * backward through the op interface (kernels/ops.h), and the optimizer.
+ */
+#ifndef SIGMA_TRAIN_MODEL_H
+#define SIGMA_TRAIN_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+/* Shapes and loss settings: what a checkpoint must match. */
+struct model_config {
+	int V; /* vocabulary */
+	int D; /* width */
+	int L; /* layers */
+	int H; /* heads, Dh = D / H */
+	int T; /* sequence length */
+	int E; /* experts per layer */
+	int K; /* experts per token */
+	int F; /* expert hidden width */
+	float aux_coef; /* load-balancing loss weight */
+};
+
+/* Limits checked by model_config_check (and so by the command line). */
+#define MODEL_MAX_V (1 << 20)
+#define MODEL_MAX_D 16384
+#define MODEL_MAX_L 256
+#define MODEL_MAX_T 65536
+#define MODEL_MAX_E 256
+#define MODEL_MAX_F 65536
+
+/* small test config and demo config of docs/model.md */
+void model_config_small(struct model_config *c);
+void model_config_demo(struct model_config *c);
+/* 0, or -EINVAL with the reason in err */
+int model_config_check(const struct model_config *c, char *err, size_t len);
+
+/* Tensors, in arena order. Per-layer kinds repeat L times. */
+enum model_tensor_kind {
+	MT_TOK_EMB,
+	MT_ATTN_NORM,
+	MT_WQ,
+	MT_WK,
+	MT_WV,
+	MT_WO,
+	MT_MOE_NORM,
+	MT_ROUTER,
+	MT_W1,
+	MT_W3,
+	MT_W2,
+	MT_FINAL_NORM,
+	MT_W_OUT,
+};
+
+#define MODEL_NAME_MAX 48
+
+struct model_tensor {
+	char name[MODEL_NAME_MAX]; /* canonical name, e.g. "layers.0.wq" */
+	enum model_tensor_kind kind;
+	int layer; /* -1 for global tensors */
+	int ndim;
+	uint64_t shape[3];
+	size_t offset; /* in floats from the start of the parameter block */
+	size_t n;
+	bool decay; /* weight decay applies (matrices, not gains) */
+};
+
+/* Pointers into one parameter-shaped block (params, grads, m or v). */
+struct model_layer_ptrs {
+	float *attn_norm; /* [D] */
+	float *wq, *wk, *wv, *wo; /* [D, D] */
+	float *moe_norm; /* [D] */
+	float *router; /* [D, E] */
+	float *w1, *w3; /* [E, D, F] */
+	float *w2; /* [E, F, D] */
+};
+
+struct model_ptrs {
+	float *tok_emb; /* [V, D] */
+	struct model_layer_ptrs *layer; /* [L] */
+	float *final_norm; /* [D] */
+	float *w_out; /* [D, V] */
+};
+
+/* Forward activations kept for backward, for B sequences of T tokens. */
+struct model_layer_acts {
+	float *a; /* [N, D] attn rmsnorm out */
+	float *a_rstd; /* [N] */
+	float *q, *k, *v; /* [N, D] q and k rotated */
+	float *att; /* [B, H, T, T] */
+	float *ao; /* [N, D] attention out, heads concatenated */
+	float *xmid; /* [N, D] residual after attention */
+	float *m; /* [N, D] moe rmsnorm out */
+	float *m_rstd; /* [N] */
+	float *p; /* [N, E] router probabilities */
+	float *gate; /* [N, K] */
+	int *idx; /* [N, K] */
+	int *counts; /* [E] */
+	int *offs; /* [E + 1] */
+	int *perm; /* [NK] */
+	int *pos; /* [NK] */
+	float *xe; /* [NK, D] expert inputs, expert-sorted */
+	float *h1, *h3, *hs; /* [NK, F] gate, up, silu(h1) * h3 */
+	float *eo; /* [NK, D] expert outputs */
+};
+
+struct model_acts {
+	int32_t *tokens; /* [N] inputs */
+	int32_t *targets; /* [N] next tokens */
+	float *x; /* [L + 1, N, D] residual stream entering each layer */
+	struct model_layer_acts *layer; /* [L] */
+	float *fn; /* [N, D] final rmsnorm out */
+	float *fn_rstd; /* [N] */
+	float *logits; /* [N, V], then dlogits in backward */
+	float *probs; /* [N, V] */
+	float *losses; /* [N] */
+	float *aux; /* [L] */
+	/* backward scratch, reused by every layer */
+	float *dx; /* [N, D] */
+	float *dmid; /* [N, D] */
+	float *dtmp; /* [N, D] */
+	float *dq, *dk, *dv, *dao; /* [N, D] */
+	float *datt; /* [B, H, T, T] */
+	float *dp; /* [N, E] */
+	float *dr; /* [N, E] */
+	float *dgate; /* [N, K] */
+	float *dxe, *deo; /* [NK, D] */
+	float *dh1, *dh3, *dhs; /* [NK, F] */
+};
+
+struct model {
+	struct model_config cfg;
+	int B; /* sequences per batch */
+	const struct sigma_ops *ops;
+
+	int ntensors;
+	struct model_tensor *tensors;
+	size_t nparams;
+
+	/* one allocation; everything below points into it */
+	void *arena;
+	size_t arena_bytes;
+	float *params, *grads, *m, *v; /* [nparams] each */
+	struct model_ptrs P, G;
+	struct model_acts act;
+
+	/* results of the last forward */
+	double ce, aux, loss;
+};
+
+/* AdamW and schedule settings (docs/model.md defaults). */
+struct optim_config {
+	float lr; /* peak learning rate */
+	float lr_min_ratio; /* cosine floor as a fraction of lr (0.1) */
+	long warmup; /* linear warm-up steps */
+	long steps; /* total steps (end of the cosine) */
+	float beta1, beta2, eps;
+	float weight_decay;
+	float clip; /* global gradient-norm clip, 0 = off */
+};
+
+void optim_config_default(struct optim_config *o);
+
+/*
+ * Allocate the arena for batch B and lay the tensors out. Parameters are
+ * zero until model_init_weights or a checkpoint fills them. Returns 0 or
+ * -errno (err says why).
+ */
+int model_create(struct model **out, const struct model_config *cfg, int B,
+		 const struct sigma_ops *ops, char *err, size_t len);
+void model_destroy(struct model *m);
+
+/* Normal(0, 0.02) matrices (Wo, W2 scaled by 1/sqrt(2L)), gains 1. */
+void model_init_weights(struct model *m, uint64_t seed);
+
+/* Find a tensor by canonical name, NULL when absent. */
+const struct model_tensor *model_find_tensor(const struct model *m,
+					     const char *name);
+
+/*
+ * Forward pass on tokens[B*T] (inputs) and targets[B*T] (next tokens),
+ * host arrays. Sets m->ce, m->aux, m->loss. Tokens must be < V.
+ */
+void model_forward(struct model *m, const int32_t *tokens,
+		   const int32_t *targets);
+/* Zero the gradients, then backpropagate the last forward into them. */
+void model_backward(struct model *m);
+/* Global gradient L2 norm. */
+double model_grad_norm(struct model *m);
+
+/* Learning rate for 0-based step s. */
+float optim_lr(const struct optim_config *o, long s);
+/*
+ * Clip (by norm gnorm), then one AdamW update at 1-based step t with
+ * learning rate lr. Returns the clip scale used.
+ */
+float optim_step(struct model *m, const struct optim_config *o, double gnorm,
+		 float lr, long t);
+
+/* Model FLOPs per token for training: 6 x active params + attention. */
+double model_flops_per_token(const struct model_config *c);
+/* Active parameters per token (matrices a token passes through). */
+double model_active_params(const struct model_config *c);
+
+#endif /* SIGMA_TRAIN_MODEL_H */

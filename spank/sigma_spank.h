@@ -20,6 +20,11 @@
 
 #define SIGMA_PLUGIN_NAME "sigma"
 
+/* the installed probe; plugstack.conf probe= overrides it */
+#ifndef SIGMA_PROBE_PATH
+#define SIGMA_PROBE_PATH "/usr/sbin/sigma-probe"
+#endif
+
 /* probe levels, in the order of enum sigma_probe_level */
 enum sigma_probe_level {
 	SIGMA_PROBE_OFF = 0,
@@ -167,6 +172,8 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 int sigma_slurm_job_info(uint32_t job_id, char **admin_comment,
 			 char **name);
 int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text);
+/* drain node with reason (used only when the probe could not run) */
+int sigma_slurm_drain(const char *node, const char *reason);
 /* true when node is the first host of the hostlist expression list */
 bool sigma_slurm_is_first_node(const char *list, const char *node);
 

@@ -1,0 +1,181 @@
+/*
+ * host.c - the host through sysfs and procfs: thermal zones, EDAC memory
+ * controllers (corrected and uncorrected errors), available memory, and
+ * the free space of the checkpoint root. Roots are configurable so that the
+ * unit tests run against a fake tree.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "sigma.h"
+#include "probe.h"
+
+/*
+ * Read a small kernel file whole. procfs files report size 0, so this
+ * reads to end of file rather than trusting fstat.
+ */
+static int host_read_small(const char *path, char *buf, size_t size)
+{
+	size_t used = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (used + 1 < size) {
+		ssize_t n = read(fd, buf + used, size - 1 - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	close(fd);
+	buf[used] = '\0';
+	return (int)used;
+}
+
+/* one number from a small sysfs file */
+static int host_read_number(const char *path, double *out)
+{
+	char buf[128];
+	int rc;
+
+	rc = host_read_small(path, buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
+	buf[strcspn(buf, "\n")] = '\0';
+	return sigma_parse_double(buf, -1e18, 1e18, out);
+}
+
+static void host_add(const struct probe_conf *conf, struct probe_report *rep,
+		     const char *key, double value)
+{
+	double warn, fail;
+	const char *unit;
+	int sense;
+
+	probe_thresholds(conf, key, &sense, &warn, &fail, &unit);
+	probe_add(rep, "host", key, value, sense, warn, fail, unit);
+}
+
+/* the hottest thermal zone, in degrees C */
+static void host_thermal(const struct probe_conf *conf,
+			 struct probe_report *rep)
+{
+	char dir[PATH_MAX + 32], path[PATH_MAX + 600];
+	double max = NAN;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/class/thermal", conf->sysfs);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		double milli;
+
+		if (strncmp(de->d_name, "thermal_zone", 12))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/temp", dir, de->d_name);
+		/* a zone that cannot be read (or reads < 0) is skipped */
+		if (host_read_number(path, &milli) < 0 || milli < 0)
+			continue;
+		if (isnan(max) || milli / 1000.0 > max)
+			max = milli / 1000.0;
+	}
+	closedir(d);
+	if (!isnan(max))
+		host_add(conf, rep, "temp_c", max);
+}
+
+/* sums of ce_count and ue_count over the EDAC memory controllers */
+static void host_edac(const struct probe_conf *conf, struct probe_report *rep)
+{
+	char dir[PATH_MAX + 32], path[PATH_MAX + 600];
+	double ce = 0, ue = 0;
+	bool any = false;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/devices/system/edac/mc", conf->sysfs);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		double v;
+
+		if (strncmp(de->d_name, "mc", 2))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/ce_count", dir, de->d_name);
+		if (host_read_number(path, &v) == 0 && v >= 0) {
+			ce += v;
+			any = true;
+		}
+		snprintf(path, sizeof(path), "%s/%s/ue_count", dir, de->d_name);
+		if (host_read_number(path, &v) == 0 && v >= 0) {
+			ue += v;
+			any = true;
+		}
+	}
+	closedir(d);
+	if (!any)
+		return;
+	host_add(conf, rep, "ecc_corrected", ce);
+	host_add(conf, rep, "ecc_uncorrected", ue);
+}
+
+/* MemAvailable from meminfo, in MiB */
+static void host_meminfo(const struct probe_conf *conf,
+			 struct probe_report *rep)
+{
+	char path[PATH_MAX + 16], buf[8192], *p;
+	unsigned long long kb;
+
+	snprintf(path, sizeof(path), "%s/meminfo", conf->procfs);
+	if (host_read_small(path, buf, sizeof(buf)) < 0)
+		return;
+	p = strstr(buf, "MemAvailable:");
+	if (p && sscanf(p + 13, "%llu", &kb) == 1)
+		host_add(conf, rep, "mem_avail_mb", (double)kb / 1024.0);
+}
+
+static void host_disk(const struct probe_conf *conf, struct probe_report *rep)
+{
+	struct statvfs sv;
+
+	if (!conf->ckpt_root[0])
+		return;
+	if (statvfs(conf->ckpt_root, &sv) < 0) {
+		sigma_warn("ckpt_root %s: %s", conf->ckpt_root,
+			   strerror(errno));
+		host_add(conf, rep, "disk_free_gb", 0);
+		return;
+	}
+	host_add(conf, rep, "disk_free_gb",
+		 (double)sv.f_bavail * (double)sv.f_frsize / 1e9);
+}
+
+int probe_host(const struct probe_conf *conf, struct probe_report *rep)
+{
+	host_thermal(conf, rep);
+	host_edac(conf, rep);
+	host_meminfo(conf, rep);
+	host_disk(conf, rep);
+	return 0;
+}

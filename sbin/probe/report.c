@@ -1,0 +1,353 @@
+/*
+ * report.c - readings, thresholds and the verdict; the summary line (also
+ * the drain reason), JSON and Prometheus text.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "probe.h"
+
+void probe_report_init(struct probe_report *rep, const char *node, int level)
+{
+	memset(rep, 0, sizeof(*rep));
+	sigma_strlcpy(rep->node, node ? node : "", sizeof(rep->node));
+	rep->level = level;
+	rep->ngpus = -1;
+	rep->verdict = PROBE_OK;
+	rep->started_ms = sigma_now_ms();
+}
+
+struct probe_reading *probe_find(struct probe_report *rep, const char *comp,
+				 const char *key)
+{
+	for (int i = 0; i < rep->n; i++)
+		if (!strcmp(rep->r[i].comp, comp) && !strcmp(rep->r[i].key, key))
+			return &rep->r[i];
+	return NULL;
+}
+
+struct probe_reading *probe_add(struct probe_report *rep, const char *comp,
+				const char *key, double value, int sense,
+				double warn, double fail, const char *unit)
+{
+	struct probe_reading *r = probe_find(rep, comp, key);
+
+	if (!r) {
+		if (rep->n >= PROBE_MAX_READINGS)
+			return NULL;
+		r = &rep->r[rep->n++];
+		memset(r, 0, sizeof(*r));
+		sigma_strlcpy(r->comp, comp, sizeof(r->comp));
+		sigma_strlcpy(r->key, key, sizeof(r->key));
+	}
+	r->value = value;
+	r->sense = sense;
+	r->warn = warn;
+	r->fail = fail;
+	r->unit = unit ? unit : "";
+	r->injected = false;
+	return r;
+}
+
+void probe_thresholds(const struct probe_conf *conf, const char *key,
+		      int *sense, double *warn, double *fail,
+		      const char **unit)
+{
+	*sense = PROBE_INFO;
+	*warn = NAN;
+	*fail = NAN;
+	*unit = "";
+	if (!strcmp(key, "temp_c")) {
+		*sense = PROBE_HIGH_BAD;
+		*warn = conf->temp_warn_c;
+		*fail = conf->temp_fail_c;
+	} else if (!strcmp(key, "ecc_uncorrected")) {
+		*sense = PROBE_HIGH_BAD;
+		*fail = conf->ecc_uncorrected_fail;
+	} else if (!strcmp(key, "ecc_corrected_rate")) {
+		*sense = PROBE_HIGH_BAD;
+		*warn = conf->ecc_corrected_rate_warn;
+		*unit = "/h";
+	} else if (!strcmp(key, "retired_pages")) {
+		*sense = PROBE_HIGH_BAD;
+		*warn = conf->retired_pages_warn;
+		*fail = conf->retired_pages_fail;
+	} else if (!strcmp(key, "retired_pending") ||
+		   !strcmp(key, "remap_pending") ||
+		   !strcmp(key, "throttle_hw")) {
+		*sense = PROBE_HIGH_BAD;
+		*warn = 1;
+	} else if (!strcmp(key, "remap_failed")) {
+		*sense = PROBE_HIGH_BAD;
+		*fail = 1;
+	} else if (!strcmp(key, "power_spike_w")) {
+		*sense = PROBE_HIGH_BAD;
+		*warn = conf->power_spike_warn_w;
+		*unit = "W";
+	} else if (!strcmp(key, "power_w") || !strcmp(key, "power_limit_w")) {
+		*unit = "W";
+	} else if (!strcmp(key, "mem_avail_mb")) {
+		*sense = PROBE_LOW_BAD;
+		*warn = conf->mem_avail_warn_mb;
+		*fail = conf->mem_avail_fail_mb;
+	} else if (!strcmp(key, "disk_free_gb")) {
+		*sense = PROBE_LOW_BAD;
+		*warn = conf->disk_free_warn_gb;
+		*fail = conf->disk_free_fail_gb;
+	} else if (!strcmp(key, "compute") || !strcmp(key, "memtest")) {
+		*sense = PROBE_LOW_BAD;
+		*fail = 1; /* 1 = the known answer came back */
+	}
+}
+
+static int judge_one(const struct probe_reading *r)
+{
+	if (isnan(r->value))
+		return PROBE_OK;
+	switch (r->sense) {
+	case PROBE_HIGH_BAD:
+		if (!isnan(r->fail) && r->value >= r->fail)
+			return PROBE_FAIL;
+		if (!isnan(r->warn) && r->value >= r->warn)
+			return PROBE_WARN;
+		return PROBE_OK;
+	case PROBE_LOW_BAD:
+		if (!isnan(r->fail) && r->value < r->fail)
+			return PROBE_FAIL;
+		if (!isnan(r->warn) && r->value < r->warn)
+			return PROBE_WARN;
+		return PROBE_OK;
+	}
+	return PROBE_OK;
+}
+
+int probe_judge(struct probe_report *rep)
+{
+	bool fail = false, warn = false;
+
+	for (int i = 0; i < rep->n; i++) {
+		rep->r[i].verdict = judge_one(&rep->r[i]);
+		fail |= rep->r[i].verdict == PROBE_FAIL;
+		warn |= rep->r[i].verdict == PROBE_WARN;
+	}
+	if (rep->verdict != PROBE_ERROR)
+		rep->verdict = fail ? PROBE_FAIL : warn ? PROBE_WARN : PROBE_OK;
+	return rep->verdict;
+}
+
+const char *probe_verdict_name(int verdict)
+{
+	switch (verdict) {
+	case PROBE_OK:
+		return "ok";
+	case PROBE_FAIL:
+		return "fail";
+	case PROBE_WARN:
+		return "warning";
+	}
+	return "error";
+}
+
+static bool is_passfail(const struct probe_reading *r)
+{
+	return !strcmp(r->key, "compute") || !strcmp(r->key, "memtest");
+}
+
+/* "gpu0 ecc_uncorrected=2 (limit 1)" */
+static int reading_text(const struct probe_reading *r, char *buf,
+			size_t size)
+{
+	double limit = r->verdict == PROBE_FAIL ? r->fail : r->warn;
+
+	if (is_passfail(r))
+		return snprintf(buf, size, "%s %s=%s", r->comp, r->key,
+				r->value >= 1 ? "ok" : "fail");
+	if (isnan(limit) || r->verdict == PROBE_OK)
+		return snprintf(buf, size, "%s %s=%g%s", r->comp, r->key,
+				r->value, r->unit);
+	return snprintf(buf, size, "%s %s=%g%s (limit %g)", r->comp, r->key,
+			r->value, r->unit, limit);
+}
+
+static void append(char *buf, size_t size, size_t *used, const char *fmt,
+		   ...) SIGMA_PRINTF(4, 5);
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*used >= size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, size - *used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	*used += (size_t)n < size - *used ? (size_t)n : size - *used - 1;
+}
+
+void probe_summary(const struct probe_report *rep, char *buf, size_t size)
+{
+	const char *lv = probe_level_name(rep->level);
+	size_t used = 0;
+	int want, listed = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	switch (rep->verdict) {
+	case PROBE_ERROR:
+		append(buf, size, &used, "sigma: probe %s: could not run: %s",
+		       lv, rep->error);
+		return;
+	case PROBE_OK:
+		append(buf, size, &used, "sigma: probe %s: ok: %s, ", lv,
+		       rep->node);
+		if (rep->ngpus > 0)
+			append(buf, size, &used, "%d GPU%s", rep->ngpus,
+			       rep->ngpus == 1 ? "" : "s");
+		else
+			append(buf, size, &used, "no GPUs, host only%s%s%s",
+			       rep->gpu_note[0] ? " (" : "", rep->gpu_note,
+			       rep->gpu_note[0] ? ")" : "");
+		append(buf, size, &used, ", %d readings", rep->n);
+		return;
+	case PROBE_WARN:
+		append(buf, size, &used, "sigma: warning: probe %s: ", lv);
+		want = PROBE_WARN;
+		break;
+	default:
+		append(buf, size, &used, "sigma: probe %s: ", lv);
+		want = PROBE_FAIL;
+		break;
+	}
+	for (int i = 0; i < rep->n; i++) {
+		char one[160];
+
+		if (rep->r[i].verdict != want)
+			continue;
+		reading_text(&rep->r[i], one, sizeof(one));
+		append(buf, size, &used, "%s%s", listed++ ? "; " : "", one);
+	}
+}
+
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_num(FILE *out, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", out);
+	else
+		fprintf(out, "%.17g", v);
+}
+
+void probe_print_json(const struct probe_report *rep, FILE *out)
+{
+	char summary[1024];
+
+	probe_summary(rep, summary, sizeof(summary));
+	fputs("{\"node\":", out);
+	json_str(out, rep->node);
+	fprintf(out, ",\"level\":\"%s\",\"verdict\":\"%s\",\"exit\":%d,",
+		probe_level_name(rep->level), probe_verdict_name(rep->verdict),
+		rep->verdict);
+	fprintf(out, "\"gpus\":%d,\"gpu_note\":", rep->ngpus < 0 ? 0 : rep->ngpus);
+	json_str(out, rep->gpu_note);
+	fprintf(out, ",\"elapsed_ms\":%llu,\"summary\":",
+		(unsigned long long)rep->elapsed_ms);
+	json_str(out, summary);
+	fputs(",\"readings\":[", out);
+	for (int i = 0; i < rep->n; i++) {
+		const struct probe_reading *r = &rep->r[i];
+
+		fputs(i ? ",{" : "{", out);
+		fputs("\"component\":", out);
+		json_str(out, r->comp);
+		fputs(",\"key\":", out);
+		json_str(out, r->key);
+		fputs(",\"value\":", out);
+		json_num(out, r->value);
+		fputs(",\"warn\":", out);
+		json_num(out, r->warn);
+		fputs(",\"fail\":", out);
+		json_num(out, r->fail);
+		fprintf(out, ",\"bad_when\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\"}",
+			r->sense == PROBE_HIGH_BAD  ? "above"
+			: r->sense == PROBE_LOW_BAD ? "below"
+						    : "never",
+			probe_verdict_name(r->verdict),
+			r->injected ? "injected" : "measured");
+	}
+	fputs("]}\n", out);
+}
+
+int probe_format_metrics(const struct probe_report *rep, char *buf,
+			 size_t size)
+{
+	size_t used = 0;
+
+	append(buf, size, &used,
+	       "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run\n"
+	       "# TYPE sigma_probe_verdict gauge\n"
+	       "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
+	       rep->node, probe_level_name(rep->level), rep->verdict);
+	append(buf, size, &used,
+	       "# HELP sigma_probe_gpus GPUs the probe found\n"
+	       "# TYPE sigma_probe_gpus gauge\n"
+	       "sigma_probe_gpus{node=\"%s\"} %d\n",
+	       rep->node, rep->ngpus < 0 ? 0 : rep->ngpus);
+	append(buf, size, &used,
+	       "# HELP sigma_probe_duration_seconds wall time of the probe\n"
+	       "# TYPE sigma_probe_duration_seconds gauge\n"
+	       "sigma_probe_duration_seconds{node=\"%s\",level=\"%s\"} %.3f\n",
+	       rep->node, probe_level_name(rep->level),
+	       (double)rep->elapsed_ms / 1000.0);
+	append(buf, size, &used,
+	       "# HELP sigma_probe_reading one reading, with its thresholds as sigma_probe_threshold\n"
+	       "# TYPE sigma_probe_reading gauge\n");
+	for (int i = 0; i < rep->n; i++) {
+		const struct probe_reading *r = &rep->r[i];
+
+		if (isnan(r->value))
+			continue;
+		append(buf, size, &used,
+		       "sigma_probe_reading{node=\"%s\",component=\"%s\",key=\"%s\"} %.17g\n",
+		       rep->node, r->comp, r->key, r->value);
+	}
+	append(buf, size, &used,
+	       "# HELP sigma_probe_threshold the warn and fail limits of a reading\n"
+	       "# TYPE sigma_probe_threshold gauge\n");
+	for (int i = 0; i < rep->n; i++) {
+		const struct probe_reading *r = &rep->r[i];
+
+		if (!isnan(r->warn))
+			append(buf, size, &used,
+			       "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"warn\"} %.17g\n",
+			       rep->node, r->comp, r->key, r->warn);
+		if (!isnan(r->fail))
+			append(buf, size, &used,
+			       "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"fail\"} %.17g\n",
+			       rep->node, r->comp, r->key, r->fail);
+	}
+	return used + 1 >= size ? -ENOSPC : (int)used;
+}

@@ -1,0 +1,96 @@
+/*
+ * dispatch.c - the entry points Slurm calls, routed by SPANK context:
+ *
+ *   srun, sbatch, salloc     (local, allocator)  client.c
+ *   job prolog and epilog    (job_script, root)  prolog.c, epilog.c
+ *   slurmstepd task_init     (remote)            task.c
+ *
+ * Only slurm_spank_* and plugin_* symbols leave sigma.so (sigma.lds).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "sigma.h"
+#include "sigma_spank.h"
+#include "sigma_spank_slurm.h"
+
+SPANK_PLUGIN(sigma, 1);
+
+struct sigma_spank_conf sigma_conf;
+struct sigma_job_opts sigma_opts;
+static bool dispatch_conf_ok;
+
+static bool dispatch_is_client(void)
+{
+	spank_context_t c = spank_context();
+
+	return c == S_CTX_LOCAL || c == S_CTX_ALLOCATOR;
+}
+
+/* lib/ logging goes to Slurm's log; never to a user's terminal */
+static void dispatch_log_sink(int level, const char *msg, void *arg)
+{
+	if (level == SIGMA_LOG_ERROR)
+		slurm_error("sigma: %s", msg);
+	else if (dispatch_is_client() || level == SIGMA_LOG_DEBUG)
+		slurm_verbose("sigma: %s", msg);
+	else
+		slurm_info("sigma: %s", msg);
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	char err[512];
+
+	sigma_log_set_sink(dispatch_log_sink, NULL);
+	sigma_log_set_level(SIGMA_LOG_DEBUG);
+	sigma_job_opts_init(&sigma_opts);
+	if (sigma_spank_conf_parse(&sigma_conf, ac, av, err, sizeof(err)) < 0) {
+		slurm_error("sigma: plugstack.conf: %s", err);
+		return -1;
+	}
+	dispatch_conf_ok = true;
+	switch (spank_context()) {
+	case S_CTX_LOCAL:
+	case S_CTX_ALLOCATOR:
+		return sigma_client_init(sp, ac, av);
+	case S_CTX_REMOTE:
+	case S_CTX_JOB_SCRIPT:
+		/* spank_option_getopt needs the options registered here too */
+		return sigma_register_options(sp);
+	default:
+		return 0;
+	}
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	if (!dispatch_conf_ok)
+		return -1;
+	return sigma_prolog(sp);
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	if (!dispatch_conf_ok)
+		return -1;
+	return sigma_epilog(sp);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	if (!dispatch_conf_ok)
+		return -1;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	return sigma_task_init(sp);
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	sigma_log_set_sink(NULL, NULL);
+	return 0;
+}

@@ -1,0 +1,119 @@
+/*
+ * probe.c - run sigma-probe for the job prolog or epilog and act on its
+ * exit code (0 healthy, 1 failing, 2 warning, 3 could not run). With
+ * drain=yes the probe drains the node itself (sigma-probe --drain), so the
+ * rules about whose drain it is live in one place; only when the probe did
+ * not run at all does the plugin drain here.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "sigma.h"
+#include "sigma_spank.h"
+#include "sigma_spank_slurm.h"
+
+#define PROBE_ARGV_MAX 16
+
+int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	const char *slurm_conf = getenv("SLURM_CONF");
+	const char *lname = sigma_probe_level_names[level];
+	char *argv[PROBE_ARGV_MAX], *envp[4];
+	char env_conf[PATH_MAX + 16], env_node[128], reason[600];
+	struct sigma_probe_result res;
+	int argc = 0, envc = 0, rc;
+
+	argv[argc++] = sigma_conf.probe;
+	if (node && node[0]) {
+		argv[argc++] = "--node";
+		argv[argc++] = (char *)node;
+	}
+	if (sigma_conf.config[0]) {
+		argv[argc++] = "--config";
+		argv[argc++] = sigma_conf.config;
+	}
+	if (sigma_conf.ckpt_root[0]) {
+		argv[argc++] = "--ckpt-root";
+		argv[argc++] = sigma_conf.ckpt_root;
+	}
+	if (sigma_conf.drain)
+		argv[argc++] = "--drain";
+	argv[argc++] = (char *)lname;
+	argv[argc] = NULL;
+
+	envp[envc++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	if (slurm_conf && snprintf(env_conf, sizeof(env_conf), "SLURM_CONF=%s",
+				   slurm_conf) < (int)sizeof(env_conf))
+		envp[envc++] = env_conf;
+	if (node && snprintf(env_node, sizeof(env_node), "SLURMD_NODENAME=%s",
+			     node) < (int)sizeof(env_node))
+		envp[envc++] = env_node;
+	envp[envc] = NULL;
+
+	rc = sigma_probe_run(argv, envp, sigma_conf.probe_timeout, &res);
+	if (rc < 0) {
+		/* no verdict: the node's health is unknown, fail closed */
+		snprintf(reason, sizeof(reason),
+			 "sigma: probe %s: could not run: %s", lname, res.line);
+		slurm_error("sigma: job %u %s on %s: %s", job_id, when,
+			    node ? node : "?", reason);
+		if (sigma_conf.drain && node)
+			sigma_slurm_drain(node, reason);
+		return rc;
+	}
+	switch (res.status) {
+	case 0:
+		slurm_info("sigma: job %u %s on %s: %s", job_id, when,
+			   node ? node : "?", res.line);
+		break;
+	case 2:
+		slurm_info("sigma: job %u %s on %s: early warning: %s", job_id,
+			   when, node ? node : "?", res.line);
+		break;
+	default:
+		slurm_error("sigma: job %u %s on %s: probe exit %d: %s", job_id,
+			    when, node ? node : "?", res.status, res.line);
+		break;
+	}
+	return res.status;
+}
+
+int sigma_job_user(spank_t sp, uid_t *uid, gid_t *gid, char *name,
+		   size_t size)
+{
+	const char *s;
+	long v;
+
+	name[0] = '\0';
+	if (spank_get_item(sp, S_JOB_UID, uid) != ESPANK_SUCCESS) {
+		s = getenv("SLURM_JOB_UID");
+		if (!s || sigma_parse_long(s, 0, 0x7fffffffL, &v) < 0)
+			return -ENOENT;
+		*uid = (uid_t)v;
+	}
+	if (spank_get_item(sp, S_JOB_GID, gid) != ESPANK_SUCCESS) {
+		s = getenv("SLURM_JOB_GID");
+		if (!s || sigma_parse_long(s, 0, 0x7fffffffL, &v) < 0)
+			return -ENOENT;
+		*gid = (gid_t)v;
+	}
+	s = getenv("SLURM_JOB_USER");
+	if (s && s[0]) {
+		sigma_strlcpy(name, s, size);
+	} else {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+
+		if (!getpwuid_r(*uid, &pw, buf, sizeof(buf), &res) && res)
+			sigma_strlcpy(name, pw.pw_name, size);
+	}
+	return 0;
+}

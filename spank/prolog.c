@@ -1,0 +1,118 @@
+/*
+ * prolog.c - slurm_spank_job_prolog, as root on every node of the
+ * allocation (PrologFlags=Alloc): probe the node at the job's level; for a
+ * sigma job also write the AdminComment block (first node only) and create
+ * the checkpoint directory as the job's user.
+ *
+ * Only a failing probe fails the prolog (Slurm then requeues the batch job
+ * elsewhere). A user's mistake, such as a symbolic link at the checkpoint
+ * path, must never drain a node: it is logged here and refused in
+ * task_init, which fails the job's tasks instead.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "sigma.h"
+#include "sigma_spank.h"
+#include "sigma_spank_slurm.h"
+
+static void prolog_admin_comment(uint32_t job_id, const char *cur)
+{
+	char block[256], merged[1024];
+	int rc;
+
+	if (sigma_admin_block_format(&sigma_opts, &sigma_conf, block,
+				     sizeof(block)) < 0)
+		return;
+	rc = sigma_admin_comment_merge(cur, block, merged, sizeof(merged));
+	if (rc <= 0) {
+		if (rc < 0)
+			slurm_error("sigma: job %u: AdminComment too long to add %s",
+				    job_id, block);
+		return;
+	}
+	rc = sigma_slurm_set_admin_comment(job_id, merged);
+	if (rc < 0)
+		slurm_error("sigma: job %u: cannot set AdminComment: %s",
+			    job_id, strerror(-rc));
+	else
+		slurm_info("sigma: job %u: AdminComment %s", job_id, block);
+}
+
+static void prolog_ckpt_dir(spank_t sp, uint32_t job_id, const char *name)
+{
+	char user[128], path[PATH_MAX], err[512];
+	uid_t uid;
+	gid_t gid;
+	int rc;
+
+	if (sigma_job_user(sp, &uid, &gid, user, sizeof(user)) < 0) {
+		slurm_error("sigma: job %u: cannot tell the job's user",
+			    job_id);
+		return;
+	}
+	rc = sigma_ckpt_path(&sigma_opts, &sigma_conf, user, name, path,
+			     sizeof(path), err, sizeof(err));
+	if (rc == -ENOENT)
+		return; /* no checkpoint directory asked for or configured */
+	if (rc < 0) {
+		slurm_error("sigma: job %u: %s", job_id, err);
+		return;
+	}
+	rc = sigma_ckpt_create(path, sigma_conf.ckpt_root, uid, gid, err,
+			       sizeof(err));
+	if (rc < 0)
+		slurm_error("sigma: job %u: checkpoint directory: %s", job_id,
+			    err);
+	else
+		slurm_info("sigma: job %u: checkpoint directory %s (uid %u)",
+			   job_id, path, (unsigned)uid);
+}
+
+int sigma_prolog(spank_t sp)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	char *comment = NULL, *name = NULL;
+	uint32_t job_id = 0;
+	bool first;
+	int level, rc;
+
+	spank_get_item(sp, S_JOB_ID, &job_id);
+	if (sigma_load_options(sp) < 0)
+		sigma_job_opts_init(&sigma_opts); /* refused at submit anyway */
+	level = sigma_job_probe_level(&sigma_opts, &sigma_conf);
+	if (level != SIGMA_PROBE_OFF) {
+		rc = sigma_job_probe(sp, level, "prolog", job_id);
+		if ((rc < 0 || rc == 1 || rc == 3) && sigma_conf.drain)
+			return -1; /* requeue the job elsewhere */
+	}
+	if (!sigma_job_opts_any(&sigma_opts))
+		return 0;
+
+	first = sigma_slurm_is_first_node(getenv("SLURM_JOB_NODELIST"), node);
+	name = getenv("SLURM_JOB_NAME") ? strdup(getenv("SLURM_JOB_NAME"))
+					: NULL;
+	if (first || (!name && !sigma_opts.ckpt_dir[0])) {
+		char *loaded = NULL;
+
+		rc = sigma_slurm_job_info(job_id, &comment, &loaded);
+		if (rc < 0)
+			slurm_error("sigma: job %u: cannot load the job: %s",
+				    job_id, strerror(-rc));
+		if (!name)
+			name = loaded;
+		else
+			free(loaded);
+		if (rc == 0 && first)
+			prolog_admin_comment(job_id, comment);
+	}
+	prolog_ckpt_dir(sp, job_id, name);
+	free(comment);
+	free(name);
+	return 0;
+}

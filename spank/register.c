@@ -1,0 +1,87 @@
+/*
+ * register.c - hand Slurm the --sigma-* options. They are registered with
+ * spank_option_register() from slurm_spank_init (an exported table reaches
+ * srun only, not sbatch or salloc). The callbacks validate through
+ * options.c; in slurmd/slurmstepd the values are read back with
+ * spank_option_getopt().
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "sigma.h"
+#include "sigma_spank.h"
+#include "sigma_spank_slurm.h"
+
+static int register_cb(int val, const char *optarg, int remote);
+
+static struct spank_option register_table[] = {
+	{ "sigma-probe", "off|quick|full",
+	  "sigma: health probe level of this job's prolog (default from plugstack.conf)",
+	  1, SIGMA_OPT_PROBE, register_cb },
+	{ "sigma-ckpt-dir", "DIR",
+	  "sigma: checkpoint directory (default: ckpt_root/USER/JOBNAME)", 1,
+	  SIGMA_OPT_CKPT_DIR, register_cb },
+	{ "sigma-ckpt-every", "STEPS",
+	  "sigma: checkpoint interval in training steps", 1,
+	  SIGMA_OPT_CKPT_EVERY, register_cb },
+	{ "sigma-spares", "N",
+	  "sigma: hot spare nodes to hold ready for this job (0 = none)", 1,
+	  SIGMA_OPT_SPARES, register_cb },
+	{ "sigma-max-restarts", "N",
+	  "sigma: how many times the job may be requeued after a failure", 1,
+	  SIGMA_OPT_MAX_RESTARTS, register_cb },
+};
+
+#define REGISTER_N (sizeof(register_table) / sizeof(register_table[0]))
+
+static int register_cb(int val, const char *optarg, int remote)
+{
+	char err[512];
+
+	if (sigma_job_opts_set(&sigma_opts, val, optarg, err, sizeof(err)) <
+	    0) {
+		/* the user must see why the job was refused */
+		slurm_error("sigma: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+int sigma_register_options(spank_t sp)
+{
+	for (size_t i = 0; i < REGISTER_N; i++) {
+		spank_err_t rc = spank_option_register(sp, &register_table[i]);
+
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("sigma: cannot register --%s: %s",
+				    register_table[i].name, spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sigma_load_options(spank_t sp)
+{
+	char err[512];
+
+	sigma_job_opts_init(&sigma_opts);
+	for (size_t i = 0; i < REGISTER_N; i++) {
+		char *optarg = NULL;
+		spank_err_t rc;
+
+		rc = spank_option_getopt(sp, &register_table[i], &optarg);
+		if (rc != ESPANK_SUCCESS || !optarg)
+			continue;
+		if (sigma_job_opts_set(&sigma_opts, register_table[i].val,
+				       optarg, err, sizeof(err)) < 0) {
+			slurm_error("sigma: %s", err);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

@@ -1,5 +1,825 @@
-/* placeholder while the modules land */
-int main(void)
+/*
+ * main.c - sigma-train: the command line, the training loop, signals.
+ *
+ *   sigma-train [OPTIONS]                        train
+ *   sigma-train prepare [OPTIONS] TEXT...        make token files
+ *
+ * Reads straight down: defaults, SIGMA_* environment, flags (which win),
+ * data, model, resume, loop, final checkpoint. Exit codes: exitcodes.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "sigma.h"
+#include "ckpt.h"
+#include "data.h"
+#include "exitcodes.h"
+#include "model.h"
+#include "rng.h"
+
+struct train_opts {
+	struct model_config model;
+	struct optim_config optim;
+	int batch;
+	uint64_t seed;
+	int threads;
+	char train_path[PATH_MAX];
+	char val_path[PATH_MAX];
+	char ckpt_dir[PATH_MAX];
+	long ckpt_every; /* 0: only at the end and on request */
+	int ckpt_keep;
+	long eval_every; /* 0: never */
+	int eval_batches;
+	long log_every;
+	char metrics_path[PATH_MAX];
+	char init_from[PATH_MAX];
+	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
+	bool resume;
+	bool vocab_set;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
 {
+	stop_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: sigma-train [OPTIONS]\n"
+		"       sigma-train prepare --train-out FILE --val-out FILE [--val-fraction F] TEXT...\n"
+		"\n"
+		"Data and checkpoints:\n"
+		"  --train FILE          training token file (required)\n"
+		"  --val FILE            validation token file\n"
+		"  --ckpt-dir DIR        checkpoint directory ($SIGMA_CKPT_DIR)\n"
+		"  --ckpt-every N        checkpoint every N steps ($SIGMA_CKPT_EVERY; 0: at the end)\n"
+		"  --ckpt-keep N         keep the newest N checkpoints (default 3)\n"
+		"  --resume              continue from the newest valid checkpoint\n"
+		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
+		"  --init-from FILE      start from the weights of a checkpoint\n"
+		"  --stop-at N           after step N, checkpoint and exit 75 as on SIGUSR1\n"
+		"Model (default: --preset demo):\n"
+		"  --preset small|demo   shapes of docs/model.md\n"
+		"  --vocab V --dim D --layers L --heads H --seq-len T\n"
+		"  --experts E --top-k K --ffn F --aux-coef C\n"
+		"Training:\n"
+		"  --batch B             sequences per step (default 8)\n"
+		"  --steps N             total steps (default 1000)\n"
+		"  --lr LR               peak learning rate (default 3e-3)\n"
+		"  --warmup N            warm-up steps (default 20)\n"
+		"  --lr-min-ratio R      cosine floor as a fraction of LR (default 0.1)\n"
+		"  --weight-decay W      (default 0.1)  --clip C  (default 1.0, 0: off)\n"
+		"  --seed S              weights and batch order (default 1)\n"
+		"  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all)\n"
+		"Reporting:\n"
+		"  --log-every N         progress line every N steps (default 10)\n"
+		"  --eval-every N        validation loss every N steps (default 100; 0: never)\n"
+		"  --eval-batches N      validation batches (default 4)\n"
+		"  --metrics FILE        CSV of the progress series\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"Exit: 0 done, 64 usage, 65 bad data or checkpoint, 66 missing input,\n"
+		"69 stop requested without a checkpoint dir, 70 diverged, 71 system error,\n"
+		"73 cannot write, 75 stopped on request after a checkpoint (requeue).\n");
+}
+
+#define DIE(code, ...)                                                        \
+	do {                                                                  \
+		sigma_error(__VA_ARGS__);                                     \
+		return (code);                                                \
+	} while (0)
+
+static int parse_int(const char *what, const char *s, long lo, long hi,
+		     long *out)
+{
+	int rc = sigma_parse_long(s, lo, hi, out);
+
+	if (rc == -ERANGE)
+		sigma_error("%s %s is out of range [%ld, %ld]", what, s, lo, hi);
+	else if (rc)
+		sigma_error("%s \"%s\" is not a whole number", what, s);
+	return rc;
+}
+
+static int parse_real(const char *what, const char *s, double lo, double hi,
+		      double *out)
+{
+	int rc = sigma_parse_double(s, lo, hi, out);
+
+	if (rc == -ERANGE)
+		sigma_error("%s %s is out of range [%g, %g]", what, s, lo, hi);
+	else if (rc)
+		sigma_error("%s \"%s\" is not a number", what, s);
+	return rc;
+}
+
+static int copy_path(const char *what, const char *s, char *dst, size_t len)
+{
+	if (sigma_strlcpy(dst, s, len) >= len || !*s) {
+		sigma_error("%s: empty or too long path", what);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* ---- prepare ------------------------------------------------------------- */
+
+static int cmd_prepare(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "train-out", required_argument, NULL, 't' },
+		{ "val-out", required_argument, NULL, 'v' },
+		{ "val-fraction", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char train[PATH_MAX] = "", val[PATH_MAX] = "", err[1024];
+	double frac = 0.1;
+	uint64_t nt = 0, nv = 0;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (copy_path("--train-out", optarg, train, sizeof(train)))
+				return TRAIN_EXIT_USAGE;
+			break;
+		case 'v':
+			if (copy_path("--val-out", optarg, val, sizeof(val)))
+				return TRAIN_EXIT_USAGE;
+			break;
+		case 'f':
+			if (parse_real("--val-fraction", optarg, 1e-6, 0.9,
+				       &frac))
+				return TRAIN_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return TRAIN_EXIT_OK;
+		default:
+			usage(stderr);
+			return TRAIN_EXIT_USAGE;
+		}
+	}
+	if (!*train || !*val || optind >= argc)
+		DIE(TRAIN_EXIT_USAGE,
+		    "prepare needs --train-out, --val-out and at least one text file");
+	rc = data_prepare((const char *const *)argv + optind, argc - optind,
+			  train, val, frac, &nt, &nv, err, sizeof(err));
+	if (rc == -EBADMSG)
+		DIE(TRAIN_EXIT_DATAERR, "%s", err);
+	if (rc == -ENOENT || rc == -EACCES)
+		DIE(TRAIN_EXIT_NOINPUT, "%s", err);
+	if (rc)
+		DIE(TRAIN_EXIT_CANTCREAT, "%s", err);
+	printf("prepared %s: %llu tokens, %s: %llu tokens (V = 256, bytes)\n",
+	       train, (unsigned long long)nt, val, (unsigned long long)nv);
+	return TRAIN_EXIT_OK;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+enum {
+	OPT_TRAIN = 256, OPT_VAL, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP,
+	OPT_RESUME, OPT_INIT_FROM, OPT_PRESET, OPT_VOCAB, OPT_DIM, OPT_LAYERS,
+	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
+	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
+	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
+};
+
+/* SIGMA_* defaults (the plugin's environment); flags parsed later win */
+static int read_env(struct train_opts *o)
+{
+	const char *s;
+	long v;
+
+	s = getenv("SIGMA_CKPT_DIR");
+	if (s && *s && copy_path("SIGMA_CKPT_DIR", s, o->ckpt_dir,
+				 sizeof(o->ckpt_dir)))
+		return -EINVAL;
+	s = getenv("SIGMA_CKPT_EVERY");
+	if (s && *s) {
+		if (parse_int("SIGMA_CKPT_EVERY", s, 0, 100000000, &v))
+			return -EINVAL;
+		o->ckpt_every = v;
+	}
+	s = getenv("SIGMA_ATTEMPT");
+	if (s && *s) {
+		if (parse_int("SIGMA_ATTEMPT", s, 0, 1000000, &v))
+			return -EINVAL;
+		o->resume |= v > 0;
+	}
+	s = getenv("SLURM_RESTART_COUNT");
+	if (s && *s && sigma_parse_long(s, 1, LONG_MAX, &v) == 0)
+		o->resume = true;
+	return 0;
+}
+
+static int parse_opts(struct train_opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "train", required_argument, NULL, OPT_TRAIN },
+		{ "val", required_argument, NULL, OPT_VAL },
+		{ "ckpt-dir", required_argument, NULL, OPT_CKPT_DIR },
+		{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
+		{ "ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP },
+		{ "resume", no_argument, NULL, OPT_RESUME },
+		{ "init-from", required_argument, NULL, OPT_INIT_FROM },
+		{ "preset", required_argument, NULL, OPT_PRESET },
+		{ "vocab", required_argument, NULL, OPT_VOCAB },
+		{ "dim", required_argument, NULL, OPT_DIM },
+		{ "layers", required_argument, NULL, OPT_LAYERS },
+		{ "heads", required_argument, NULL, OPT_HEADS },
+		{ "seq-len", required_argument, NULL, OPT_SEQ },
+		{ "experts", required_argument, NULL, OPT_EXPERTS },
+		{ "top-k", required_argument, NULL, OPT_TOPK },
+		{ "ffn", required_argument, NULL, OPT_FFN },
+		{ "aux-coef", required_argument, NULL, OPT_AUX },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "lr", required_argument, NULL, OPT_LR },
+		{ "warmup", required_argument, NULL, OPT_WARMUP },
+		{ "lr-min-ratio", required_argument, NULL, OPT_LRMIN },
+		{ "weight-decay", required_argument, NULL, OPT_WD },
+		{ "clip", required_argument, NULL, OPT_CLIP },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "log-every", required_argument, NULL, OPT_LOG },
+		{ "eval-every", required_argument, NULL, OPT_EVAL },
+		{ "eval-batches", required_argument, NULL, OPT_EVALB },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "stop-at", required_argument, NULL, OPT_STOP_AT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const presets[] = { "small", "demo", NULL };
+	/* shape flags apply after the preset, whatever their order */
+	long shape[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	double aux = -1;
+	int c;
+	long v;
+	double d;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case OPT_TRAIN:
+			if (copy_path("--train", optarg, o->train_path,
+				      sizeof(o->train_path)))
+				return -EINVAL;
+			break;
+		case OPT_VAL:
+			if (copy_path("--val", optarg, o->val_path,
+				      sizeof(o->val_path)))
+				return -EINVAL;
+			break;
+		case OPT_CKPT_DIR:
+			if (copy_path("--ckpt-dir", optarg, o->ckpt_dir,
+				      sizeof(o->ckpt_dir)))
+				return -EINVAL;
+			break;
+		case OPT_INIT_FROM:
+			if (copy_path("--init-from", optarg, o->init_from,
+				      sizeof(o->init_from)))
+				return -EINVAL;
+			break;
+		case OPT_METRICS:
+			if (copy_path("--metrics", optarg, o->metrics_path,
+				      sizeof(o->metrics_path)))
+				return -EINVAL;
+			break;
+		case OPT_RESUME:
+			o->resume = true;
+			break;
+		case OPT_PRESET: {
+			int p = sigma_parse_enum(optarg, presets);
+
+			if (p < 0) {
+				sigma_error("--preset \"%s\" is not small or demo",
+					    optarg);
+				return -EINVAL;
+			}
+			if (p == 0)
+				model_config_small(&o->model);
+			else
+				model_config_demo(&o->model);
+			break;
+		}
+#define SHAPE(opt, i, lo_, hi_, name)                                         \
+	case opt:                                                             \
+		if (parse_int(name, optarg, lo_, hi_, &shape[i]))             \
+			return -EINVAL;                                       \
+		if (i == 0)                                                   \
+			o->vocab_set = true;                                  \
+		break;
+		SHAPE(OPT_VOCAB, 0, 2, MODEL_MAX_V, "--vocab")
+		SHAPE(OPT_DIM, 1, 2, MODEL_MAX_D, "--dim")
+		SHAPE(OPT_LAYERS, 2, 1, MODEL_MAX_L, "--layers")
+		SHAPE(OPT_HEADS, 3, 1, MODEL_MAX_D, "--heads")
+		SHAPE(OPT_SEQ, 4, 1, MODEL_MAX_T, "--seq-len")
+		SHAPE(OPT_EXPERTS, 5, 1, MODEL_MAX_E, "--experts")
+		SHAPE(OPT_TOPK, 6, 1, MODEL_MAX_E, "--top-k")
+		SHAPE(OPT_FFN, 7, 1, MODEL_MAX_F, "--ffn")
+#undef SHAPE
+		case OPT_AUX:
+			if (parse_real("--aux-coef", optarg, 0, 100, &aux))
+				return -EINVAL;
+			break;
+		case OPT_BATCH:
+			if (parse_int("--batch", optarg, 1, 65536, &v))
+				return -EINVAL;
+			o->batch = (int)v;
+			break;
+		case OPT_STEPS:
+			if (parse_int("--steps", optarg, 1, 99999999, &v))
+				return -EINVAL;
+			o->optim.steps = v;
+			break;
+		case OPT_LR:
+			if (parse_real("--lr", optarg, 0, 10, &d))
+				return -EINVAL;
+			o->optim.lr = (float)d;
+			break;
+		case OPT_WARMUP:
+			if (parse_int("--warmup", optarg, 0, 99999999, &v))
+				return -EINVAL;
+			o->optim.warmup = v;
+			break;
+		case OPT_LRMIN:
+			if (parse_real("--lr-min-ratio", optarg, 0, 1, &d))
+				return -EINVAL;
+			o->optim.lr_min_ratio = (float)d;
+			break;
+		case OPT_WD:
+			if (parse_real("--weight-decay", optarg, 0, 10, &d))
+				return -EINVAL;
+			o->optim.weight_decay = (float)d;
+			break;
+		case OPT_CLIP:
+			if (parse_real("--clip", optarg, 0, 1e6, &d))
+				return -EINVAL;
+			o->optim.clip = (float)d;
+			break;
+		case OPT_SEED:
+			if (parse_int("--seed", optarg, 0, LONG_MAX, &v))
+				return -EINVAL;
+			o->seed = (uint64_t)v;
+			break;
+		case OPT_THREADS:
+			if (parse_int("--threads", optarg, 1, 1024, &v))
+				return -EINVAL;
+			o->threads = (int)v;
+			break;
+		case OPT_CKPT_EVERY:
+			if (parse_int("--ckpt-every", optarg, 0, 99999999, &v))
+				return -EINVAL;
+			o->ckpt_every = v;
+			break;
+		case OPT_STOP_AT:
+			if (parse_int("--stop-at", optarg, 1, 99999999, &v))
+				return -EINVAL;
+			o->stop_at = v;
+			break;
+		case OPT_CKPT_KEEP:
+			if (parse_int("--ckpt-keep", optarg, 1, 1000, &v))
+				return -EINVAL;
+			o->ckpt_keep = (int)v;
+			break;
+		case OPT_LOG:
+			if (parse_int("--log-every", optarg, 1, 99999999, &v))
+				return -EINVAL;
+			o->log_every = v;
+			break;
+		case OPT_EVAL:
+			if (parse_int("--eval-every", optarg, 0, 99999999, &v))
+				return -EINVAL;
+			o->eval_every = v;
+			break;
+		case OPT_EVALB:
+			if (parse_int("--eval-batches", optarg, 1, 100000, &v))
+				return -EINVAL;
+			o->eval_batches = (int)v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(TRAIN_EXIT_OK);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		sigma_error("unexpected argument \"%s\"", argv[optind]);
+		return -EINVAL;
+	}
+	{
+		int *f[8] = { &o->model.V, &o->model.D, &o->model.L,
+			      &o->model.H, &o->model.T, &o->model.E,
+			      &o->model.K, &o->model.F };
+
+		for (int i = 0; i < 8; i++)
+			if (shape[i] > 0)
+				*f[i] = (int)shape[i];
+	}
+	if (aux >= 0)
+		o->model.aux_coef = (float)aux;
+	if (!*o->train_path) {
+		sigma_error("--train FILE is required");
+		return -EINVAL;
+	}
+	if (o->optim.warmup > o->optim.steps) {
+		sigma_error("--warmup %ld is longer than --steps %ld",
+			    o->optim.warmup, o->optim.steps);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+static double unigram_entropy(const struct data_file *df)
+{
+	uint64_t *cnt = calloc(df->vocab, sizeof(uint64_t));
+	double h = 0.0;
+
+	if (!cnt)
+		return NAN;
+	for (uint64_t i = 0; i < df->ntokens; i++)
+		cnt[data_token(df, i)]++;
+	for (uint32_t v = 0; v < df->vocab; v++) {
+		if (cnt[v]) {
+			double p = (double)cnt[v] / (double)df->ntokens;
+
+			h -= p * log(p);
+		}
+	}
+	free(cnt);
+	return h;
+}
+
+static void print_config(const struct train_opts *o, const struct model *m,
+			 const struct data_file *train, double entropy)
+{
+	const struct model_config *c = &m->cfg;
+	char be[256], hv[64];
+
+	m->ops->describe(be, sizeof(be));
+	ckpt_library_version(hv, sizeof(hv));
+	printf("sigma-train %s (git %s), %s, %s\n", PACKAGE_VERSION,
+	       SIGMA_GIT_REVISION, be, hv);
+	printf("config: V=%d D=%d L=%d H=%d T=%d E=%d K=%d F=%d aux_coef=%g\n",
+	       c->V, c->D, c->L, c->H, c->T, c->E, c->K, c->F,
+	       (double)c->aux_coef);
+	printf("config: batch=%d steps=%ld lr=%g warmup=%ld lr_min_ratio=%g weight_decay=%g clip=%g seed=%llu\n",
+	       m->B, o->optim.steps, (double)o->optim.lr, o->optim.warmup,
+	       (double)o->optim.lr_min_ratio, (double)o->optim.weight_decay,
+	       (double)o->optim.clip, (unsigned long long)o->seed);
+	printf("config: params=%zu active_params/token=%.0f flops/token=%.4g arena=%.1f MiB\n",
+	       m->nparams, model_active_params(c), model_flops_per_token(c),
+	       (double)m->arena_bytes / (1 << 20));
+	printf("config: train=%s (%llu tokens, unigram entropy %.4f nats) val=%s\n",
+	       o->train_path, (unsigned long long)train->ntokens, entropy,
+	       *o->val_path ? o->val_path : "none");
+	printf("config: ckpt_dir=%s ckpt_every=%ld ckpt_keep=%d eval_every=%ld log_every=%ld metrics=%s resume=%s\n",
+	       *o->ckpt_dir ? o->ckpt_dir : "none", o->ckpt_every,
+	       o->ckpt_keep, o->eval_every, o->log_every,
+	       *o->metrics_path ? o->metrics_path : "none",
+	       o->resume ? "yes" : "no");
+	fflush(stdout);
+}
+
+static double evaluate(struct model *m, const struct data_file *val,
+		       uint64_t seed, int nb, int32_t *tok, int32_t *tgt)
+{
+	double s = 0.0;
+
+	/* the same batches every time: a fixed stream of the seed */
+	for (int i = 0; i < nb; i++) {
+		data_batch(val, seed ^ 0x76616c69646174ULL, (uint64_t)i, m->B,
+			   m->cfg.T, tok, tgt);
+		model_forward(m, tok, tgt);
+		s += m->ce;
+	}
+	return s / nb;
+}
+
+static void fmt_eta(char *buf, size_t len, double sec)
+{
+	long s = (long)(sec + 0.5);
+
+	if (!(sec >= 0) || sec > 1e8)
+		snprintf(buf, len, "--:--:--");
+	else
+		snprintf(buf, len, "%02ld:%02ld:%02ld", s / 3600,
+			 s / 60 % 60, s % 60);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static int save(const struct train_opts *o, const struct model *m,
+		struct ckpt_state *st)
+{
+	char path[PATH_MAX], err[1024];
+	uint64_t t0 = sigma_now_ms();
+	int rc = ckpt_write(o->ckpt_dir, m, st, path, sizeof(path), err,
+			    sizeof(err));
+
+	if (rc) {
+		sigma_error("checkpoint failed: %s", err);
+		return rc;
+	}
+	ckpt_prune(o->ckpt_dir, o->ckpt_keep);
+	printf("checkpoint step %ld: %s (%.2f s)\n", st->step, path,
+	       (sigma_now_ms() - t0) / 1000.0);
+	fflush(stdout);
+	return 0;
+}
+
+static int train(struct train_opts *o)
+{
+	struct data_file train_df, val_df;
+	struct model *m = NULL;
+	struct ckpt_state st = { 0 };
+	struct sigaction sa;
+	char err[1024];
+	int32_t *tok = NULL, *tgt = NULL;
+	FILE *metrics = NULL;
+	int rc, code = TRAIN_EXIT_OK;
+	bool have_val = false;
+	long start = 0;
+	double flops_tok, entropy;
+	uint64_t t_start, t_last;
+	long s_last;
+
+	rc = data_open(&train_df, o->train_path, err, sizeof(err));
+	if (rc)
+		DIE(rc == -EBADMSG ? TRAIN_EXIT_DATAERR : TRAIN_EXIT_NOINPUT,
+		    "%s", err);
+	if (*o->val_path) {
+		rc = data_open(&val_df, o->val_path, err, sizeof(err));
+		if (rc) {
+			data_close(&train_df);
+			DIE(rc == -EBADMSG ? TRAIN_EXIT_DATAERR
+					   : TRAIN_EXIT_NOINPUT,
+			    "%s", err);
+		}
+		have_val = true;
+	}
+	if (!o->vocab_set)
+		o->model.V = (int)train_df.vocab;
+	if ((uint32_t)o->model.V < train_df.vocab ||
+	    (have_val && (uint32_t)o->model.V < val_df.vocab)) {
+		sigma_error("vocabulary %d is smaller than the token file's %u",
+			    o->model.V, train_df.vocab);
+		code = TRAIN_EXIT_DATAERR;
+		goto out;
+	}
+	if (data_check_len(&train_df, o->model.T, err, sizeof(err)) ||
+	    (have_val && data_check_len(&val_df, o->model.T, err, sizeof(err)))) {
+		sigma_error("%s", err);
+		code = TRAIN_EXIT_DATAERR;
+		goto out;
+	}
+	rc = model_config_check(&o->model, err, sizeof(err));
+	if (rc) {
+		sigma_error("model: %s", err);
+		code = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	rc = sigma_ops_cpu.init(o->threads);
+	if (rc == 0)
+		rc = model_create(&m, &o->model, o->batch, &sigma_ops_cpu, err,
+				  sizeof(err));
+	if (rc) {
+		sigma_error("model: %s", err);
+		code = rc == -ENOMEM ? TRAIN_EXIT_OSERR : TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	model_init_weights(m, o->seed);
+	st.seed = o->seed;
+	st.rng = o->seed;
+	st.batch = o->batch;
+	st.optim = o->optim;
+	st.data_ntokens = train_df.ntokens;
+	st.data_checksum = train_df.checksum;
+
+	if (*o->init_from) {
+		rc = ckpt_read_weights(o->init_from, m, err, sizeof(err));
+		if (rc) {
+			sigma_error("--init-from: %s", err);
+			code = rc == -ENOENT ? TRAIN_EXIT_NOINPUT
+					     : TRAIN_EXIT_DATAERR;
+			goto out;
+		}
+		printf("weights from %s\n", o->init_from);
+	}
+	if (o->resume && *o->ckpt_dir) {
+		char path[PATH_MAX];
+		struct ckpt_state rs;
+
+		rc = ckpt_load_latest(o->ckpt_dir, m, &rs, path, sizeof(path),
+				      err, sizeof(err));
+		if (rc == -ENOENT) {
+			printf("resume: no checkpoint in %s, starting at step 0\n",
+			       o->ckpt_dir);
+		} else if (rc) {
+			sigma_error("resume: %s", err);
+			code = TRAIN_EXIT_DATAERR;
+			goto out;
+		} else {
+			if (rs.batch != o->batch || rs.seed != o->seed)
+				sigma_warn("resume: %s was written with batch %d seed %llu; continuing with its seed",
+					   path, rs.batch,
+					   (unsigned long long)rs.seed);
+			if (rs.data_checksum != train_df.checksum)
+				sigma_warn("resume: %s was written for another training file (checksum differs)",
+					   path);
+			start = rs.step;
+			st.seed = rs.seed;
+			st.rng = rs.rng;
+			o->seed = rs.seed;
+			printf("resume: %s, continuing at step %ld\n", path,
+			       start);
+		}
+	} else if (o->resume) {
+		sigma_warn("--resume without a checkpoint directory: starting at step 0");
+	}
+	entropy = unigram_entropy(&train_df);
+	print_config(o, m, &train_df, entropy);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (*o->metrics_path) {
+		bool fresh = access(o->metrics_path, F_OK) != 0 || start == 0;
+
+		metrics = fopen(o->metrics_path, fresh ? "w" : "a");
+		if (!metrics) {
+			sigma_error("%s: cannot open for writing: %s",
+				    o->metrics_path, strerror(errno));
+			code = TRAIN_EXIT_CANTCREAT;
+			goto out;
+		}
+		if (fresh)
+			fprintf(metrics,
+				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s\n");
+	}
+	tok = malloc(sizeof(int32_t) * m->B * m->cfg.T);
+	tgt = malloc(sizeof(int32_t) * m->B * m->cfg.T);
+	if (!tok || !tgt) {
+		code = TRAIN_EXIT_OSERR;
+		goto out;
+	}
+	flops_tok = model_flops_per_token(&m->cfg);
+	t_start = t_last = sigma_now_ms();
+	s_last = start;
+
+	for (long s = start; s < o->optim.steps; s++) {
+		double gn, val_ce = NAN;
+		float lr, scale;
+		long done = s + 1;
+		int stop;
+
+		data_batch(&train_df, st.seed, (uint64_t)s, m->B, m->cfg.T, tok,
+			   tgt);
+		model_forward(m, tok, tgt);
+		model_backward(m);
+		gn = model_grad_norm(m);
+		if (!isfinite(m->loss) || !isfinite(gn)) {
+			sigma_error("step %ld: loss %g, gradient norm %g: diverged",
+				    done, m->loss, gn);
+			code = TRAIN_EXIT_DIVERGED;
+			goto out;
+		}
+		lr = optim_lr(&o->optim, s);
+		scale = optim_step(m, &o->optim, gn, lr, done);
+		st.step = done;
+		stop = stop_signal ? stop_signal
+				   : (o->stop_at == done ? -1 : 0);
+
+		if (have_val && o->eval_every > 0 &&
+		    (done % o->eval_every == 0 || done == o->optim.steps)) {
+			double ce = m->ce, aux = m->aux, loss = m->loss;
+
+			val_ce = evaluate(m, &val_df, st.seed, o->eval_batches,
+					  tok, tgt);
+			printf("step %ld val_ce %.4f\n", done, val_ce);
+			m->ce = ce, m->aux = aux, m->loss = loss;
+		}
+		if (done % o->log_every == 0 || done == o->optim.steps ||
+		    !isnan(val_ce) || stop) {
+			uint64_t now = sigma_now_ms();
+			double dt = (now - t_last) / 1000.0;
+			double tps = dt > 0 ? (double)(done - s_last) * m->B *
+						      m->cfg.T / dt
+					    : 0.0;
+			double el = (now - t_start) / 1000.0;
+			double eta = (done > start)
+					     ? el / (done - start) *
+						       (o->optim.steps - done)
+					     : NAN;
+			char etas[32];
+
+			fmt_eta(etas, sizeof(etas), eta);
+			printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s\n",
+			       done, o->optim.steps, m->loss, m->ce, m->aux,
+			       (double)lr, gn, tps, tps * flops_tok / 1e9,
+			       etas);
+			fflush(stdout);
+			if (metrics) {
+				fprintf(metrics,
+					"%ld,%.6f,%.6f,%.6f,%.6e,%.6f,%.6f,%.1f,%.3f,",
+					done, m->loss, m->ce, m->aux,
+					(double)lr, gn, (double)scale, tps,
+					tps * flops_tok / 1e9);
+				if (!isnan(val_ce))
+					fprintf(metrics, "%.6f", val_ce);
+				fprintf(metrics, ",%.3f\n", el);
+				fflush(metrics);
+			}
+			t_last = now;
+			s_last = done;
+		}
+		if (*o->ckpt_dir &&
+		    ((o->ckpt_every > 0 && done % o->ckpt_every == 0) ||
+		     done == o->optim.steps || stop)) {
+			if (save(o, m, &st)) {
+				code = TRAIN_EXIT_CANTCREAT;
+				goto out;
+			}
+		}
+		if (stop && done < o->optim.steps) {
+			const char *why = stop > 0 ? strsignal(stop)
+						   : "--stop-at";
+
+			if (*o->ckpt_dir) {
+				printf("stopped by %s at step %ld after a checkpoint: exit %d (requeue)\n",
+				       why, done, TRAIN_EXIT_REQUEUE);
+				code = TRAIN_EXIT_REQUEUE;
+			} else {
+				sigma_error("stopped by %s at step %ld with no checkpoint directory: nothing saved",
+					    why, done);
+				code = TRAIN_EXIT_UNAVAILABLE;
+			}
+			goto out;
+		}
+	}
+	{
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		printf("done: %ld steps, final loss %.4f ce %.4f, peak RSS %.1f MiB\n",
+		       o->optim.steps, m->loss, m->ce, ru.ru_maxrss / 1024.0);
+	}
+out:
+	if (metrics && fclose(metrics) != 0 && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	free(tok);
+	free(tgt);
+	model_destroy(m);
+	if (have_val)
+		data_close(&val_df);
+	data_close(&train_df);
+	fflush(stdout);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct train_opts o;
+
+	sigma_log_init("sigma-train", SIGMA_LOG_INFO);
+	if (argc > 1 && !strcmp(argv[1], "prepare"))
+		return cmd_prepare(argc - 1, argv + 1);
+
+	memset(&o, 0, sizeof(o));
+	model_config_demo(&o.model);
+	optim_config_default(&o.optim);
+	o.batch = 8;
+	o.seed = 1;
+	o.ckpt_keep = 3;
+	o.eval_every = 100;
+	o.eval_batches = 4;
+	o.log_every = 10;
+	if (read_env(&o) || parse_opts(&o, argc, argv))
+		return TRAIN_EXIT_USAGE;
+	return train(&o);
 }

@@ -1,0 +1,317 @@
+/*
+ * test_trainer_cli.c - sigma-train as a program: exit codes and messages
+ * for bad input, bitwise-identical resume in a fresh process, SIGUSR1 and
+ * SIGTERM giving a checkpoint and exit 75, the metrics file.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sigma.h"
+#include "ckpt.h"
+#include "data.h"
+#include "model.h"
+
+static char dir[64];
+static char prog[PATH_MAX];
+static char train_tok[PATH_MAX + 16], val_tok[PATH_MAX + 16];
+
+/* small config, few steps: each run takes well under a second */
+#define SMALL "--preset small --batch 2 --seq-len 16 --threads 2 --warmup 3 --log-every 5 "
+
+/* run a shell command line, output to dir/out; the exit status */
+static int run(const char *fmt, ...) SIGMA_PRINTF(1, 2);
+
+static int run(const char *fmt, ...)
+{
+	char cmd[8192], full[8400];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	snprintf(full, sizeof(full), "cd '%s' && %s >out 2>&1", dir, cmd);
+	st = system(full);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static bool out_has(const char *what)
+{
+	char p[PATH_MAX], *buf = NULL;
+	size_t len;
+	bool hit;
+
+	snprintf(p, sizeof(p), "%s/out", dir);
+	assert_int_equal(sigma_file_read(p, 1 << 24, &buf, &len), 0);
+	hit = strstr(buf, what) != NULL;
+	if (!hit)
+		print_message("output lacks \"%s\":\n%s\n", what, buf);
+	free(buf);
+	return hit;
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("top_builddir");
+	char text[PATH_MAX + 16];
+	FILE *f;
+
+	(void)state;
+	snprintf(prog, sizeof(prog), "%s/trainer/sigma-train", b ? b : "..");
+	strcpy(dir, "/tmp/sigma-test-cli.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	/* a text with structure to learn */
+	snprintf(text, sizeof(text), "%s/text.txt", dir);
+	f = fopen(text, "w");
+	if (!f)
+		return -1;
+	for (int i = 0; i < 3000; i++)
+		fprintf(f, "%d little pigs went to market, %s\n", i % 10,
+			i % 3 ? "wee wee" : "all the way home");
+	fclose(f);
+	snprintf(train_tok, sizeof(train_tok), "%s/train.tok", dir);
+	snprintf(val_tok, sizeof(val_tok), "%s/val.tok", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_prepare_and_usage(void **state)
+{
+	(void)state;
+	assert_int_equal(run("%s prepare --train-out train.tok --val-out val.tok text.txt",
+			     prog),
+			 0);
+	assert_true(out_has("prepared"));
+	assert_int_equal(run("%s prepare --val-out v.tok text.txt", prog), 64);
+	assert_int_equal(run("%s prepare --train-out a --val-out b nothere.txt",
+			     prog),
+			 66);
+	assert_int_equal(run("%s prepare --train-out a --val-out b --val-fraction 2 text.txt",
+			     prog),
+			 64);
+	/* usage errors: 64 with a message naming the problem */
+	assert_int_equal(run("%s --train train.tok --batch -3", prog), 64);
+	assert_true(out_has("--batch -3 is out of range"));
+	assert_int_equal(run("%s --train train.tok --batch 0", prog), 64);
+	assert_int_equal(run("%s --train train.tok --lr abc", prog), 64);
+	assert_true(out_has("not a number"));
+	assert_int_equal(run("%s --train train.tok --dim 63 --heads 4", prog),
+			 64);
+	assert_true(out_has("not a multiple"));
+	assert_int_equal(run("%s --batch 2", prog), 64);
+	assert_true(out_has("--train FILE is required"));
+	assert_int_equal(run("%s --train train.tok --bogus", prog), 64);
+	assert_int_equal(run("SIGMA_CKPT_EVERY=-5 %s --train train.tok", prog),
+			 64);
+	assert_true(out_has("SIGMA_CKPT_EVERY"));
+	assert_int_equal(run("%s --help", prog), 0);
+}
+
+static void test_bad_data(void **state)
+{
+	(void)state;
+	assert_int_equal(run("%s --train missing.tok", prog), 66);
+	assert_true(out_has("missing.tok: cannot open"));
+	/* truncated */
+	assert_int_equal(run("head -c 1000 train.tok > trunc.tok && %s --train trunc.tok " SMALL "--steps 5",
+			     prog),
+			 65);
+	assert_true(out_has("trunc.tok: truncated"));
+	/* wrong magic */
+	assert_int_equal(run("cp train.tok magic.tok && printf XXXX | dd of=magic.tok conv=notrunc 2>/dev/null && %s --train magic.tok " SMALL "--steps 5",
+			     prog),
+			 65);
+	assert_true(out_has("magic.tok: bad magic"));
+	/* not even a header */
+	assert_int_equal(run("echo hi > tiny.tok && %s --train tiny.tok", prog),
+			 65);
+	/* too short for the sequence length */
+	assert_int_equal(run("%s --train val.tok " SMALL "--seq-len 60000 --steps 5",
+			     prog),
+			 65);
+	assert_true(out_has("too few"));
+}
+
+static void load(const char *ckpt, struct model **m, struct ckpt_state *st)
+{
+	struct model_config c;
+	char err[1024];
+
+	model_config_small(&c);
+	c.T = 16;
+	assert_int_equal(model_create(m, &c, 2, &sigma_ops_cpu, err,
+				      sizeof(err)),
+			 0);
+	if (ckpt_read(ckpt, *m, st, err, sizeof(err)))
+		fail_msg("%s", err);
+}
+
+static void test_resume_bitwise(void **state)
+{
+	struct model *a, *b;
+	struct ckpt_state sa, sb;
+	char pa[PATH_MAX + 64], pb[PATH_MAX + 64];
+
+	(void)state;
+	/* 20 steps straight */
+	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir A --eval-every 10 --metrics A.csv",
+			     prog),
+			 0);
+	assert_true(out_has("step 20/20 loss"));
+	assert_true(out_has("val_ce"));
+	/* 10 steps, checkpoint, exit 75; then a fresh process resumes */
+	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --stop-at 10",
+			     prog),
+			 75);
+	assert_true(out_has("checkpoint step 10"));
+	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --resume",
+			     prog),
+			 0);
+	assert_true(out_has("continuing at step 10"));
+	snprintf(pa, sizeof(pa), "%s/A/ckpt-00000020.h5", dir);
+	snprintf(pb, sizeof(pb), "%s/B/ckpt-00000020.h5", dir);
+	load(pa, &a, &sa);
+	load(pb, &b, &sb);
+	assert_int_equal(sa.step, 20);
+	assert_int_equal(sb.step, 20);
+	/* weights and both moments, bitwise */
+	assert_memory_equal(a->params, b->params, sizeof(float) * a->nparams);
+	assert_memory_equal(a->m, b->m, sizeof(float) * a->nparams);
+	assert_memory_equal(a->v, b->v, sizeof(float) * a->nparams);
+	model_destroy(a);
+	model_destroy(b);
+
+	/* the same seed, again from scratch: the same final weights */
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir C",
+			     prog),
+			 0);
+	snprintf(pb, sizeof(pb), "%s/C/ckpt-00000020.h5", dir);
+	load(pa, &a, &sa);
+	load(pb, &b, &sb);
+	assert_memory_equal(a->params, b->params, sizeof(float) * a->nparams);
+	model_destroy(a);
+	model_destroy(b);
+
+	/* metrics: a header and one row per 5 steps */
+	assert_int_equal(run("grep -c '^[0-9]' A.csv | grep -qx 4 && head -1 A.csv | grep -q '^step,loss,ce,aux,lr,grad_norm'"),
+			 0);
+	/* resume under Slurm after a requeue: automatic, flags not needed */
+	assert_int_equal(run("SIGMA_ATTEMPT=1 SIGMA_CKPT_DIR=B %s --train train.tok " SMALL "--steps 25",
+			     prog),
+			 0);
+	assert_true(out_has("continuing at step 20"));
+}
+
+static void test_bad_checkpoints(void **state)
+{
+	(void)state;
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 6 --ckpt-dir D --ckpt-every 3",
+			     prog),
+			 0);
+	/* another shape: every checkpoint refused, 65 */
+	assert_int_equal(run("%s --train train.tok " SMALL "--dim 32 --steps 8 --ckpt-dir D --resume",
+			     prog),
+			 65);
+	assert_true(out_has("config D = 64, this run has 32"));
+	assert_true(out_has("none of 2 checkpoints is valid"));
+	/* the newest damaged: fall back to the older one */
+	assert_int_equal(run("head -c 300000 D/ckpt-00000006.h5 > D/x && mv D/x D/ckpt-00000006.h5 && %s --train train.tok " SMALL "--steps 8 --ckpt-dir D --resume",
+			     prog),
+			 0);
+	assert_true(out_has("ckpt-00000006.h5"));
+	assert_true(out_has("continuing at step 3"));
+	/* --init-from a file that is not a checkpoint */
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 5 --init-from train.tok",
+			     prog),
+			 65);
+	assert_true(out_has("not an HDF5 file"));
+}
+
+static void test_signals(void **state)
+{
+	int sigs[2] = { SIGUSR1, SIGTERM };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		char cmd[PATH_MAX * 4], ck[PATH_MAX + 16];
+		pid_t pid;
+		int st;
+
+		snprintf(ck, sizeof(ck), "%s/S%d", dir, i);
+		snprintf(cmd, sizeof(cmd),
+			 "exec %s --train %s " SMALL
+			 "--steps 99999 --ckpt-dir %s > %s/sig.out 2>&1",
+			 prog, train_tok, ck, dir);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
+		usleep(700 * 1000);
+		assert_int_equal(kill(pid, sigs[i]), 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 75);
+		/* the checkpoint is whole: a resume picks it up */
+		assert_int_equal(run("%s --train train.tok " SMALL "--steps 99999 --ckpt-dir S%d --resume --stop-at 99998 2>&1 | head -20 | grep -q 'continuing at step'",
+				     prog, i),
+				 0);
+	}
+	/* without a checkpoint directory: 69, nothing saved */
+	{
+		char cmd[PATH_MAX * 4];
+		pid_t pid;
+		int st;
+
+		snprintf(cmd, sizeof(cmd),
+			 "exec %s --train %s " SMALL "--steps 99999 > /dev/null 2>&1",
+			 prog, train_tok);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
+		usleep(500 * 1000);
+		kill(pid, SIGUSR1);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_int_equal(WEXITSTATUS(st), 69);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prepare_and_usage),
+		cmocka_unit_test(test_bad_data),
+		cmocka_unit_test(test_resume_bitwise),
+		cmocka_unit_test(test_bad_checkpoints),
+		cmocka_unit_test(test_signals),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,370 @@
+/*
+ * test_trainer_io.c - token files (write, validate, batch order, prepare)
+ * and HDF5 checkpoints (round trip, refusal of bad files, fall back to an
+ * older valid one).
+ */
+#define _GNU_SOURCE /* memmem */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sigma.h"
+#include "ckpt.h"
+#include "data.h"
+#include "model.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/sigma-test-io.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path_of(char *buf, const char *name)
+{
+	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+}
+
+/* overwrite n bytes at off (negative: from the end) */
+static void poke(const char *path, long off, const void *b, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	if (off < 0)
+		off += lseek(fd, 0, SEEK_END);
+	assert_int_equal(pwrite(fd, b, n, off), (ssize_t)n);
+	close(fd);
+}
+
+static void flip_bit(const char *path, long off)
+{
+	int fd = open(path, O_RDWR);
+	unsigned char c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 0x10;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/* offset of the only occurrence of n bytes of b in the file */
+static long find_bytes(const char *path, const void *b, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	const char *hit;
+	long off;
+
+	assert_int_equal(sigma_file_read(path, 1 << 30, &buf, &len), 0);
+	hit = memmem(buf, len, b, n);
+	assert_non_null(hit);
+	off = hit - buf;
+	assert_null(memmem(hit + 1, len - off - 1, b, n));
+	free(buf);
+	return off;
+}
+
+static void test_token_file(void **state)
+{
+	char p[PATH_MAX], err[1024];
+	unsigned char tok[1000];
+	struct data_file df;
+	int32_t a[3 * 16], t1[3 * 16], b[3 * 16], t2[3 * 16];
+
+	(void)state;
+	for (int i = 0; i < 1000; i++)
+		tok[i] = (unsigned char)(i * 7 % 200);
+	path_of(p, "ok.tok");
+	assert_int_equal(data_write_bytes(p, tok, sizeof(tok), 256, err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), 0);
+	assert_int_equal(df.ntokens, 1000);
+	assert_int_equal(df.vocab, 256);
+	assert_int_equal(df.width, 1);
+	assert_int_equal(data_token(&df, 5), 35);
+	/* batches: fixed by (seed, step), different across steps */
+	data_batch(&df, 9, 4, 3, 16, a, t1);
+	data_batch(&df, 9, 4, 3, 16, b, t2);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_memory_equal(t1, t2, sizeof(t1));
+	for (int i = 0; i + 1 < 16; i++)
+		assert_int_equal(t1[i], a[i + 1]);
+	data_batch(&df, 9, 5, 3, 16, b, t2);
+	assert_memory_not_equal(a, b, sizeof(a));
+	assert_int_equal(data_check_len(&df, 16, err, sizeof(err)), 0);
+	assert_int_equal(data_check_len(&df, 999, err, sizeof(err)), -EINVAL);
+	data_close(&df);
+
+	/* a vocabulary smaller than a token is refused */
+	path_of(p, "small.tok");
+	assert_int_equal(data_write_bytes(p, tok, sizeof(tok), 100, err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "outside the vocabulary"));
+}
+
+static void test_token_file_damage(void **state)
+{
+	char p[PATH_MAX], err[1024];
+	unsigned char tok[500] = { 0 };
+	struct data_file df;
+	uint32_t v2 = 2;
+
+	(void)state;
+	path_of(p, "d.tok");
+#define FRESH()                                                               \
+	assert_int_equal(data_write_bytes(p, tok, sizeof(tok), 256, err,      \
+					  sizeof(err)),                       \
+			 0)
+	FRESH();
+	assert_int_equal(truncate(p, 64 + 499), 0);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "truncated"));
+	assert_non_null(strstr(err, p));
+	FRESH();
+	assert_int_equal(truncate(p, 10), 0);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	FRESH();
+	poke(p, 0, "SIGMATOX", 8);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "magic"));
+	FRESH();
+	poke(p, 8, &v2, 4);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "version"));
+	FRESH();
+	flip_bit(p, 64 + 250);
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "checksum"));
+	path_of(p, "missing.tok");
+	assert_int_equal(data_open(&df, p, err, sizeof(err)), -ENOENT);
+#undef FRESH
+}
+
+static void test_prepare(void **state)
+{
+	char in1[PATH_MAX], in2[PATH_MAX], tr[PATH_MAX], va[PATH_MAX];
+	char err[1024];
+	const char *inputs[2] = { in1, in2 };
+	const char *text = "h\xc3\xa9llo w\xc3\xb6rld, caf\xc3\xa9\n";
+	uint64_t nt = 0, nv = 0;
+	struct data_file df;
+
+	(void)state;
+	path_of(in1, "a.txt");
+	path_of(in2, "b.txt");
+	path_of(tr, "train.tok");
+	path_of(va, "val.tok");
+	assert_int_equal(sigma_file_write_atomic(in1, text, strlen(text), 0644),
+			 0);
+	assert_int_equal(sigma_file_write_atomic(in2, "0123456789", 10, 0644),
+			 0);
+	assert_int_equal(data_prepare(inputs, 2, tr, va, 0.25, &nt, &nv, err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(nt + nv, strlen(text) + 10);
+	assert_int_equal(nv, (strlen(text) + 10) / 4);
+	assert_int_equal(data_open(&df, va, err, sizeof(err)), 0);
+	/* the validation part is the tail: ends with the digits */
+	assert_int_equal(data_token(&df, df.ntokens - 1), '9');
+	data_close(&df);
+	assert_int_equal(data_open(&df, tr, err, sizeof(err)), 0);
+	assert_int_equal(data_token(&df, 1), 0xc3);
+	data_close(&df);
+	/* not UTF-8: refused with the offset */
+	assert_int_equal(sigma_file_write_atomic(in2, "ab\xff", 3, 0644), 0);
+	assert_int_equal(data_prepare(inputs, 2, tr, va, 0.25, &nt, &nv, err,
+				      sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "offset 2"));
+	assert_int_equal(sigma_file_write_atomic(in2, "ab\xc3", 3, 0644), 0);
+	assert_int_equal(data_prepare(inputs, 2, tr, va, 0.25, &nt, &nv, err,
+				      sizeof(err)),
+			 -EBADMSG);
+	path_of(in2, "nothere.txt");
+	assert_int_equal(data_prepare(inputs, 2, tr, va, 0.25, &nt, &nv, err,
+				      sizeof(err)),
+			 -ENOENT);
+}
+
+static struct model *small(int D)
+{
+	struct model_config c;
+	struct model *m = NULL;
+	char err[256];
+
+	model_config_small(&c);
+	c.D = D;
+	assert_int_equal(model_create(&m, &c, 1, &sigma_ops_cpu, err,
+				      sizeof(err)),
+			 0);
+	model_init_weights(m, 3);
+	return m;
+}
+
+static void fill_state(struct model *m, struct ckpt_state *st, long step)
+{
+	for (size_t i = 0; i < m->nparams; i++) {
+		m->m[i] = (float)i * 1e-6f;
+		m->v[i] = (float)(i % 97) * 1e-7f + (float)step;
+	}
+	memset(st, 0, sizeof(*st));
+	st->step = step;
+	st->batch = 1;
+	st->seed = 77;
+	st->rng = 0x123456789abcdefULL;
+	st->data_ntokens = 1000;
+	st->data_checksum = 42;
+	optim_config_default(&st->optim);
+}
+
+static void test_ckpt_round_trip(void **state)
+{
+	struct model *a = small(64), *b = small(64), *c = small(32);
+	struct ckpt_state st, got;
+	char p[PATH_MAX], err[1024], ck[PATH_MAX];
+
+	(void)state;
+	path_of(ck, "ck");
+	fill_state(a, &st, 12);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(p, "ckpt-00000012.h5"));
+	/* no temporary left behind */
+	{
+		char t[PATH_MAX + 64];
+
+		snprintf(t, sizeof(t), "%s/.ckpt-00000012.h5.tmp-%ld", ck,
+			 (long)getpid());
+		assert_int_equal(access(t, F_OK), -1);
+	}
+	memset(b->params, 0, sizeof(float) * b->nparams);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);
+	assert_memory_equal(a->params, b->params,
+			    sizeof(float) * 3 * a->nparams);
+	assert_memory_equal(a->v, b->v, sizeof(float) * a->nparams);
+	assert_int_equal(got.step, 12);
+	assert_int_equal(got.seed, 77);
+	assert_int_equal(got.rng, 0x123456789abcdefULL);
+	assert_int_equal(got.data_checksum, 42);
+	assert_true(got.optim.beta2 == st.optim.beta2);
+
+	/* another shape: refused, the model untouched */
+	{
+		float before = c->params[0];
+
+		assert_int_equal(ckpt_read(p, c, &got, err, sizeof(err)),
+				 -EBADMSG);
+		assert_non_null(strstr(err, "config D = 64"));
+		assert_non_null(strstr(err, p));
+		assert_true(c->params[0] == before);
+	}
+	/* weights only: moments zero */
+	assert_int_equal(ckpt_read_weights(p, b, err, sizeof(err)), 0);
+	assert_true(b->v[100] == 0.0f);
+	model_destroy(a), model_destroy(b), model_destroy(c);
+}
+
+static void test_ckpt_damage_and_fallback(void **state)
+{
+	struct model *a = small(64), *b = small(64);
+	struct ckpt_state st, got;
+	char p10[PATH_MAX + 64], p20[PATH_MAX], err[1024], ck[PATH_MAX];
+
+	(void)state;
+	path_of(ck, "fb");
+	fill_state(a, &st, 10);
+	assert_int_equal(ckpt_write(ck, a, &st, p10, sizeof(p10), err,
+				    sizeof(err)),
+			 0);
+	fill_state(a, &st, 20);
+	assert_int_equal(ckpt_write(ck, a, &st, p20, sizeof(p20), err,
+				    sizeof(err)),
+			 0);
+	assert_int_equal(ckpt_load_latest(ck, b, &got, p10, sizeof(p10), err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(got.step, 20);
+
+	/* one flipped bit inside the data of layers.1.w1: Fletcher32 */
+	flip_bit(p20, find_bytes(p20, a->P.layer[1].w1 + 1000, 64) + 9);
+	assert_int_equal(ckpt_read(p20, b, &got, err, sizeof(err)), -EBADMSG);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, p20));
+	assert_int_equal(ckpt_load_latest(ck, b, &got, p10, sizeof(p10), err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(got.step, 10);
+	assert_non_null(strstr(p10, "ckpt-00000010.h5"));
+
+	/* a truncated older one too: nothing valid left */
+	assert_int_equal(truncate(p10, 4096), 0);
+	assert_int_equal(ckpt_load_latest(ck, b, &got, p10, sizeof(p10), err,
+					  sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "none of 2"));
+	/* not HDF5 at all */
+	assert_int_equal(sigma_file_write_atomic(p10, "hello", 5, 0644), 0);
+	assert_int_equal(ckpt_read(p10, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "not an HDF5 file"));
+	/* an empty directory */
+	path_of(ck, "empty");
+	assert_int_equal(mkdir(ck, 0755), 0);
+	assert_int_equal(ckpt_load_latest(ck, b, &got, p10, sizeof(p10), err,
+					  sizeof(err)),
+			 -ENOENT);
+	/* prune keeps the newest */
+	path_of(ck, "prune");
+	for (long s = 1; s <= 4; s++) {
+		fill_state(a, &st, s);
+		assert_int_equal(ckpt_write(ck, a, &st, p10, sizeof(p10), err,
+					    sizeof(err)),
+				 0);
+	}
+	assert_int_equal(ckpt_prune(ck, 2), 0);
+	snprintf(p10, sizeof(p10), "%s/ckpt-00000002.h5", ck);
+	assert_int_equal(access(p10, F_OK), -1);
+	snprintf(p10, sizeof(p10), "%s/ckpt-00000003.h5", ck);
+	assert_int_equal(access(p10, F_OK), 0);
+	model_destroy(a), model_destroy(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_token_file),
+		cmocka_unit_test(test_token_file_damage),
+		cmocka_unit_test(test_prepare),
+		cmocka_unit_test(test_ckpt_round_trip),
+		cmocka_unit_test(test_ckpt_damage_and_fallback),
+	};
+
+	sigma_log_init("test", SIGMA_LOG_ERROR);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,824 @@
+/*
+ * ckpt.c - HDF5 full checkpoints. The only file of the trainer that
+ * includes hdf5.h; every H5 call is checked and a failure names the file
+ * and the object.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "sigma.h"
+#include "ckpt.h"
+
+#ifndef SIGMA_BUILD_CFLAGS
+#define SIGMA_BUILD_CFLAGS "unknown"
+#endif
+
+#define CKPT_MAX_LISTED 4096
+#define CHUNK_MAX_BYTES (16u << 20)
+
+/* error context: which file, where to write the message */
+struct ctx {
+	const char *path;
+	char *err;
+	size_t len;
+};
+
+static int fail(struct ctx *c, int code, const char *fmt, ...)
+	SIGMA_PRINTF(3, 4);
+
+static int fail(struct ctx *c, int code, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return sigma_set_err(c->err, c->len, code, "%s: %s", c->path, what);
+}
+
+static void quiet_hdf5(void)
+{
+	/* our messages name the file and object; HDF5's stack is noise */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void ckpt_library_version(char *buf, size_t len)
+{
+	unsigned maj = 0, min = 0, rel = 0;
+
+	H5get_libversion(&maj, &min, &rel);
+	snprintf(buf, len, "HDF5 %u.%u.%u", maj, min, rel);
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+static int attr_write(struct ctx *c, hid_t loc, const char *name, hid_t ftype,
+		      hid_t mtype, const void *val)
+{
+	hid_t sp = H5Screate(H5S_SCALAR), a;
+	herr_t rc = -1;
+
+	if (sp < 0)
+		return fail(c, EIO, "cannot create a dataspace for %s", name);
+	a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a >= 0) {
+		rc = H5Awrite(a, mtype, val);
+		H5Aclose(a);
+	}
+	H5Sclose(sp);
+	return rc < 0 ? fail(c, EIO, "cannot write attribute %s", name) : 0;
+}
+
+static int attr_i64(struct ctx *c, hid_t loc, const char *name, int64_t v)
+{
+	return attr_write(c, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+static int attr_i32(struct ctx *c, hid_t loc, const char *name, int32_t v)
+{
+	return attr_write(c, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v);
+}
+
+static int attr_u64(struct ctx *c, hid_t loc, const char *name, uint64_t v)
+{
+	return attr_write(c, loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+
+static int attr_f32(struct ctx *c, hid_t loc, const char *name, float v)
+{
+	return attr_write(c, loc, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &v);
+}
+
+static int attr_str(struct ctx *c, hid_t loc, const char *name,
+		    const char *s)
+{
+	hid_t t = H5Tcopy(H5T_C_S1);
+	int rc;
+
+	if (t < 0 || H5Tset_size(t, strlen(s) + 1) < 0 ||
+	    H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) {
+		if (t >= 0)
+			H5Tclose(t);
+		return fail(c, EIO, "cannot make a string type for %s", name);
+	}
+	rc = attr_write(c, loc, name, t, t, s);
+	H5Tclose(t);
+	return rc;
+}
+
+static int attr_read(struct ctx *c, hid_t loc, const char *name, hid_t mtype,
+		     void *val)
+{
+	hid_t a, sp;
+	int rc = 0;
+
+	if (H5Aexists(loc, name) <= 0)
+		return fail(c, EBADMSG, "attribute %s is missing", name);
+	a = H5Aopen(loc, name, H5P_DEFAULT);
+	if (a < 0)
+		return fail(c, EBADMSG, "cannot open attribute %s", name);
+	sp = H5Aget_space(a);
+	if (sp < 0 || H5Sget_simple_extent_npoints(sp) != 1)
+		rc = fail(c, EBADMSG, "attribute %s is not a scalar", name);
+	else if (H5Aread(a, mtype, val) < 0)
+		rc = fail(c, EBADMSG, "cannot read attribute %s", name);
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Aclose(a);
+	return rc;
+}
+
+static int read_i64(struct ctx *c, hid_t loc, const char *name, int64_t *v)
+{
+	return attr_read(c, loc, name, H5T_NATIVE_INT64, v);
+}
+
+static int read_u64(struct ctx *c, hid_t loc, const char *name, uint64_t *v)
+{
+	return attr_read(c, loc, name, H5T_NATIVE_UINT64, v);
+}
+
+static int read_f32(struct ctx *c, hid_t loc, const char *name, float *v)
+{
+	return attr_read(c, loc, name, H5T_NATIVE_FLOAT, v);
+}
+
+static int read_str(struct ctx *c, hid_t loc, const char *name, char *buf,
+		    size_t len)
+{
+	hid_t a, t, mt;
+	int rc = 0;
+	size_t sz;
+	char *tmp;
+
+	if (H5Aexists(loc, name) <= 0)
+		return fail(c, EBADMSG, "attribute %s is missing", name);
+	a = H5Aopen(loc, name, H5P_DEFAULT);
+	if (a < 0)
+		return fail(c, EBADMSG, "cannot open attribute %s", name);
+	t = H5Aget_type(a);
+	if (t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t)) {
+		if (t >= 0)
+			H5Tclose(t);
+		H5Aclose(a);
+		return fail(c, EBADMSG,
+			    "attribute %s is not a fixed-length string", name);
+	}
+	sz = H5Tget_size(t);
+	tmp = calloc(1, sz + 1);
+	mt = H5Tcopy(t);
+	if (!tmp || mt < 0 || H5Aread(a, mt, tmp) < 0)
+		rc = fail(c, EBADMSG, "cannot read attribute %s", name);
+	else
+		sigma_strlcpy(buf, tmp, len);
+	free(tmp);
+	if (mt >= 0)
+		H5Tclose(mt);
+	H5Tclose(t);
+	H5Aclose(a);
+	return rc;
+}
+
+/* ---- datasets ------------------------------------------------------------- */
+
+static int write_tensor(struct ctx *c, hid_t g, const struct model_tensor *t,
+			const float *data)
+{
+	hsize_t dims[3], chunk[3];
+	hid_t sp = -1, dcpl = -1, d = -1;
+	size_t row = sizeof(float);
+	int rc = 0;
+
+	for (int i = 0; i < t->ndim; i++) {
+		dims[i] = t->shape[i];
+		chunk[i] = t->shape[i];
+		if (i > 0)
+			row *= t->shape[i];
+	}
+	/* chunk along the first axis so a chunk stays under 16 MiB */
+	if (row * chunk[0] > CHUNK_MAX_BYTES) {
+		chunk[0] = CHUNK_MAX_BYTES / row;
+		if (chunk[0] < 1)
+			chunk[0] = 1;
+	}
+	sp = H5Screate_simple(t->ndim, dims, NULL);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, t->ndim, chunk) < 0 ||
+	    H5Pset_fletcher32(dcpl) < 0) {
+		rc = fail(c, EIO, "cannot set up dataset %s", t->name);
+		goto out;
+	}
+	d = H5Dcreate2(g, t->name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl,
+		       H5P_DEFAULT);
+	if (d < 0 ||
+	    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+		     data) < 0)
+		rc = fail(c, EIO, "cannot write dataset %s", t->name);
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+static int read_tensor(struct ctx *c, hid_t g, const char *gname,
+		       const struct model_tensor *t, float *buf)
+{
+	hsize_t dims[3];
+	hid_t d, sp = -1, ty = -1;
+	int rc = 0, nd;
+
+	if (H5Lexists(g, t->name, H5P_DEFAULT) <= 0)
+		return fail(c, EBADMSG, "dataset %s/%s is missing", gname,
+			    t->name);
+	d = H5Dopen2(g, t->name, H5P_DEFAULT);
+	if (d < 0)
+		return fail(c, EBADMSG, "cannot open dataset %s/%s", gname,
+			    t->name);
+	sp = H5Dget_space(d);
+	ty = H5Dget_type(d);
+	nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+	if (ty < 0 || H5Tget_class(ty) != H5T_FLOAT || H5Tget_size(ty) != 4) {
+		rc = fail(c, EBADMSG, "dataset %s/%s is not fp32", gname,
+			  t->name);
+		goto out;
+	}
+	if (nd != t->ndim || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+		rc = fail(c, EBADMSG,
+			  "dataset %s/%s has rank %d, the model wants %d",
+			  gname, t->name, nd, t->ndim);
+		goto out;
+	}
+	for (int i = 0; i < nd; i++) {
+		if (dims[i] != t->shape[i]) {
+			rc = fail(c, EBADMSG,
+				  "dataset %s/%s has shape[%d] = %llu, the model wants %llu",
+				  gname, t->name, i,
+				  (unsigned long long)dims[i],
+				  (unsigned long long)t->shape[i]);
+			goto out;
+		}
+	}
+	if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) <
+	    0) {
+		rc = fail(c, EBADMSG,
+			  "cannot read dataset %s/%s (checksum failure or damaged file)",
+			  gname, t->name);
+		goto out;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (!isfinite(buf[i])) {
+			rc = fail(c, EBADMSG,
+				  "dataset %s/%s holds a non-finite value at element %zu",
+				  gname, t->name, i);
+			goto out;
+		}
+	}
+out:
+	if (ty >= 0)
+		H5Tclose(ty);
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Dclose(d);
+	return rc;
+}
+
+/* ---- write ---------------------------------------------------------------- */
+
+static int write_config(struct ctx *c, hid_t f, const struct model *m,
+			const struct ckpt_state *st)
+{
+	const struct model_config *k = &m->cfg;
+	hid_t g = H5Gcreate2(f, "config", H5P_DEFAULT, H5P_DEFAULT,
+			     H5P_DEFAULT);
+	int rc;
+
+	if (g < 0)
+		return fail(c, EIO, "cannot create group config");
+	rc = attr_i32(c, g, "V", k->V) ?: attr_i32(c, g, "D", k->D) ?:
+	     attr_i32(c, g, "L", k->L) ?: attr_i32(c, g, "H", k->H) ?:
+	     attr_i32(c, g, "T", k->T) ?: attr_i32(c, g, "E", k->E) ?:
+	     attr_i32(c, g, "K", k->K) ?: attr_i32(c, g, "F", k->F) ?:
+	     attr_f32(c, g, "aux_coef", k->aux_coef) ?:
+	     attr_i32(c, g, "batch", st ? st->batch : m->B);
+	H5Gclose(g);
+	return rc;
+}
+
+/* data position and RNG state */
+static int write_state(struct ctx *c, hid_t f, const struct ckpt_state *st)
+{
+	hid_t g;
+	int rc;
+
+	g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EIO, "cannot create group data");
+	rc = attr_str(c, g, "sampler", "hash3-v1") ?:
+	     attr_u64(c, g, "seed", st->seed) ?:
+	     attr_i64(c, g, "next_step", st->step) ?:
+	     attr_i32(c, g, "batch", st->batch) ?:
+	     attr_u64(c, g, "train_ntokens", st->data_ntokens) ?:
+	     attr_u64(c, g, "train_checksum", st->data_checksum);
+	H5Gclose(g);
+	if (rc)
+		return rc;
+	g = H5Gcreate2(f, "rng", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EIO, "cannot create group rng");
+	rc = attr_str(c, g, "algorithm", "splitmix64") ?:
+	     attr_u64(c, g, "state", st->rng);
+	H5Gclose(g);
+	return rc;
+}
+
+static int write_provenance(struct ctx *c, hid_t f, const struct model *m)
+{
+	char ver[64], host[256] = "", when[64];
+	time_t now = time(NULL);
+	struct tm tmv;
+	hid_t g;
+	int rc;
+
+	ckpt_library_version(ver, sizeof(ver));
+	gethostname(host, sizeof(host) - 1);
+	gmtime_r(&now, &tmv);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tmv);
+	g = H5Gcreate2(f, "provenance", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EIO, "cannot create group provenance");
+	rc = attr_str(c, g, "program", "sigma-train") ?:
+	     attr_str(c, g, "version", PACKAGE_VERSION) ?:
+	     attr_str(c, g, "git_revision", SIGMA_GIT_REVISION) ?:
+	     attr_str(c, g, "build_flags", SIGMA_BUILD_CFLAGS) ?:
+	     attr_str(c, g, "hdf5_version", ver) ?:
+	     attr_str(c, g, "kernels", m->ops->name) ?:
+	     attr_str(c, g, "hostname", host) ?:
+	     attr_str(c, g, "created", when);
+	H5Gclose(g);
+	return rc;
+}
+
+static int write_block(struct ctx *c, hid_t f, const char *gname,
+		       const struct model *m, const float *block, float *host)
+{
+	hid_t g = H5Gcreate2(f, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	int rc = 0;
+
+	if (g < 0)
+		return fail(c, EIO, "cannot create group %s", gname);
+	for (int i = 0; i < m->ntensors && !rc; i++) {
+		const struct model_tensor *t = &m->tensors[i];
+
+		m->ops->to_host(host, block + t->offset, sizeof(float) * t->n);
+		rc = write_tensor(c, g, t, host);
+	}
+	H5Gclose(g);
+	return rc;
+}
+
+static int fsync_path(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int ckpt_write(const char *dir, const struct model *m,
+	       const struct ckpt_state *st, char *path, size_t plen,
+	       char *err, size_t len)
+{
+	char tmp[PATH_MAX], final[PATH_MAX];
+	struct ctx c = { tmp, err, len };
+	size_t maxn = 0;
+	float *host = NULL;
+	hid_t f = -1, fapl = -1, g;
+	int rc;
+
+	quiet_hdf5();
+	if (st->step < 0 || st->step > 99999999L)
+		return sigma_set_err(err, len, EINVAL,
+				     "step %ld cannot be named", st->step);
+	if (sigma_snprintf(final, sizeof(final), "%s/ckpt-%08ld.h5", dir,
+			   st->step) ||
+	    sigma_snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.tmp-%ld", dir,
+			   st->step, (long)getpid()))
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: checkpoint path too long", dir);
+	rc = sigma_mkdir_p(dir, 0755);
+	if (rc)
+		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
+				     dir, strerror(-rc));
+	for (int i = 0; i < m->ntensors; i++)
+		if (m->tensors[i].n > maxn)
+			maxn = m->tensors[i].n;
+	host = malloc(sizeof(float) * maxn);
+	if (!host)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	/*
+	 * Format of HDF5 1.8 and later: checksummed superblock and object
+	 * headers, so damaged metadata is refused like damaged data.
+	 */
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl < 0 ||
+	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
+		rc = fail(&c, EIO, "cannot set the file format version");
+		goto out;
+	}
+	f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	if (f < 0) {
+		rc = fail(&c, EIO, "cannot create the file");
+		goto out;
+	}
+	rc = attr_str(&c, f, "format", CKPT_FORMAT) ?:
+	     attr_i32(&c, f, "format_version", CKPT_VERSION) ?:
+	     attr_i64(&c, f, "step", st->step) ?:
+	     write_config(&c, f, m, st) ?:
+	     write_block(&c, f, "model", m, m->params, host);
+	if (rc)
+		goto out;
+	g = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0) {
+		rc = fail(&c, EIO, "cannot create group optim");
+		goto out;
+	}
+	H5Gclose(g);
+	rc = write_block(&c, f, "optim/m", m, m->m, host) ?:
+	     write_block(&c, f, "optim/v", m, m->v, host);
+	if (rc)
+		goto out;
+	/* the optimizer's settings, as attributes of the group of moments */
+	{
+		hid_t og = H5Gopen2(f, "optim", H5P_DEFAULT);
+		const struct optim_config *o = &st->optim;
+
+		if (og < 0) {
+			rc = fail(&c, EIO, "cannot open group optim");
+			goto out;
+		}
+		rc = attr_str(&c, og, "algorithm", "adamw") ?:
+		     attr_f32(&c, og, "lr", o->lr) ?:
+		     attr_f32(&c, og, "lr_min_ratio", o->lr_min_ratio) ?:
+		     attr_i64(&c, og, "warmup", o->warmup) ?:
+		     attr_i64(&c, og, "steps", o->steps) ?:
+		     attr_f32(&c, og, "beta1", o->beta1) ?:
+		     attr_f32(&c, og, "beta2", o->beta2) ?:
+		     attr_f32(&c, og, "eps", o->eps) ?:
+		     attr_f32(&c, og, "weight_decay", o->weight_decay) ?:
+		     attr_f32(&c, og, "clip", o->clip) ?:
+		     attr_i64(&c, og, "t", st->step);
+		H5Gclose(og);
+		if (rc)
+			goto out;
+	}
+	rc = write_state(&c, f, st) ?: write_provenance(&c, f, m);
+	if (rc)
+		goto out;
+	/* last: the marker that says every byte above is in place */
+	rc = attr_i32(&c, f, "complete", 1);
+	if (rc)
+		goto out;
+	if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
+		rc = fail(&c, EIO, "cannot flush");
+		goto out;
+	}
+	if (H5Fclose(f) < 0) {
+		f = -1;
+		rc = fail(&c, EIO, "cannot close");
+		goto out;
+	}
+	f = -1;
+	rc = fsync_path(tmp, O_RDONLY);
+	if (rc) {
+		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
+		goto out;
+	}
+	if (rename(tmp, final) < 0) {
+		rc = fail(&c, errno, "cannot rename to %s: %s", final,
+			  strerror(errno));
+		goto out;
+	}
+	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
+	if (rc) {
+		c.path = dir;
+		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
+		goto out;
+	}
+	if (path)
+		sigma_strlcpy(path, final, plen);
+out:
+	if (f >= 0)
+		H5Fclose(f);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	if (rc)
+		unlink(tmp);
+	free(host);
+	return rc;
+}
+
+/* ---- read ----------------------------------------------------------------- */
+
+static int check_header(struct ctx *c, hid_t f, int64_t *step)
+{
+	char fmt[64];
+	int64_t ver = 0, complete = 0;
+	int rc;
+
+	rc = read_str(c, f, "format", fmt, sizeof(fmt));
+	if (rc)
+		return rc;
+	if (strcmp(fmt, CKPT_FORMAT))
+		return fail(c, EBADMSG, "format is \"%s\", not \"%s\"", fmt,
+			    CKPT_FORMAT);
+	rc = read_i64(c, f, "format_version", &ver);
+	if (rc)
+		return rc;
+	if (ver != CKPT_VERSION)
+		return fail(c, EBADMSG,
+			    "format version %lld, this program reads %d",
+			    (long long)ver, CKPT_VERSION);
+	if (H5Aexists(f, "complete") <= 0 ||
+	    read_i64(c, f, "complete", &complete) || complete != 1)
+		return fail(c, EBADMSG, "not marked complete");
+	if (step) {
+		rc = read_i64(c, f, "step", step);
+		if (rc)
+			return rc;
+		if (*step < 0)
+			return fail(c, EBADMSG, "negative step %lld",
+				    (long long)*step);
+	}
+	return 0;
+}
+
+static int check_config(struct ctx *c, hid_t f, const struct model_config *k)
+{
+	static const char *const names[] = { "V", "D", "L", "H",
+					     "T", "E", "K", "F" };
+	const int want[] = { k->V, k->D, k->L, k->H, k->T, k->E, k->K, k->F };
+	hid_t g;
+	int rc = 0;
+
+	if (H5Lexists(f, "config", H5P_DEFAULT) <= 0)
+		return fail(c, EBADMSG, "group config is missing");
+	g = H5Gopen2(f, "config", H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group config");
+	for (int i = 0; i < 8 && !rc; i++) {
+		int64_t v;
+
+		rc = read_i64(c, g, names[i], &v);
+		if (!rc && v != want[i])
+			rc = fail(c, EBADMSG,
+				  "config %s = %lld, this run has %d: a checkpoint of another model shape",
+				  names[i], (long long)v, want[i]);
+	}
+	H5Gclose(g);
+	return rc;
+}
+
+static int read_block(struct ctx *c, hid_t f, const char *gname,
+		      const struct model *m, float *dst)
+{
+	hid_t g;
+	int rc = 0;
+
+	if (H5Lexists(f, gname, H5P_DEFAULT) <= 0)
+		return fail(c, EBADMSG, "group %s is missing", gname);
+	g = H5Gopen2(f, gname, H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group %s", gname);
+	for (int i = 0; i < m->ntensors && !rc; i++)
+		rc = read_tensor(c, g, gname, &m->tensors[i],
+				 dst + m->tensors[i].offset);
+	H5Gclose(g);
+	return rc;
+}
+
+static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
+{
+	struct optim_config *o = &st->optim;
+	int64_t v64 = 0;
+	hid_t g;
+	int rc;
+
+	g = H5Gopen2(f, "optim", H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group optim");
+	rc = read_f32(c, g, "lr", &o->lr) ?:
+	     read_f32(c, g, "lr_min_ratio", &o->lr_min_ratio) ?:
+	     read_i64(c, g, "warmup", &v64);
+	o->warmup = (long)v64;
+	rc = rc ?: read_i64(c, g, "steps", &v64);
+	o->steps = (long)v64;
+	rc = rc ?: read_f32(c, g, "beta1", &o->beta1) ?:
+	     read_f32(c, g, "beta2", &o->beta2) ?:
+	     read_f32(c, g, "eps", &o->eps) ?:
+	     read_f32(c, g, "weight_decay", &o->weight_decay) ?:
+	     read_f32(c, g, "clip", &o->clip);
+	H5Gclose(g);
+	if (rc)
+		return rc;
+	if (H5Lexists(f, "data", H5P_DEFAULT) <= 0 ||
+	    H5Lexists(f, "rng", H5P_DEFAULT) <= 0)
+		return fail(c, EBADMSG, "group data or rng is missing");
+	g = H5Gopen2(f, "data", H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group data");
+	rc = read_u64(c, g, "seed", &st->seed) ?:
+	     read_i64(c, g, "next_step", &v64);
+	if (!rc && v64 != st->step)
+		rc = fail(c, EBADMSG, "data next_step %lld differs from step %ld",
+			  (long long)v64, st->step);
+	rc = rc ?: read_i64(c, g, "batch", &v64);
+	st->batch = (int)v64;
+	rc = rc ?: read_u64(c, g, "train_ntokens", &st->data_ntokens) ?:
+	     read_u64(c, g, "train_checksum", &st->data_checksum);
+	H5Gclose(g);
+	if (rc)
+		return rc;
+	g = H5Gopen2(f, "rng", H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group rng");
+	rc = read_u64(c, g, "state", &st->rng);
+	H5Gclose(g);
+	return rc;
+}
+
+static int read_file(const char *path, struct model *m, struct ckpt_state *st,
+		     char *err, size_t len)
+{
+	struct ctx c = { path, err, len };
+	size_t n = m->nparams;
+	float *stage = NULL;
+	struct ckpt_state tmp = { 0 };
+	int64_t step = 0;
+	hid_t f;
+	int rc;
+
+	quiet_hdf5();
+	if (access(path, R_OK) < 0)
+		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
+				     path, strerror(errno));
+	if (H5Fis_hdf5(path) <= 0)
+		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	stage = malloc(sizeof(float) * n * (st ? 3 : 1));
+	if (!stage) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	memset(stage, 0, sizeof(float) * n * (st ? 3 : 1));
+	rc = check_header(&c, f, &step) ?: check_config(&c, f, &m->cfg) ?:
+	     read_block(&c, f, "model", m, stage);
+	if (!rc && st) {
+		tmp.step = (long)step;
+		rc = read_block(&c, f, "optim/m", m, stage + n) ?:
+		     read_block(&c, f, "optim/v", m, stage + 2 * n) ?:
+		     read_state(&c, f, &tmp);
+	}
+	if (rc)
+		goto out;
+	/* all of it is good: only now touch the model */
+	m->ops->from_host(m->params, stage, sizeof(float) * n);
+	if (st) {
+		m->ops->from_host(m->m, stage + n, sizeof(float) * n);
+		m->ops->from_host(m->v, stage + 2 * n, sizeof(float) * n);
+		*st = tmp;
+	} else {
+		m->ops->zero(m->m, n);
+		m->ops->zero(m->v, n);
+	}
+out:
+	free(stage);
+	H5Fclose(f);
+	return rc;
+}
+
+int ckpt_read(const char *path, struct model *m, struct ckpt_state *st,
+	      char *err, size_t len)
+{
+	return read_file(path, m, st, err, len);
+}
+
+int ckpt_read_weights(const char *path, struct model *m, char *err,
+		      size_t len)
+{
+	return read_file(path, m, NULL, err, len);
+}
+
+/* ---- directory ------------------------------------------------------------ */
+
+static int cmp_desc(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* steps of dir/ckpt-NNNNNNNN.h5, newest first; count or -errno */
+static int list_steps(const char *dir, long *steps, int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && n < max) {
+		char tail[8];
+		long s;
+
+		if (strlen(e->d_name) != 16 ||
+		    sscanf(e->d_name, "ckpt-%8ld%3s", &s, tail) != 2 ||
+		    strcmp(tail, ".h5") || s < 0)
+			continue;
+		steps[n++] = s;
+	}
+	closedir(d);
+	qsort(steps, n, sizeof(long), cmp_desc);
+	return n;
+}
+
+int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
+		     char *path, size_t plen, char *err, size_t len)
+{
+	long *steps = malloc(sizeof(long) * CKPT_MAX_LISTED);
+	int n, refused = 0;
+
+	if (!steps)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	n = list_steps(dir, steps, CKPT_MAX_LISTED);
+	if (n <= 0) {
+		free(steps);
+		return sigma_set_err(err, len, ENOENT,
+				     "%s: no checkpoint found", dir);
+	}
+	for (int i = 0; i < n; i++) {
+		char p[PATH_MAX], why[1024];
+
+		if (sigma_snprintf(p, sizeof(p), "%s/ckpt-%08ld.h5", dir,
+				   steps[i]))
+			continue;
+		if (ckpt_read(p, m, st, why, sizeof(why)) == 0) {
+			if (st->step != steps[i]) {
+				sigma_warn("checkpoint %s refused: it holds step %ld, its name says %ld",
+					   p, st->step, steps[i]);
+				refused++;
+				continue;
+			}
+			sigma_strlcpy(path, p, plen);
+			free(steps);
+			return 0;
+		}
+		sigma_warn("checkpoint refused: %s; trying an older one", why);
+		refused++;
+	}
+	free(steps);
+	return sigma_set_err(err, len, EBADMSG,
+			     "%s: none of %d checkpoints is valid", dir,
+			     refused);
+}
+
+int ckpt_prune(const char *dir, int keep)
+{
+	long *steps = malloc(sizeof(long) * CKPT_MAX_LISTED);
+	int n;
+
+	if (!steps)
+		return -ENOMEM;
+	n = list_steps(dir, steps, CKPT_MAX_LISTED);
+	for (int i = keep; i < n; i++) {
+		char p[PATH_MAX];
+
+		if (!sigma_snprintf(p, sizeof(p), "%s/ckpt-%08ld.h5", dir,
+				    steps[i]))
+			unlink(p);
+	}
+	free(steps);
+	return n < 0 ? n : 0;
+}

@@ -1,7 +1,7 @@
 /*
- * client.c - srun, sbatch and salloc (local and allocator contexts): make
- * the --sigma-* options known. Their callbacks refuse a bad value there, so
- * a bad job is never queued. Nothing is printed to the user's terminal
+ * client.c - srun, sbatch and salloc (local and allocator contexts). The
+ * --sigma-* options are registered by dispatch.c; their callbacks refuse a
+ * bad value here, so a bad job is never queued. Nothing is printed to the user's terminal
  * except such a refusal.
  */
 #include "config.h"
@@ -14,8 +14,6 @@
 
 int sigma_client_init(spank_t sp, int ac, char **av)
 {
-	if (sigma_register_options(sp) < 0)
-		return -1;
 	slurm_verbose("sigma: options registered (default probe %s)",
 		      sigma_probe_level_names[sigma_conf.default_probe]);
 	return 0;

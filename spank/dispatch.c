@@ -41,10 +41,16 @@ static void dispatch_log_sink(int level, const char *msg, void *arg)
 		slurm_info("sigma: %s", msg);
 }
 
-int slurm_spank_init(spank_t sp, int ac, char **av)
+/*
+ * Parse plugstack.conf arguments once per process. Every hook calls this:
+ * Slurm does not call slurm_spank_init before the job prolog and epilog.
+ */
+static int dispatch_setup(int ac, char **av)
 {
 	char err[512];
 
+	if (dispatch_conf_ok)
+		return 0;
 	sigma_log_set_sink(dispatch_log_sink, NULL);
 	sigma_log_set_level(SIGMA_LOG_DEBUG);
 	sigma_job_opts_init(&sigma_opts);
@@ -53,39 +59,45 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	dispatch_conf_ok = true;
-	switch (spank_context()) {
-	case S_CTX_LOCAL:
-	case S_CTX_ALLOCATOR:
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	if (dispatch_setup(ac, av) < 0)
+		return -1;
+	/*
+	 * Register in every context: sbatch and salloc need the options
+	 * before they parse their command line, slurmstepd to read them
+	 * back with spank_option_getopt.
+	 */
+	if (sigma_register_options(sp) < 0)
+		return -1;
+	if (dispatch_is_client())
 		return sigma_client_init(sp, ac, av);
-	case S_CTX_REMOTE:
-	case S_CTX_JOB_SCRIPT:
-		/* spank_option_getopt needs the options registered here too */
-		return sigma_register_options(sp);
-	default:
-		return 0;
-	}
+	return 0;
 }
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	if (!dispatch_conf_ok)
+	if (dispatch_setup(ac, av) < 0)
 		return -1;
 	return sigma_prolog(sp);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	if (!dispatch_conf_ok)
+	if (dispatch_setup(ac, av) < 0)
 		return -1;
 	return sigma_epilog(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	if (!dispatch_conf_ok)
-		return -1;
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
+	if (dispatch_setup(ac, av) < 0)
+		return -1;
 	return sigma_task_init(sp);
 }
 

@@ -1,0 +1,44 @@
+/*
+ * ctl.h - sigmad's controller: the loop body that watches the cluster,
+ * asks the policy, acts through the libslurm adapter and records every
+ * decision in the event log before acting on it.
+ *
+ * Crash safety: a decision is fsync'd to the event log before its first
+ * action; each step is checked against Slurm before it is taken (a drained
+ * node is not drained again, a requeued job not requeued again, an account
+ * already in the AdminComment not appended again) and logged after. A new
+ * sigmad rebuilds its open recoveries from the log and finishes them.
+ */
+#ifndef SIGMAD_CTL_H
+#define SIGMAD_CTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "conf.h"
+
+struct ctl;
+
+/* Reads the event log; opens it for appending. */
+int ctl_create(struct ctl **out, const struct sigmad_config *cfg,
+	       const char *config_path);
+void ctl_destroy(struct ctl *c);
+/* New settings (SIGHUP): keeps recoveries in flight. */
+int ctl_reload(struct ctl *c, const struct sigmad_config *cfg);
+/* One look at the cluster and the actions it calls for. */
+int ctl_tick(struct ctl *c);
+
+/* Commands from sigmactl; the reply is written to out. */
+int ctl_cmd_status(struct ctl *c, FILE *out);
+int ctl_cmd_spares(struct ctl *c, FILE *out);
+int ctl_cmd_spare_add(struct ctl *c, const char *node, uid_t uid, FILE *out);
+int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid,
+			 FILE *out);
+int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
+		  uid_t uid, FILE *out);
+int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out);
+/* Event log path (history is read straight from it). */
+const char *ctl_event_log(const struct ctl *c);
+
+#endif /* SIGMAD_CTL_H */

@@ -1,0 +1,44 @@
+/*
+ * slurm.h - sigmad's adapter to slurmctld: every libslurm call of the
+ * controller is in slurm.c, so API drift between Slurm releases stays in one
+ * file. Functions return 0 or a negative errno; failures are logged with
+ * Slurm's own error text.
+ */
+#ifndef SIGMAD_SLURM_H
+#define SIGMAD_SLURM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "view.h"
+
+int ctl_slurm_init(void);
+void ctl_slurm_fini(void);
+
+/*
+ * Load nodes, sigma jobs and the spare reservation resv into v (freed with
+ * ctl_view_free). feature marks nodes with that feature (may be empty).
+ */
+int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature);
+
+/* Expand a Slurm host list ("n[5-6],n9"); calls fn per name. */
+int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
+		     void *arg);
+
+int ctl_slurm_drain(const char *node, const char *reason);
+int ctl_slurm_down(const char *node, const char *reason);
+int ctl_slurm_resume(const char *node);
+
+/* Set the reservation to exactly nodes (comma list); "" deletes it. */
+int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists);
+
+int ctl_slurm_requeue(uint32_t job);
+/* On a pending job: exclude nodes, start no earlier than begin. */
+int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,
+			     int64_t begin);
+int ctl_slurm_admin_comment(uint32_t job, const char *text);
+int ctl_slurm_signal(uint32_t job, int sig);
+/* SlurmUser's uid from slurmctld's configuration. */
+int ctl_slurm_user(uint32_t *uid);
+
+#endif /* SIGMAD_SLURM_H */

@@ -1,0 +1,351 @@
+/*
+ * comm_mpi.c - the only file that includes mpi.h: the collectives on host
+ * memory through MPI (Open MPI under srun --mpi=pmix).
+ *
+ * Errors return (MPI_ERRORS_RETURN on every communicator) instead of
+ * aborting, so a dead peer seen by the transport becomes -EIO and the
+ * trainer exits with COMM_EXIT_PEER. A peer that stops without closing its
+ * connections is not seen by MPI: the watchdog ends that case. MPI counts
+ * are int: larger operations are cut into chunks where the operation
+ * allows, and refused with -EOVERFLOW where it does not (all-to-all,
+ * point to point beyond 2^31 - 1 elements).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "sigma.h"
+#include "comm_impl.h"
+
+#define MPI_CHUNK ((size_t)1 << 30)
+
+struct mpi_state {
+	MPI_Comm comm;
+	int *counts; /* all-to-all scratch: [4 size] ints */
+};
+
+/* users of MPI in this process; the first initialises, the last finalises */
+static int mpi_users;
+static bool mpi_we_initialised;
+static bool mpi_failed; /* after a failure MPI_Finalize may never return */
+
+_Static_assert(sizeof(MPI_Request) <= sizeof(((struct comm_request *)0)->handle),
+	       "MPI_Request does not fit in comm_request");
+
+static int mpi_fail(const char *what, int code)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int n = 0;
+
+	if (MPI_Error_string(code, msg, &n) != MPI_SUCCESS)
+		sigma_strlcpy(msg, "unknown MPI error", sizeof(msg));
+	sigma_error("%s: %s", what, msg);
+	mpi_failed = true;
+	return -EIO;
+}
+
+static MPI_Datatype mpi_type(enum comm_dtype t)
+{
+	switch (t) {
+	case COMM_F32:
+		return MPI_FLOAT;
+	case COMM_I32:
+		return MPI_INT32_T;
+	case COMM_U8:
+		return MPI_UINT8_T;
+	}
+	return MPI_DATATYPE_NULL;
+}
+
+static MPI_Comm mpi_comm(const struct comm *c)
+{
+	return ((const struct mpi_state *)c->impl)->comm;
+}
+
+static int mpi_state_new(struct comm *c, MPI_Comm comm)
+{
+	struct mpi_state *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	st->counts = calloc(4 * (size_t)c->size, sizeof(int));
+	if (!st->counts) {
+		free(st);
+		return -ENOMEM;
+	}
+	rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	if (rc != MPI_SUCCESS) {
+		free(st->counts);
+		free(st);
+		return mpi_fail("MPI_Comm_set_errhandler", rc);
+	}
+	st->comm = comm;
+	c->impl = st;
+	return 0;
+}
+
+static int mpi_split(struct comm *c, int color, int key, struct comm *out,
+		     bool *none)
+{
+	MPI_Comm nc = MPI_COMM_NULL;
+	int rc;
+
+	rc = MPI_Comm_split(mpi_comm(c),
+			    color == COMM_COLOR_NONE ? MPI_UNDEFINED : color,
+			    key, &nc);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Comm_split", rc);
+	if (nc == MPI_COMM_NULL) {
+		*none = true;
+		return 0;
+	}
+	MPI_Comm_rank(nc, &out->rank);
+	MPI_Comm_size(nc, &out->size);
+	rc = mpi_state_new(out, nc);
+	if (rc < 0) {
+		MPI_Comm_free(&nc);
+		return rc;
+	}
+	mpi_users++;
+	return 0;
+}
+
+static void mpi_destroy(struct comm *c)
+{
+	struct mpi_state *st = c->impl;
+
+	if (!st)
+		return;
+	/* freeing is collective-free in MPI, but not after a failure */
+	if (!mpi_failed)
+		MPI_Comm_free(&st->comm);
+	free(st->counts);
+	free(st);
+	c->impl = NULL;
+	if (--mpi_users == 0 && mpi_we_initialised && !mpi_failed) {
+		MPI_Finalize();
+		mpi_we_initialised = false;
+	}
+}
+
+static int mpi_allreduce(struct comm *c, float *buf, size_t n)
+{
+	size_t off, k;
+	int rc;
+
+	for (off = 0; off < n; off += k) {
+		k = n - off < MPI_CHUNK ? n - off : MPI_CHUNK;
+		rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)k, MPI_FLOAT,
+				   MPI_SUM, mpi_comm(c));
+		if (rc != MPI_SUCCESS)
+			return mpi_fail("MPI_Allreduce", rc);
+	}
+	return 0;
+}
+
+static int mpi_iallreduce(struct comm *c, float *buf, size_t n,
+			  struct comm_request *req)
+{
+	MPI_Request r;
+	int rc;
+
+	if (n > INT_MAX)
+		return -EOVERFLOW;
+	rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM,
+			    mpi_comm(c), &r);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Iallreduce", rc);
+	memcpy(req->handle, &r, sizeof(r));
+	return 0;
+}
+
+static int mpi_wait(struct comm_request *req)
+{
+	MPI_Request r;
+	int rc;
+
+	memcpy(&r, req->handle, sizeof(r));
+	rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Wait(MPI_Iallreduce)", rc);
+	return 0;
+}
+
+static int mpi_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
+		     int root)
+{
+	size_t es = comm_dtype_size(t), off, k;
+	int rc;
+
+	for (off = 0; off < n; off += k) {
+		k = n - off < MPI_CHUNK ? n - off : MPI_CHUNK;
+		rc = MPI_Bcast((char *)buf + off * es, (int)k, mpi_type(t),
+			       root, mpi_comm(c));
+		if (rc != MPI_SUCCESS)
+			return mpi_fail("MPI_Bcast", rc);
+	}
+	return 0;
+}
+
+static int mpi_alltoallv(struct comm *c, const void *send,
+			 const size_t *scounts, const size_t *sdispls,
+			 void *recv, const size_t *rcounts,
+			 const size_t *rdispls, enum comm_dtype t)
+{
+	struct mpi_state *st = c->impl;
+	int *sc = st->counts, *sd = sc + c->size, *rc_ = sd + c->size;
+	int *rd = rc_ + c->size;
+	int p, rc;
+
+	for (p = 0; p < c->size; p++) {
+		if (scounts[p] > INT_MAX || sdispls[p] > INT_MAX ||
+		    rcounts[p] > INT_MAX || rdispls[p] > INT_MAX)
+			return -EOVERFLOW;
+		sc[p] = (int)scounts[p];
+		sd[p] = (int)sdispls[p];
+		rc_[p] = (int)rcounts[p];
+		rd[p] = (int)rdispls[p];
+	}
+	rc = MPI_Alltoallv(send, sc, sd, mpi_type(t), recv, rc_, rd,
+			   mpi_type(t), st->comm);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Alltoallv", rc);
+	return 0;
+}
+
+static int mpi_check_count(const MPI_Status *s, enum comm_dtype t, size_t n)
+{
+	int got = 0;
+
+	MPI_Get_count(s, mpi_type(t), &got);
+	if (got < 0 || (size_t)got != n) {
+		sigma_error("MPI receive: %d elements arrived, %zu expected",
+			    got, n);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+static int mpi_send(struct comm *c, const void *buf, size_t n,
+		    enum comm_dtype t, int peer, int tag)
+{
+	int rc;
+
+	if (n > INT_MAX)
+		return -EOVERFLOW;
+	rc = MPI_Send(buf, (int)n, mpi_type(t), peer, tag, mpi_comm(c));
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Send", rc);
+	return 0;
+}
+
+static int mpi_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
+		    int peer, int tag)
+{
+	MPI_Status s;
+	int rc;
+
+	if (n > INT_MAX)
+		return -EOVERFLOW;
+	rc = MPI_Recv(buf, (int)n, mpi_type(t), peer, tag, mpi_comm(c), &s);
+	if (rc == MPI_ERR_TRUNCATE)
+		return -EMSGSIZE;
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Recv", rc);
+	return mpi_check_count(&s, t, n);
+}
+
+static int mpi_sendrecv(struct comm *c, const void *sbuf, size_t sn,
+			int speer, void *rbuf, size_t rn, int rpeer,
+			enum comm_dtype t, int tag)
+{
+	MPI_Status s;
+	int rc;
+
+	if (sn > INT_MAX || rn > INT_MAX)
+		return -EOVERFLOW;
+	rc = MPI_Sendrecv(sbuf, (int)sn, mpi_type(t), speer, tag, rbuf,
+			  (int)rn, mpi_type(t), rpeer, tag, mpi_comm(c), &s);
+	if (rc == MPI_ERR_TRUNCATE)
+		return -EMSGSIZE;
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Sendrecv", rc);
+	return mpi_check_count(&s, t, rn);
+}
+
+static int mpi_barrier(struct comm *c)
+{
+	int rc = MPI_Barrier(mpi_comm(c));
+
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Barrier", rc);
+	return 0;
+}
+
+static const struct comm_ops mpi_ops = {
+	.split = mpi_split,
+	.destroy = mpi_destroy,
+	.allreduce_f32 = mpi_allreduce,
+	.iallreduce_f32 = mpi_iallreduce,
+	.wait = mpi_wait,
+	.bcast = mpi_bcast,
+	.alltoallv = mpi_alltoallv,
+	.send = mpi_send,
+	.recv = mpi_recv,
+	.sendrecv = mpi_sendrecv,
+	.barrier = mpi_barrier,
+};
+
+int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
+{
+	MPI_Comm world;
+	int inited = 0, provided = 0, rank, size, rc;
+
+	MPI_Initialized(&inited);
+	if (!inited) {
+		rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+		if (rc != MPI_SUCCESS)
+			return sigma_set_err(err, len, EIO, "MPI_Init_thread failed (%d)", rc);
+		mpi_we_initialised = true;
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	}
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (rank != b->rank || size != b->size) {
+		rc = sigma_set_err(err, len, EPROTO,
+				   "MPI sees rank %d of %d, PMIx rank %d of %d: MPI and the bootstrap disagree (start with srun --mpi=pmix)",
+				   rank, size, b->rank, b->size);
+		goto out_fini;
+	}
+	rc = MPI_Comm_dup(MPI_COMM_WORLD, &world);
+	if (rc != MPI_SUCCESS) {
+		rc = sigma_set_err(err, len, EIO, "MPI_Comm_dup failed (%d)", rc);
+		goto out_fini;
+	}
+	c->rank = rank;
+	c->size = size;
+	rc = mpi_state_new(c, world);
+	if (rc < 0) {
+		MPI_Comm_free(&world);
+		sigma_set_err(err, len, -rc, "MPI communicator: %s", strerror(-rc));
+		goto out_fini;
+	}
+	c->ops = &mpi_ops;
+	c->be = COMM_MPI;
+	c->mem = COMM_MEM_HOST;
+	mpi_users++;
+	return 0;
+
+out_fini:
+	if (mpi_users == 0 && mpi_we_initialised) {
+		MPI_Finalize();
+		mpi_we_initialised = false;
+	}
+	return rc;
+}

@@ -1,0 +1,669 @@
+/*
+ * comm_test.c - sigma-comm-test: drives libsigma_comm under srun, for the
+ * cluster tests and the benchmark.
+ *
+ *   sigma-comm-test [--backend self|mpi|nccl] check
+ *       every collective on the world and on the layout's sub-communicators,
+ *       results compared exactly; one "PASS name" line per check, rank 0
+ *       prints "comm check: all passed" at the end; exit 0, or 1 on the
+ *       first wrong result
+ *   sigma-comm-test [--backend B] loop [--count N] [--kill-rank R]
+ *                   [--stop-rank R] [--after K]
+ *       all-reduces of N floats without end; after K of them rank R kills
+ *       itself (SIGKILL) or stops (SIGSTOP). A collective that fails exits
+ *       COMM_EXIT_PEER; the watchdog (SIGMA_COMM_TIMEOUT) ends one that
+ *       hangs with the same code
+ *   sigma-comm-test [--backend B] bench [--max-bytes N] [--min-time S]
+ *       all-reduce time and bus bandwidth per message size, a table from
+ *       rank 0
+ *
+ * Values are small integers in fp32 (exact below 2^24) so sums do not
+ * depend on the reduction order.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sigma.h"
+#include "boot.h"
+#include "comm.h"
+#include "layout.h"
+
+static struct boot boot;
+static int me; /* world rank, for messages */
+
+static void die(const char *fmt, ...) SIGMA_PRINTF(1, 2);
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sigma-comm-test: rank %d: FAIL: ", me);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* A communication error ends the process the way the trainer does. */
+static void check_rc(int rc, const char *what)
+{
+	if (rc == -EIO || rc == -ETIMEDOUT) {
+		fprintf(stderr, "sigma-comm-test: rank %d: %s: %s: exiting %d\n",
+			me, what, strerror(-rc), COMM_EXIT_PEER);
+		exit(COMM_EXIT_PEER);
+	}
+	if (rc < 0)
+		die("%s: %s", what, strerror(-rc));
+}
+
+static void pass(const char *fmt, ...) SIGMA_PRINTF(1, 2);
+static void pass(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("rank %d PASS ", me);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+/* A buffer in the back end's memory with a host mirror. */
+struct buf {
+	struct comm *c;
+	size_t bytes;
+	void *dev; /* back end memory */
+	void *host;
+};
+
+static void buf_new(struct buf *b, struct comm *c, size_t bytes)
+{
+	b->c = c;
+	b->bytes = bytes;
+	b->host = xmalloc(bytes);
+	b->dev = comm_alloc(c, bytes);
+	if (!b->dev)
+		die("comm_alloc(%zu)", bytes);
+}
+
+static void buf_push(struct buf *b)
+{
+	check_rc(comm_from_host(b->c, b->dev, b->host, b->bytes), "copy in");
+}
+
+static void buf_pull(struct buf *b)
+{
+	check_rc(comm_to_host(b->c, b->host, b->dev, b->bytes), "copy out");
+}
+
+static void buf_free(struct buf *b)
+{
+	comm_free(b->c, b->dev);
+	free(b->host);
+}
+
+/* ---- check ---------------------------------------------------------------- */
+
+static void check_allreduce(struct comm *c, size_t n, bool nonblocking)
+{
+	int r = comm_rank(c), s = comm_size(c);
+	struct comm_request req;
+	struct buf b;
+	float *h;
+	size_t i;
+
+	buf_new(&b, c, n * sizeof(float));
+	h = b.host;
+	for (i = 0; i < n; i++)
+		h[i] = (float)(r * 1000 + (long)(i % 4096));
+	buf_push(&b);
+	if (nonblocking) {
+		check_rc(comm_iallreduce_f32(c, b.dev, n, &req), "iallreduce");
+		check_rc(comm_wait(&req), "wait");
+	} else {
+		check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+	}
+	buf_pull(&b);
+	for (i = 0; i < n; i++) {
+		float want = (float)(1000L * s * (s - 1) / 2 + (long)s * (long)(i % 4096));
+
+		if (h[i] != want)
+			die("%s %s of %zu floats: [%zu] = %.1f, want %.1f",
+			    comm_name(c), nonblocking ? "iallreduce" : "allreduce",
+			    n, i, (double)h[i], (double)want);
+	}
+	buf_free(&b);
+	pass("%s %s n=%zu", comm_name(c), nonblocking ? "iallreduce" : "allreduce", n);
+}
+
+static void check_bcast(struct comm *c, size_t n)
+{
+	int r = comm_rank(c), s = comm_size(c), root;
+	struct buf b;
+	int32_t *h;
+	size_t i;
+
+	buf_new(&b, c, n * sizeof(int32_t));
+	h = b.host;
+	for (root = 0; root < s; root++) {
+		for (i = 0; i < n; i++)
+			h[i] = r == root ? (int32_t)(root * 7919 + i) : -1;
+		buf_push(&b);
+		check_rc(comm_bcast(c, b.dev, n, COMM_I32, root), "bcast");
+		buf_pull(&b);
+		for (i = 0; i < n; i++)
+			if (h[i] != (int32_t)(root * 7919 + i))
+				die("%s bcast from %d: [%zu] = %d", comm_name(c),
+				    root, i, h[i]);
+	}
+	buf_free(&b);
+	pass("%s bcast n=%zu from every root", comm_name(c), n);
+}
+
+/* uneven: rank src sends this many elements to dst (zero happens) */
+static size_t a2a_count(int src, int dst, int salt)
+{
+	return (size_t)((src * 3 + dst * 5 + salt) % 4) * (size_t)(1 + salt);
+}
+
+static int32_t a2a_value(int src, int dst, size_t j)
+{
+	return (int32_t)(src * 1000000 + dst * 10000 + (int)j);
+}
+
+static void check_alltoallv(struct comm *c, int salt, enum comm_dtype t)
+{
+	int r = comm_rank(c), s = comm_size(c), p;
+	size_t *sc = xmalloc(4 * (size_t)s * sizeof(size_t));
+	size_t *sd = sc + s, *rc = sd + s, *rd = rc + s;
+	size_t stot = 0, rtot = 0, j, es = comm_dtype_size(t), zeros = 0;
+	struct buf sb, rb;
+	const int32_t SENTINEL = -7;
+
+	/* blocks with a gap of one element after each, filled with a sentinel */
+	for (p = 0; p < s; p++) {
+		sc[p] = a2a_count(r, p, salt);
+		sd[p] = stot;
+		stot += sc[p] + 1;
+		rc[p] = a2a_count(p, r, salt);
+		rd[p] = rtot;
+		rtot += rc[p] + 1;
+		zeros += sc[p] == 0;
+	}
+	buf_new(&sb, c, stot * es);
+	buf_new(&rb, c, rtot * es);
+	for (p = 0; p < s; p++) {
+		for (j = 0; j < sc[p]; j++) {
+			int32_t v = a2a_value(r, p, j);
+
+			if (t == COMM_F32)
+				((float *)sb.host)[sd[p] + j] = (float)(v % 1000000 + r);
+			else
+				((int32_t *)sb.host)[sd[p] + j] = v;
+		}
+	}
+	for (j = 0; j < rtot; j++) {
+		if (t == COMM_F32)
+			((float *)rb.host)[j] = (float)SENTINEL;
+		else
+			((int32_t *)rb.host)[j] = SENTINEL;
+	}
+	buf_push(&sb);
+	buf_push(&rb);
+	check_rc(comm_alltoallv(c, sb.dev, sc, sd, rb.dev, rc, rd, t),
+		 "alltoallv");
+	buf_pull(&rb);
+	for (p = 0; p < s; p++) {
+		for (j = 0; j <= rc[p]; j++) {
+			int32_t got, want;
+
+			if (t == COMM_F32)
+				got = (int32_t)((float *)rb.host)[rd[p] + j];
+			else
+				got = ((int32_t *)rb.host)[rd[p] + j];
+			if (j == rc[p])
+				want = SENTINEL; /* the gap is untouched */
+			else if (t == COMM_F32)
+				want = a2a_value(p, r, j) % 1000000 + p;
+			else
+				want = a2a_value(p, r, j);
+			if (got != want)
+				die("%s alltoallv (%s, salt %d): from rank %d element %zu of %zu: %d, want %d",
+				    comm_name(c), t == COMM_F32 ? "f32" : "i32",
+				    salt, p, j, rc[p], got, want);
+		}
+	}
+	buf_free(&sb);
+	buf_free(&rb);
+	free(sc);
+	pass("%s alltoallv %s uneven salt=%d (%zu elements out, %zu empty blocks)",
+	     comm_name(c), t == COMM_F32 ? "f32" : "i32", salt, stot - (size_t)s, zeros);
+}
+
+static void check_p2p(struct comm *c, size_t n)
+{
+	int r = comm_rank(c), s = comm_size(c);
+	int next = (r + 1) % s, prev = (r + s - 1) % s;
+	struct buf sb, rb;
+	int32_t *h;
+	size_t i;
+
+	if (s < 2)
+		return;
+	buf_new(&sb, c, n * sizeof(int32_t));
+	buf_new(&rb, c, n * sizeof(int32_t));
+	for (i = 0; i < n; i++)
+		((int32_t *)sb.host)[i] = (int32_t)(r * 100000 + i);
+	buf_push(&sb);
+
+	/* a ring of blocking sends: even ranks send first, odd receive first
+	 * (and an odd-sized ring's last rank too) */
+	if (r % 2 == 0 && !(s % 2 == 1 && r == s - 1)) {
+		check_rc(comm_send(c, sb.dev, n, COMM_I32, next, 11), "send");
+		check_rc(comm_recv(c, rb.dev, n, COMM_I32, prev, 11), "recv");
+	} else {
+		check_rc(comm_recv(c, rb.dev, n, COMM_I32, prev, 11), "recv");
+		check_rc(comm_send(c, sb.dev, n, COMM_I32, next, 11), "send");
+	}
+	buf_pull(&rb);
+	h = rb.host;
+	for (i = 0; i < n; i++)
+		if (h[i] != (int32_t)(prev * 100000 + i))
+			die("%s recv from %d: [%zu] = %d", comm_name(c), prev,
+			    i, h[i]);
+	pass("%s send/recv ring n=%zu", comm_name(c), n);
+
+	/* the other way round in one sendrecv */
+	memset(rb.host, 0, rb.bytes);
+	buf_push(&rb);
+	check_rc(comm_sendrecv(c, sb.dev, n, prev, rb.dev, n, next, COMM_I32, 12),
+		 "sendrecv");
+	buf_pull(&rb);
+	for (i = 0; i < n; i++)
+		if (h[i] != (int32_t)(next * 100000 + i))
+			die("%s sendrecv from %d: [%zu] = %d", comm_name(c),
+			    next, i, h[i]);
+	pass("%s sendrecv ring n=%zu", comm_name(c), n);
+	buf_free(&sb);
+	buf_free(&rb);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void check_barrier(struct comm *c)
+{
+	int r = comm_rank(c);
+	double t0, waited;
+
+	check_rc(comm_barrier(c), "barrier");
+	/* the last rank comes late: nobody may leave before it arrives */
+	if (r == comm_size(c) - 1)
+		usleep(300000);
+	t0 = now_s();
+	check_rc(comm_barrier(c), "barrier");
+	waited = now_s() - t0;
+	if (r != comm_size(c) - 1 && waited < 0.1)
+		die("%s barrier returned after %.3f s although rank %d arrived 0.3 s late",
+		    comm_name(c), waited, comm_size(c) - 1);
+	pass("%s barrier", comm_name(c));
+}
+
+static void check_all(struct comm *c)
+{
+	check_allreduce(c, 1, false);
+	check_allreduce(c, 1000, false);
+	check_allreduce(c, 1 << 18, false);
+	check_allreduce(c, 4097, true);
+	check_bcast(c, 333);
+	check_alltoallv(c, 0, COMM_I32);
+	check_alltoallv(c, 1, COMM_F32);
+	check_alltoallv(c, 2, COMM_I32);
+	check_p2p(c, 1);
+	check_p2p(c, 100000);
+	check_barrier(c);
+}
+
+static void check_groups(struct comm *world, const struct layout_params *lp)
+{
+	enum layout_group g;
+	char err[256];
+	int members[LAYOUT_MAX_RANKS > 64 ? 64 : LAYOUT_MAX_RANKS];
+
+	if (layout_check(lp, err, sizeof(err)) < 0)
+		die("layout: %s", err);
+	for (g = 0; g < LAYOUT_GROUP_COUNT; g++) {
+		struct comm *sub = NULL;
+		int color, key, n, i;
+		float sum = (float)me, want = 0;
+
+		layout_group_split(lp, me, g, &color, &key);
+		check_rc(comm_split(world, color, key, layout_group_name(g), &sub),
+			 "split");
+		if (!sub)
+			die("split %s: no communicator", layout_group_name(g));
+		n = layout_group_members(lp, me, g, members, 64);
+		if (comm_size(sub) != n || comm_rank(sub) != key)
+			die("split %s: rank %d of %d, layout says %d of %d",
+			    layout_group_name(g), comm_rank(sub), comm_size(sub),
+			    key, n);
+		for (i = 0; i < n; i++)
+			want += (float)members[i];
+		/* the sum of the members' world ranks proves who is in it */
+		{
+			struct buf b;
+
+			buf_new(&b, sub, sizeof(float));
+			*(float *)b.host = sum;
+			buf_push(&b);
+			check_rc(comm_allreduce_f32(sub, b.dev, 1), "allreduce");
+			buf_pull(&b);
+			sum = *(float *)b.host;
+			buf_free(&b);
+		}
+		if (sum != want)
+			die("split %s: members' ranks sum to %.0f, want %.0f",
+			    layout_group_name(g), (double)sum, (double)want);
+		pass("split %s: rank %d of %d, members ok", layout_group_name(g),
+		     comm_rank(sub), comm_size(sub));
+		check_all(sub);
+		comm_destroy(sub);
+	}
+
+	/* a rank that joins no group gets none; the others still work */
+	{
+		struct comm *odd = NULL;
+
+		check_rc(comm_split(world, me % 2 ? COMM_COLOR_NONE : 0, me,
+				    "even", &odd), "split");
+		if ((me % 2 == 1) != (odd == NULL))
+			die("split with COMM_COLOR_NONE: rank %d got %s", me,
+			    odd ? "a communicator" : "none");
+		if (odd) {
+			if (comm_size(odd) != (comm_size(world) + 1) / 2)
+				die("split even: size %d", comm_size(odd));
+			check_allreduce(odd, 100, false);
+		}
+		comm_destroy(odd);
+		pass("split with COMM_COLOR_NONE");
+	}
+}
+
+static int run_check(struct comm *world)
+{
+	struct layout_params lp = { 0 };
+	struct comm_stats st;
+	int s = comm_size(world);
+
+	printf("rank %d size %d local %d/%d node %s backend %s\n", boot.rank,
+	       boot.size, boot.local_rank, boot.local_size, boot.node,
+	       comm_backend_name(comm_backend_of(world)));
+	fflush(stdout);
+	check_all(world);
+
+	/* the layout the cluster tests use: pp 2 when it divides */
+	lp.world = s;
+	lp.pp = s % 2 == 0 ? 2 : 1;
+	lp.dp = s / lp.pp;
+	lp.ep = lp.dp % 2 == 0 ? 2 : 1;
+	lp.E = 4;
+	lp.L = 2;
+	check_groups(world, &lp);
+
+	comm_get_stats(world, &st);
+	if (st.calls == 0 || st.bytes == 0)
+		die("world statistics not counted");
+	check_rc(comm_barrier(world), "barrier");
+	if (me == 0)
+		printf("comm check: all passed on %d ranks (%s)\n", s,
+		       comm_backend_name(comm_backend_of(world)));
+	return 0;
+}
+
+/* ---- loop (failure tests) -------------------------------------------------- */
+
+static int run_loop(struct comm *c, size_t n, int kill_rank, int stop_rank,
+		    long after)
+{
+	struct buf b;
+	long k;
+
+	buf_new(&b, c, n * sizeof(float));
+	buf_push(&b);
+	printf("rank %d pid %ld ready\n", me, (long)getpid());
+	fflush(stdout);
+	for (k = 0;; k++) {
+		if (k == after && me == kill_rank) {
+			printf("rank %d: SIGKILL to myself after %ld all-reduces\n", me, k);
+			fflush(stdout);
+			raise(SIGKILL);
+		}
+		if (k == after && me == stop_rank) {
+			printf("rank %d: SIGSTOP to myself after %ld all-reduces\n", me, k);
+			fflush(stdout);
+			raise(SIGSTOP);
+		}
+		check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+		if (me == 0 && k % 100 == 0) {
+			printf("all-reduce %ld\n", k);
+			fflush(stdout);
+		}
+	}
+	return 0;
+}
+
+/* ---- bench ------------------------------------------------------------------ */
+
+/* The sum of v over the ranks of c (through the back end's memory). */
+static double sum_scalar(struct buf *one, double v)
+{
+	*(float *)one->host = (float)v;
+	buf_push(one);
+	check_rc(comm_allreduce_f32(one->c, one->dev, 1), "allreduce");
+	buf_pull(one);
+	return *(float *)one->host;
+}
+
+static int run_bench(struct comm *c, size_t max_bytes, double min_time)
+{
+	int s = comm_size(c);
+	struct buf b, one;
+	size_t bytes;
+
+	buf_new(&one, c, sizeof(float));
+	buf_new(&b, c, max_bytes);
+	buf_push(&b);
+	if (me == 0) {
+		printf("# all-reduce (fp32 sum, in place), %d ranks, back end %s\n",
+		       s, comm_backend_name(comm_backend_of(c)));
+		printf("# busbw = algbw * 2 (n - 1) / n; times are the mean over ranks\n");
+		printf("%12s %10s %8s %12s %12s %12s\n", "bytes", "floats",
+		       "iters", "time_us", "algbw_GB/s", "busbw_GB/s");
+	}
+	for (bytes = 4; bytes <= max_bytes; bytes *= 4) {
+		size_t n = bytes / sizeof(float);
+		long iters = 0, target;
+		double t0, dt;
+		int i;
+
+		/* warm up, then time a number of iterations all ranks agree on */
+		for (i = 0; i < 3; i++)
+			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+		t0 = now_s();
+		while (iters < 3 || now_s() - t0 < min_time / 4) {
+			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+			iters++;
+		}
+		target = (long)(sum_scalar(&one, (double)iters * min_time /
+					   (now_s() - t0)) / s);
+		if (target < 5)
+			target = 5;
+		if (target > 100000)
+			target = 100000;
+		check_rc(comm_barrier(c), "barrier");
+		t0 = now_s();
+		for (iters = 0; iters < target; iters++)
+			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+		dt = sum_scalar(&one, (now_s() - t0) / (double)target) / s;
+		if (me == 0) {
+			double alg = (double)bytes / dt / 1e9;
+
+			printf("%12zu %10zu %8ld %12.1f %12.4f %12.4f\n", bytes,
+			       n, target, dt * 1e6, alg,
+			       alg * 2.0 * (s - 1) / s);
+			fflush(stdout);
+		}
+	}
+	buf_free(&b);
+	buf_free(&one);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sigma-comm-test [--backend self|mpi|nccl] check\n"
+		"       sigma-comm-test [--backend B] loop [--count N] [--kill-rank R] [--stop-rank R] [--after K]\n"
+		"       sigma-comm-test [--backend B] bench [--max-bytes N] [--min-time S]\n"
+		"Environment: SIGMA_COMM_TIMEOUT (seconds, watchdog and NCCL timeout).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "kill-rank", required_argument, NULL, 'k' },
+		{ "stop-rank", required_argument, NULL, 's' },
+		{ "after", required_argument, NULL, 'a' },
+		{ "max-bytes", required_argument, NULL, 'm' },
+		{ "min-time", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum comm_backend be = COMM_MPI;
+	bool be_set = false;
+	struct comm_options o;
+	struct comm *world = NULL;
+	long count = 1024, kill_rank = -1, stop_rank = -1, after = 20;
+	long max_bytes = 64L << 20;
+	double min_time = 1.0;
+	char err[512];
+	const char *mode;
+	int ch, rc;
+
+	sigma_log_init("sigma-comm-test", SIGMA_LOG_INFO);
+	while ((ch = getopt_long(argc, argv, "b:n:k:s:a:m:t:h", opts, NULL)) != -1) {
+		const char *bad = NULL;
+
+		switch (ch) {
+		case 'b':
+			if (comm_backend_parse(optarg, &be) < 0)
+				bad = "--backend";
+			be_set = true;
+			break;
+		case 'n':
+			if (sigma_parse_long(optarg, 1, 1L << 28, &count) < 0)
+				bad = "--count";
+			break;
+		case 'k':
+			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS, &kill_rank) < 0)
+				bad = "--kill-rank";
+			break;
+		case 's':
+			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS, &stop_rank) < 0)
+				bad = "--stop-rank";
+			break;
+		case 'a':
+			if (sigma_parse_long(optarg, 0, 1L << 30, &after) < 0)
+				bad = "--after";
+			break;
+		case 'm':
+			if (sigma_parse_long(optarg, 4, 1L << 30, &max_bytes) < 0)
+				bad = "--max-bytes";
+			break;
+		case 't':
+			if (sigma_parse_double(optarg, 0.01, 60, &min_time) < 0)
+				bad = "--min-time";
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 64;
+		}
+		if (bad) {
+			fprintf(stderr, "sigma-comm-test: %s %s: bad value\n", bad, optarg);
+			return 64;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 64;
+	}
+	mode = argv[optind];
+	if (strcmp(mode, "check") && strcmp(mode, "loop") && strcmp(mode, "bench")) {
+		usage(stderr);
+		return 64;
+	}
+
+	if (comm_options_default(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sigma-comm-test: %s\n", err);
+		return 64;
+	}
+	rc = boot_init(&boot, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "sigma-comm-test: bootstrap: %s\n", err);
+		return 1;
+	}
+	me = boot.rank;
+	if (!be_set && boot.size == 1)
+		be = COMM_SELF;
+	rc = comm_watchdog_start(o.timeout_s);
+	if (rc < 0)
+		die("watchdog: %s", strerror(-rc));
+	rc = comm_create(&world, be, &boot, &o, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "sigma-comm-test: rank %d: %s\n", me, err);
+		boot_fini(&boot);
+		return rc == -EIO || rc == -ETIMEDOUT ? COMM_EXIT_PEER : 1;
+	}
+
+	if (!strcmp(mode, "check"))
+		rc = run_check(world);
+	else if (!strcmp(mode, "loop"))
+		rc = run_loop(world, (size_t)count, (int)kill_rank,
+			      (int)stop_rank, after);
+	else
+		rc = run_bench(world, (size_t)max_bytes, min_time);
+
+	comm_destroy(world);
+	comm_watchdog_stop();
+	boot_fini(&boot);
+	return rc;
+}

@@ -400,16 +400,6 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 
 /* ---- decisions ----------------------------------------------------------- */
 
-static int ctl_spares_used(const struct ctl *c, uint32_t job)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < c->nrecs; i++)
-		if (c->recs[i].job == job && c->recs[i].verdict != POLICY_WATCH)
-			n += (int)list_count(c->recs[i].spares);
-	return n;
-}
-
 static uint32_t ctl_node_failures(const struct ctl *c, const char *node)
 {
 	uint32_t n = 0;
@@ -454,7 +444,7 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	pj.restarts = restarts;
 	pj.max_restarts = opts.max_restarts;
 	pj.spares = opts.spares;
-	pj.spares_used = ctl_spares_used(c, job->id);
+	pj.spares_used = 0;	/* each recovery may hold up to spares */
 	if (warning)
 		rc = policy_plan_warning(&c->cfg.policy, &pj, nbad, spares, nsp, &plan);
 	else

@@ -30,8 +30,8 @@ struct policy_job {
 	uint32_t id;
 	int restarts;		/* requeues so far (Slurm's restart count) */
 	int max_restarts;	/* --sigma-max-restarts */
-	int spares;		/* --sigma-spares: spares it may draw in all */
-	int spares_used;	/* spares it drew so far */
+	int spares;		/* --sigma-spares: spares held for one recovery */
+	int spares_used;	/* spares already given to the recovery under way */
 };
 
 /* One node of the spare pool. */

@@ -558,6 +558,7 @@ static void on_restart(struct sim *s, long j, uint32_t gen, double t)
 		return;
 	job->state = JOB_RUN;
 	job->t_run = t;
+	job->spares_used = 0;	/* the next recovery may hold spares again */
 	rec = t - job->t_fail;
 	s->r->recoveries++;
 	s->r->recovery_sum_s += rec;

@@ -42,7 +42,7 @@ static const struct scenario scenarios[] = {
 	{ "failure, job asked for no spares", false, true, { 7, 1, 3, 0, 0 }, 1,
 	  2, { { 0, 1, false }, { 0, 2, false } }, true,
 	  POLICY_REQUEUE, 3, 0, { NO, NO } },
-	{ "failure, job used its spares", false, true, { 7, 1, 3, 1, 1 }, 1,
+	{ "failure, recovery holds its spares", false, true, { 7, 1, 3, 1, 1 }, 1,
 	  1, { { 0, 1, false } }, true, POLICY_REQUEUE, 3, 0, { NO, NO } },
 	{ "failure, fewest past failures wins", false, true, { 7, 0, 3, 1, 0 },
 	  1, 3, { { 2, 1, false }, { 0, 9, false }, { 1, 0, false } }, true,

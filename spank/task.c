@@ -59,14 +59,22 @@ int sigma_task_init(spank_t sp)
 	if (spank_getenv(sp, "SLURM_JOB_NAME", name, sizeof(name)) !=
 	    ESPANK_SUCCESS)
 		name[0] = '\0';
+	/*
+	 * The restart count: Slurm sets SLURM_RESTART_COUNT in a requeued
+	 * batch job's environment (steps inherit it); the SPANK item is not
+	 * filled in for every step, so the larger of the two wins.
+	 */
 	if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts) !=
-	    ESPANK_SUCCESS) {
+	    ESPANK_SUCCESS)
+		restarts = 0;
+	{
 		char buf[32];
 		long v;
 
 		if (spank_getenv(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) ==
 			    ESPANK_SUCCESS &&
-		    !sigma_parse_long(buf, 0, 0x7fffffffL, &v))
+		    !sigma_parse_long(buf, 0, 0x7fffffffL, &v) &&
+		    (uint32_t)v > restarts)
 			restarts = (uint32_t)v;
 	}
 

@@ -61,6 +61,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: sigma-train [OPTIONS]\n"
 		"       sigma-train prepare --train-out FILE --val-out FILE [--val-fraction F] TEXT...\n"
+		"       sigma-train sgemm [--size N] [--reps R] [--threads T]\n"
 		"\n"
 		"Data and checkpoints:\n"
 		"  --train FILE          training token file (required)\n"
@@ -189,6 +190,67 @@ static int cmd_prepare(int argc, char **argv)
 		DIE(TRAIN_EXIT_CANTCREAT, "%s", err);
 	printf("prepared %s: %llu tokens, %s: %llu tokens (V = 256, bytes)\n",
 	       train, (unsigned long long)nt, val, (unsigned long long)nv);
+	return TRAIN_EXIT_OK;
+}
+
+/* ---- sgemm --------------------------------------------------------------- */
+
+/*
+ * The large-GEMM rate of this machine through the same op and threading
+ * the model uses: the yardstick for the trainer's GFLOP/s.
+ */
+static int cmd_sgemm(int argc, char **argv)
+{
+	const struct sigma_ops *ops = &sigma_ops_cpu;
+	long n = 2048, reps = 5, threads = 0;
+	float *a, *b, *c;
+	double best = 0.0;
+	char be[256];
+
+	for (int i = 1; i < argc; i++) {
+		long *dst = !strcmp(argv[i], "--size")	  ? &n
+			    : !strcmp(argv[i], "--reps")    ? &reps
+			    : !strcmp(argv[i], "--threads") ? &threads
+							    : NULL;
+
+		if (!dst || i + 1 >= argc) {
+			sigma_error("sgemm [--size N] [--reps R] [--threads T]");
+			return TRAIN_EXIT_USAGE;
+		}
+		if (parse_int(argv[i], argv[i + 1], dst == &n ? 16 : 1,
+			      dst == &n ? 16384 : 1000, dst))
+			return TRAIN_EXIT_USAGE;
+		i++;
+	}
+	if (ops->init((int)threads))
+		return TRAIN_EXIT_USAGE;
+	a = ops->alloc(sizeof(float) * n * n);
+	b = ops->alloc(sizeof(float) * n * n);
+	c = ops->alloc(sizeof(float) * n * n);
+	if (!a || !b || !c) {
+		sigma_error("sgemm: out of memory");
+		return TRAIN_EXIT_OSERR;
+	}
+	for (long i = 0; i < n * n; i++) {
+		a[i] = (float)(i % 7) * 0.1f;
+		b[i] = (float)(i % 5) * 0.1f;
+	}
+	ops->matmul_forward(c, a, b, (int)n, (int)n, (int)n, 0); /* warm */
+	for (long r = 0; r < reps; r++) {
+		uint64_t t0 = sigma_now_ms();
+		double dt;
+
+		ops->matmul_forward(c, a, b, (int)n, (int)n, (int)n, 0);
+		dt = (sigma_now_ms() - t0) / 1000.0;
+		if (dt > 0 && 2.0 * n * n * n / dt / 1e9 > best)
+			best = 2.0 * n * n * n / dt / 1e9;
+	}
+	ops->describe(be, sizeof(be));
+	printf("sgemm %ldx%ldx%ld: %.1f GFLOP/s (best of %ld; %s)\n", n, n, n,
+	       best, reps, be);
+	ops->free(a);
+	ops->free(b);
+	ops->free(c);
 	return TRAIN_EXIT_OK;
 }
 
@@ -809,6 +871,8 @@ int main(int argc, char **argv)
 	sigma_log_init("sigma-train", SIGMA_LOG_INFO);
 	if (argc > 1 && !strcmp(argv[1], "prepare"))
 		return cmd_prepare(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "sgemm"))
+		return cmd_sgemm(argc - 1, argv + 1);
 
 	memset(&o, 0, sizeof(o));
 	model_config_demo(&o.model);

@@ -76,7 +76,7 @@ static void prolog_ckpt_dir(spank_t sp, uint32_t job_id, const char *name)
 
 int sigma_prolog(spank_t sp)
 {
-	const char *node = getenv("SLURMD_NODENAME");
+	const char *node = getenv("SLURMD_NODENAME"), *nodes;
 	char *comment = NULL, *name = NULL;
 	uint32_t job_id = 0;
 	bool first;
@@ -94,7 +94,11 @@ int sigma_prolog(spank_t sp)
 	if (!sigma_job_opts_any(&sigma_opts))
 		return 0;
 
-	first = sigma_slurm_is_first_node(getenv("SLURM_JOB_NODELIST"), node);
+	/* Slurm 22.05 gives the prolog SLURM_NODELIST, later ones both */
+	nodes = getenv("SLURM_JOB_NODELIST");
+	if (!nodes)
+		nodes = getenv("SLURM_NODELIST");
+	first = sigma_slurm_is_first_node(nodes, node);
 	name = getenv("SLURM_JOB_NAME") ? strdup(getenv("SLURM_JOB_NAME"))
 					: NULL;
 	if (first || (!name && !sigma_opts.ckpt_dir[0])) {

@@ -21,7 +21,6 @@ SPANK_PLUGIN(sigma, 1);
 
 struct sigma_spank_conf sigma_conf;
 struct sigma_job_opts sigma_opts;
-static bool dispatch_conf_ok;
 
 static bool dispatch_is_client(void)
 {
@@ -42,15 +41,14 @@ static void dispatch_log_sink(int level, const char *msg, void *arg)
 }
 
 /*
- * Parse plugstack.conf arguments once per process. Every hook calls this:
- * Slurm does not call slurm_spank_init before the job prolog and epilog.
+ * Parse the plugstack.conf arguments. Every hook calls this (it is cheap
+ * and pure): Slurm does not call slurm_spank_init before the job prolog and
+ * epilog.
  */
 static int dispatch_setup(int ac, char **av)
 {
 	char err[512];
 
-	if (dispatch_conf_ok)
-		return 0;
 	sigma_log_set_sink(dispatch_log_sink, NULL);
 	sigma_log_set_level(SIGMA_LOG_DEBUG);
 	sigma_job_opts_init(&sigma_opts);
@@ -58,7 +56,6 @@ static int dispatch_setup(int ac, char **av)
 		slurm_error("sigma: plugstack.conf: %s", err);
 		return -1;
 	}
-	dispatch_conf_ok = true;
 	return 0;
 }
 

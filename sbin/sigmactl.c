@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 		sub[0] = (char *)cmd;
 		for (int i = 1; i < sub_argc; i++)
 			sub[i] = argv[optind + i - 1];
-		optind = 1;
+		optind = 0;	/* 0: glibc starts afresh on a new argv */
 		for (;;) {
 			c = getopt_long(sub_argc, sub, "-h", opts, NULL);
 			if (c == -1)

@@ -302,13 +302,23 @@ static void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 		list_del(out, tok);
 }
 
-static bool ctl_recently_lent(const struct ctl *c, const char *node, int64_t now)
+/*
+ * A spare released for a recovery stays out of the pool until its job has
+ * started (then the node is busy, or the job went elsewhere and it is free).
+ */
+static bool ctl_lent(const struct ctl *c, const struct ctl_view *v,
+		     const char *node)
 {
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct ctl_rec *r = &c->recs[i];
+		const struct ctl_job *job;
 
-		if (list_has(r->spares, node) &&
-		    (!r->complete || now - r->decided_at < CTL_LENT_S))
+		if (!list_has(r->spares, node))
+			continue;
+		if (!r->complete)
+			return true;
+		job = ctl_view_job(v, r->job);
+		if (job && job->state == CTL_J_PENDING && v->now - r->decided_at < CTL_LENT_S)
 			return true;
 	}
 	return false;
@@ -376,8 +386,11 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 			continue;
 		n = &v->nodes[i];
 		if ((n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
-		    !(n->flags & CTL_N_IDLE) || ctl_recently_lent(c, tok, v->now))
+		    !(n->flags & CTL_N_IDLE) || ctl_lent(c, v, tok)) {
+			sigma_debug("spare %s not reserved now (flags 0x%x%s)", tok,
+				    n->flags, ctl_lent(c, v, tok) ? ", lent" : "");
 			continue;
+		}
 		if (!list_add(want, sizeof(want), tok)) {
 			have++;
 			changed = true;
@@ -933,9 +946,12 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 		case POLICY_STAY_DRAINED:
 			if (rc == 1 || rc == 2) {
 				/* a fresh reason restarts the cool-down */
-				snprintf(reason, sizeof(reason), "sigma: %sprobe full: %s",
-					 rc == 2 ? "warning: " : "",
-					 out[0] ? out : "still failing");
+				if (!strncmp(out, "sigma: ", 7))
+					sigma_strlcpy(reason, out, sizeof(reason));
+				else
+					snprintf(reason, sizeof(reason), "sigma: %sprobe full: %s",
+						 rc == 2 ? "warning: " : "",
+						 out[0] ? out : "still failing");
 				ctl_slurm_drain(n->name, reason);
 			}
 			break;

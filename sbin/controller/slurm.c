@@ -307,7 +307,8 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
 	m.start_time = time(NULL);
 	m.duration = INFINITE;
 	m.users = "root";
-	m.flags = RESERVE_FLAG_MAINT | RESERVE_FLAG_IGN_JOBS;
+	/* IGNORE_JOBS: a busy node may join; no MAINT, so nodes show "resv" */
+	m.flags = RESERVE_FLAG_IGN_JOBS;
 	char *name = slurm_create_reservation(&m);
 	if (!name)
 		return slurm_fail("slurm_create_reservation", resv);

@@ -31,7 +31,7 @@ struct sigmad_config {
 };
 
 #define SIGMAD_DEFAULT_SOCKET "/run/sigma/sigmad.sock"
-#define SIGMAD_DEFAULT_STATE_DIR "/var/lib/sigma"
+#define SIGMAD_DEFAULT_STATE_DIR "/var/lib/sigma/sigmad"
 #define SIGMAD_DEFAULT_RESERVATION "sigma_spares"
 #define SIGMAD_EVENT_LOG_NAME "events.jsonl"
 

@@ -7,8 +7,11 @@ d=$(workdir sacct)
 jid=$(cd "$d" && run_as_user sbatch --parsable --wait -N2 -J sacct-probe -o /dev/null --wrap 'srun true; exit 3')
 log "job $jid finished: $(jstate "$jid")"
 row() { sacct -n -P -X -j "$jid" -o jobid,jobname,state,nnodes,user,exitcode 2>/dev/null; }
-until_true 30 sh -c "sacct -n -P -X -j $jid -o state | grep -q FAILED" ||
-	fail "sacct has no FAILED row for job $jid: '$(row)'"
+# slurmctld sends the job's records to slurmdbd asynchronously: a step or
+# completion record can arrive first and make a placeholder row ("allocation",
+# uid 0) that the start record fills in later; wait for the whole record
+until_true 30 sh -c "sacct -n -P -X -j $jid -o jobname,state | grep -qx 'sacct-probe|FAILED'" ||
+	fail "sacct has no complete FAILED row for job $jid: '$(row)'"
 r=$(row)
 echo "$r"
 IFS='|' read -r id name state nn user ec <<<"$r"

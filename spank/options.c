@@ -66,10 +66,9 @@ static int opts_dir(const char *value, char *dst, size_t size, char *err,
 					     "--sigma-ckpt-dir=%s: '..' is not allowed",
 					     value);
 	for (p = value; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ',' ||
-		    *p == ']')
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return sigma_set_err(err, errlen, EINVAL,
-					     "--sigma-ckpt-dir: control character, ',' or ']' in path");
+					     "--sigma-ckpt-dir: control character in path");
 	sigma_strlcpy(dst, value, size);
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sigma.h"
@@ -141,16 +142,31 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 			used += (size_t)n;
 	}
 	close(pfd[0]);
-	if (res->timed_out || rc < 0) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
+	/* output closed: the probe still gets only what is left of its time */
+	while (!res->timed_out && rc == 0) {
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			goto out_reaped;
+		if (w < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		if (sigma_now_ms() >= deadline)
+			res->timed_out = true;
+		else
+			nanosleep(&tick, NULL);
 	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = rc ? rc : -errno;
 			break;
 		}
 	}
+out_reaped:
 	probe_first_line(out, used, res->line, sizeof(res->line));
 	if (res->timed_out) {
 		snprintf(res->line, sizeof(res->line),

@@ -175,7 +175,7 @@ static void nvml_power(const struct nvml_api *api,
 		for (int g = 0; g < n; g++) {
 			unsigned int mw;
 
-			if (api->power(devs[g], &mw) != NVML_SUCCESS)
+			if (!devs[g] || api->power(devs[g], &mw) != NVML_SUCCESS)
 				continue;
 			sum[g] += mw / 1000.0;
 			if (mw / 1000.0 > peak[g])
@@ -188,7 +188,7 @@ static void nvml_power(const struct nvml_api *api,
 		unsigned int limit_mw;
 		struct probe_reading *r;
 
-		if (!got[g])
+		if (!got[g] || !devs[g])
 			continue;
 		snprintf(comp, sizeof(comp), "gpu%d", g);
 		gpu_add(conf, rep, comp, "power_w", sum[g] / got[g]);
@@ -256,12 +256,6 @@ int probe_nvml(const struct probe_conf *conf, struct probe_report *rep)
 		nvml_gpu(&api, conf, rep, devs[i], comp);
 		n++;
 	}
-	/* power needs live handles only: stop at the first bad one */
-	for (int g = 0; g < n; g++)
-		if (!devs[g]) {
-			n = g;
-			break;
-		}
 	nvml_power(&api, conf, rep, devs, n);
 	rep->ngpus = (int)count;
 out_shutdown:

@@ -9,6 +9,7 @@
  *   gpuN.ecc_corrected=..  gpuN.ecc_uncorrected=..  gpuN.retired=..
  *   gpuN.retired_pending=0|1  gpuN.remap_pending=0|1  gpuN.remap_failed=0|1
  *   gpuN.throttle=0x..    gpuN.no_ecc=1 (ECC calls say "not supported")
+ *   gpuN.bad_handle=1 (the GPU cannot be opened)
  *
  * Power readings alternate: the first sample of each GPU is its peak.
  */
@@ -20,7 +21,7 @@
 
 struct fake_gpu {
 	unsigned int temp, power_mw, peak_mw, limit_mw, retired, rpending;
-	unsigned int remap_pending, remap_failed, no_ecc, samples;
+	unsigned int remap_pending, remap_failed, no_ecc, samples, bad_handle;
 	unsigned long long ce, ue, throttle;
 };
 
@@ -75,6 +76,8 @@ static void fake_load(void)
 			gpus[g].throttle = v;
 		else if (!strcmp(key, "no_ecc"))
 			gpus[g].no_ecc = (unsigned)v;
+		else if (!strcmp(key, "bad_handle"))
+			gpus[g].bad_handle = (unsigned)v;
 	}
 	fclose(f);
 }
@@ -126,7 +129,7 @@ int nvmlDeviceGetCount_v2(unsigned int *n)
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *dev)
 {
-	if (i >= FAKE_MAX || (int)i >= fake_count)
+	if (i >= FAKE_MAX || (int)i >= fake_count || gpus[i].bad_handle)
 		return 2; /* invalid argument */
 	*dev = &gpus[i];
 	return 0;

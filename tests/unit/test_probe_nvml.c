@@ -159,6 +159,21 @@ static void test_faults(void **state)
 	assert_int_equal(rep.verdict, PROBE_OK);
 }
 
+/* a GPU NVML cannot open fails the node; the others are still read */
+static void test_bad_handle(void **state)
+{
+	char s[512];
+
+	fake("count=2\ngpu0.bad_handle=1\ngpu1.temp_c=50\ngpu1.power_w=300\n");
+	assert_int_equal(rep.ngpus, 2);
+	assert_int_equal(rep.verdict, PROBE_FAIL);
+	probe_summary(&rep, s, sizeof(s));
+	assert_string_equal(s, "sigma: probe quick: gpu0 compute=fail");
+	assert_true(value("gpu1", "temp_c") == 50);
+	assert_true(value("gpu1", "power_w") == 300);
+	assert_true(isnan(value("gpu0", "power_w")));
+}
+
 static void test_power_spike(void **state)
 {
 	char s[512];
@@ -185,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_no_driver),
 		cmocka_unit_test(test_healthy),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_bad_handle),
 		cmocka_unit_test(test_power_spike),
 	};
 

@@ -115,6 +115,17 @@ static void test_timeout(void **state)
 	assert_int_equal(res.status, -1);
 	assert_true(sigma_now_ms() - t0 < 20000);
 	assert_non_null(strstr(res.line, "timed out after 1 s"));
+	/* closing its output does not buy the probe more time */
+	t0 = sigma_now_ms();
+	assert_int_equal(run_script("exec >/dev/null 2>&1; sleep 30", 1, &res),
+			 -ETIMEDOUT);
+	assert_true(sigma_now_ms() - t0 < 20000);
+	/* nor does it lose a verdict that comes after */
+	assert_int_equal(run_script("echo 'sigma: probe quick: ok'; exec >&-; sleep 0.3; exit 2",
+				    10, &res),
+			 0);
+	assert_int_equal(res.status, 2);
+	assert_string_equal(res.line, "sigma: probe quick: ok");
 }
 
 static void test_exec_failure(void **state)

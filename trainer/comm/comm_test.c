@@ -13,9 +13,10 @@
  *       itself (SIGKILL) or stops (SIGSTOP). A collective that fails exits
  *       COMM_EXIT_PEER; the watchdog (SIGMA_COMM_TIMEOUT) ends one that
  *       hangs with the same code
- *   sigma-comm-test [--backend B] bench [--max-bytes N] [--min-time S]
- *       all-reduce time and bus bandwidth per message size, a table from
- *       rank 0
+ *   sigma-comm-test [--backend B] bench [--op allreduce|alltoall]
+ *                   [--max-bytes N] [--min-time S]
+ *       all-reduce (or equal-block all-to-all) time and bus bandwidth per
+ *       message size, a table from rank 0
  *
  * Values are small integers in fp32 (exact below 2^24) so sums do not
  * depend on the reduction order.
@@ -488,24 +489,59 @@ static double sum_scalar(struct buf *one, double v)
 	return *(float *)one->host;
 }
 
-static int run_bench(struct comm *c, size_t max_bytes, double min_time)
+/* The benchmarked operation: an all-reduce of bytes, or an all-to-all in
+ * which each rank sends bytes / size to every rank (itself included). */
+struct bench_op {
+	bool alltoall;
+	struct buf *b, *r; /* r: all-to-all receive buffer */
+	size_t *counts, *displs; /* [size] each, in floats */
+};
+
+static void bench_once(struct comm *c, const struct bench_op *op, size_t n)
+{
+	int p, s = comm_size(c);
+
+	if (!op->alltoall) {
+		check_rc(comm_allreduce_f32(c, op->b->dev, n), "allreduce");
+		return;
+	}
+	for (p = 0; p < s; p++) {
+		op->counts[p] = n / (size_t)s;
+		op->displs[p] = (size_t)p * (n / (size_t)s);
+	}
+	check_rc(comm_alltoallv(c, op->b->dev, op->counts, op->displs,
+				op->r->dev, op->counts, op->displs, COMM_F32),
+		 "alltoallv");
+}
+
+static int run_bench(struct comm *c, size_t max_bytes, double min_time,
+		     bool alltoall)
 {
 	int s = comm_size(c);
-	struct buf b, one;
+	struct buf b, r, one;
+	struct bench_op op = { .alltoall = alltoall, .b = &b, .r = &r };
 	size_t bytes;
 
+	op.counts = xmalloc((size_t)s * sizeof(size_t));
+	op.displs = xmalloc((size_t)s * sizeof(size_t));
 	buf_new(&one, c, sizeof(float));
 	buf_new(&b, c, max_bytes);
+	buf_new(&r, c, alltoall ? max_bytes : 4);
 	buf_push(&b);
 	if (me == 0) {
-		printf("# all-reduce (fp32 sum, in place), %d ranks, back end %s\n",
-		       s, comm_backend_name(comm_backend_of(c)));
-		printf("# busbw = algbw * 2 (n - 1) / n; times are the mean over ranks\n");
+		if (alltoall)
+			printf("# all-to-all (fp32, bytes / %d to every rank), %d ranks, back end %s\n"
+			       "# busbw = algbw * (n - 1) / n; times are the mean over ranks\n",
+			       s, s, comm_backend_name(comm_backend_of(c)));
+		else
+			printf("# all-reduce (fp32 sum, in place), %d ranks, back end %s\n"
+			       "# busbw = algbw * 2 (n - 1) / n; times are the mean over ranks\n",
+			       s, comm_backend_name(comm_backend_of(c)));
 		printf("%12s %10s %8s %12s %12s %12s\n", "bytes", "floats",
 		       "iters", "time_us", "algbw_GB/s", "busbw_GB/s");
 		fflush(stdout);
 	}
-	for (bytes = 4; bytes <= max_bytes; bytes *= 4) {
+	for (bytes = alltoall ? 4 * (size_t)s : 4; bytes <= max_bytes; bytes *= 4) {
 		size_t n = bytes / sizeof(float);
 		long iters, target;
 		double t0, dt;
@@ -514,10 +550,10 @@ static int run_bench(struct comm *c, size_t max_bytes, double min_time)
 		/* warm up, then time a few; every rank gets the same sum, so
 		 * every rank agrees on how many iterations to time */
 		for (i = 0; i < 3; i++)
-			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+			bench_once(c, &op, n);
 		t0 = now_s();
 		for (i = 0; i < 20; i++)
-			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+			bench_once(c, &op, n);
 		dt = sum_scalar(&one, (now_s() - t0) / 20) / s;
 		target = dt > 0 ? (long)(min_time / dt) : 5000;
 		if (target < 5)
@@ -527,19 +563,23 @@ static int run_bench(struct comm *c, size_t max_bytes, double min_time)
 		check_rc(comm_barrier(c), "barrier");
 		t0 = now_s();
 		for (iters = 0; iters < target; iters++)
-			check_rc(comm_allreduce_f32(c, b.dev, n), "allreduce");
+			bench_once(c, &op, n);
 		dt = sum_scalar(&one, (now_s() - t0) / (double)target) / s;
 		if (me == 0) {
 			double alg = (double)bytes / dt / 1e9;
+			double bus = alltoall ? alg * (s - 1) / s
+					      : alg * 2.0 * (s - 1) / s;
 
 			printf("%12zu %10zu %8ld %12.1f %12.4f %12.4f\n", bytes,
-			       n, target, dt * 1e6, alg,
-			       alg * 2.0 * (s - 1) / s);
+			       n, target, dt * 1e6, alg, bus);
 			fflush(stdout);
 		}
 	}
 	buf_free(&b);
+	buf_free(&r);
 	buf_free(&one);
+	free(op.counts);
+	free(op.displs);
 	return 0;
 }
 
@@ -548,7 +588,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sigma-comm-test [--backend self|mpi|nccl] check\n"
 		"       sigma-comm-test [--backend B] loop [--count N] [--kill-rank R] [--stop-rank R] [--after K]\n"
-		"       sigma-comm-test [--backend B] bench [--max-bytes N] [--min-time S]\n"
+		"       sigma-comm-test [--backend B] bench [--op allreduce|alltoall] [--max-bytes N] [--min-time S]\n"
 		"Environment: SIGMA_COMM_TIMEOUT (seconds, watchdog and NCCL timeout).\n");
 }
 
@@ -562,11 +602,12 @@ int main(int argc, char **argv)
 		{ "after", required_argument, NULL, 'a' },
 		{ "max-bytes", required_argument, NULL, 'm' },
 		{ "min-time", required_argument, NULL, 't' },
+		{ "op", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum comm_backend be = COMM_MPI;
-	bool be_set = false;
+	bool be_set = false, alltoall = false;
 	struct comm_options o;
 	struct comm *world = NULL;
 	long count = 1024, kill_rank = -1, stop_rank = -1, after = 20;
@@ -577,7 +618,7 @@ int main(int argc, char **argv)
 	int ch, rc;
 
 	sigma_log_init("sigma-comm-test", SIGMA_LOG_INFO);
-	while ((ch = getopt_long(argc, argv, "b:n:k:s:a:m:t:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "b:n:k:s:a:m:t:o:h", opts, NULL)) != -1) {
 		const char *bad = NULL;
 
 		switch (ch) {
@@ -609,6 +650,12 @@ int main(int argc, char **argv)
 		case 't':
 			if (sigma_parse_double(optarg, 0.01, 60, &min_time) < 0)
 				bad = "--min-time";
+			break;
+		case 'o':
+			if (!strcmp(optarg, "alltoall"))
+				alltoall = true;
+			else if (strcmp(optarg, "allreduce"))
+				bad = "--op";
 			break;
 		case 'h':
 			usage(stdout);
@@ -660,7 +707,7 @@ int main(int argc, char **argv)
 		rc = run_loop(world, (size_t)count, (int)kill_rank,
 			      (int)stop_rank, after);
 	else
-		rc = run_bench(world, (size_t)max_bytes, min_time);
+		rc = run_bench(world, (size_t)max_bytes, min_time, alltoall);
 
 	comm_destroy(world);
 	comm_watchdog_stop();

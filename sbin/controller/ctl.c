@@ -693,8 +693,16 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		}
 		return 1;
 	}
+	if (job->state != CTL_J_PENDING) {
+		/* requeued and already started again (a crash hid the log line) */
+		r->requeued = true;
+		ev_from_rec(&ev, "requeue", r);
+		sigma_strlcpy(ev.text, "found the job started again", sizeof(ev.text));
+		ctl_log(c, &ev);
+		return 0;
+	}
 	/* exc_nodes is refused on a running job: wait for PENDING exactly */
-	if (job->state != CTL_J_PENDING || job->completing)
+	if (job->completing)
 		return 1;
 	sigma_strlcpy(exc, job->exc_nodes, sizeof(exc));
 	sigma_strlcpy(tmp, r->bad, sizeof(tmp));

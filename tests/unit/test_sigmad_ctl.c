@@ -1,0 +1,545 @@
+/*
+ * test_sigmad_ctl.c - the controller (ctl.c) over a fake slurmctld: the
+ * libslurm adapter (slurm.h) is replaced by an in-memory cluster of six
+ * nodes (n5, n6 spares), and evlog_append is wrapped (-Wl,--wrap) so that a
+ * "crash" can stop both Slurm calls and log writes at any point.
+ *
+ * For the failure path and the early-warning path, sigmad is crashed after
+ * its 1st, 2nd, ... operation (Slurm call or log write), then a new one is
+ * started on the same event log: every time the job must end up running on
+ * a spare, requeued once, signalled at most once, with one account in its
+ * AdminComment.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "conf.h"
+#include "ctl.h"
+#include "eventlog.h"
+#include "sigma.h"
+#include "slurm.h"
+#include "view.h"
+
+#define NNODES 6
+
+struct fnode {
+	char name[8];
+	unsigned flags;
+	char reason[CTL_REASON_MAX];
+	int64_t reason_time;
+};
+
+struct fjob {
+	uint32_t id, uid;
+	int state;
+	int restart_cnt;
+	int64_t begin;
+	char comment[CTL_COMMENT_MAX];
+	char exc[CTL_LIST_MAX];
+	int nodes[4];
+	bool exits_on_usr1;
+};
+
+static struct {
+	struct fnode n[NNODES];
+	struct fjob job;
+	bool resv_exists;
+	int64_t now;
+	int budget;		/* operations left before the crash; <0: none */
+	bool crashed;
+	int requeues, signals, comments, drains[NNODES];
+} M;
+
+/* Spend one operation; false once crashed (the operation does not happen). */
+static bool op(void)
+{
+	if (M.crashed)
+		return false;
+	if (M.budget > 0 && --M.budget == 0)
+		M.crashed = true;	/* this one happens, nothing after it */
+	return true;
+}
+
+int __real_evlog_append(struct evlog *log, const struct evlog_event *ev);
+int __wrap_evlog_append(struct evlog *log, const struct evlog_event *ev);
+int __wrap_evlog_append(struct evlog *log, const struct evlog_event *ev)
+{
+	if (!op())
+		return -EIO;
+	return __real_evlog_append(log, ev);
+}
+
+static int fnode_idx(const char *name)
+{
+	for (int i = 0; i < NNODES; i++)
+		if (!strcmp(M.n[i].name, name))
+			return i;
+	return -1;
+}
+
+/* ---- the fake adapter ---------------------------------------------------- */
+
+int ctl_slurm_init(void) { return 0; }
+void ctl_slurm_fini(void) {}
+int ctl_slurm_user(uint32_t *uid) { *uid = 64030; return 0; }
+
+int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
+		     void *arg)
+{
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
+	int rc = 0;
+
+	sigma_strlcpy(tmp, list ? list : "", sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save))
+		rc = fn(tok, arg);
+	return rc;
+}
+
+void ctl_view_free(struct ctl_view *v)
+{
+	for (size_t i = 0; i < v->njobs; i++)
+		free(v->jobs[i].nodes);
+	free(v->jobs);
+	free(v->nodes);
+	memset(v, 0, sizeof(*v));
+}
+
+long ctl_view_node(const struct ctl_view *v, const char *name)
+{
+	for (size_t i = 0; i < v->nnodes; i++)
+		if (!strcmp(v->nodes[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id)
+{
+	for (size_t i = 0; i < v->njobs; i++)
+		if (v->jobs[i].id == id)
+			return &v->jobs[i];
+	return NULL;
+}
+
+int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature)
+{
+	struct ctl_job *j;
+
+	memset(v, 0, sizeof(*v));
+	v->now = M.now;
+	v->nodes = calloc(NNODES, sizeof(*v->nodes));
+	v->jobs = calloc(1, sizeof(*v->jobs));
+	assert_non_null(v->nodes);
+	assert_non_null(v->jobs);
+	v->nnodes = NNODES;
+	for (int i = 0; i < NNODES; i++) {
+		struct ctl_node *c = &v->nodes[i];
+
+		sigma_strlcpy(c->name, M.n[i].name, sizeof(c->name));
+		c->flags = M.n[i].flags;
+		if (i >= 4 && feature && !strcmp(feature, "spare"))
+			c->flags |= CTL_N_FEATURE;
+		sigma_strlcpy(c->reason, M.n[i].reason, sizeof(c->reason));
+		c->reason_time = M.n[i].reason_time;
+		if (c->flags & CTL_N_RESERVED)
+			v->nresv++;
+	}
+	v->resv_exists = M.resv_exists;
+	j = &v->jobs[0];
+	v->njobs = 1;
+	j->id = M.job.id;
+	j->uid = M.job.uid;
+	j->state = M.job.state;
+	j->restart_cnt = M.job.restart_cnt;
+	j->begin_time = M.job.begin;
+	sigma_strlcpy(j->comment, M.job.comment, sizeof(j->comment));
+	sigma_strlcpy(j->exc_nodes, M.job.exc, sizeof(j->exc_nodes));
+	if (M.job.state == CTL_J_RUNNING) {
+		j->nodes = calloc(4, sizeof(*j->nodes));
+		assert_non_null(j->nodes);
+		for (int k = 0; k < 4; k++)
+			j->nodes[k] = M.job.nodes[k];
+		j->nnodes = 4;
+	}
+	return 0;
+}
+
+static void fjob_release_nodes(void)
+{
+	for (int k = 0; k < 4; k++) {
+		M.n[M.job.nodes[k]].flags &= ~(unsigned)CTL_N_BUSY;
+		M.n[M.job.nodes[k]].flags |= CTL_N_IDLE;
+	}
+}
+
+int ctl_slurm_drain(const char *node, const char *reason)
+{
+	int i = fnode_idx(node);
+
+	if (i < 0 || !op())
+		return -EIO;
+	M.n[i].flags |= CTL_N_DRAIN;
+	sigma_strlcpy(M.n[i].reason, reason, sizeof(M.n[i].reason));
+	M.n[i].reason_time = M.now;
+	M.drains[i]++;
+	return 0;
+}
+
+int ctl_slurm_down(const char *node, const char *reason)
+{
+	int i = fnode_idx(node);
+
+	if (i < 0 || !op())
+		return -EIO;
+	M.n[i].flags |= CTL_N_DOWN;
+	return 0;
+}
+
+int ctl_slurm_resume(const char *node)
+{
+	int i = fnode_idx(node);
+
+	if (i < 0 || !op())
+		return -EIO;
+	M.n[i].flags &= ~(unsigned)(CTL_N_DRAIN | CTL_N_DOWN);
+	M.n[i].reason[0] = '\0';
+	return 0;
+}
+
+int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
+{
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
+
+	if (!op())
+		return -EIO;
+	for (int i = 0; i < NNODES; i++)
+		M.n[i].flags &= ~(unsigned)CTL_N_RESERVED;
+	sigma_strlcpy(tmp, nodes, sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		M.n[fnode_idx(tok)].flags |= CTL_N_RESERVED;
+	M.resv_exists = nodes[0] != '\0';
+	return 0;
+}
+
+int ctl_slurm_requeue(uint32_t job)
+{
+	if (M.job.state == CTL_J_PENDING || !op())
+		return -EIO;
+	if (M.job.state == CTL_J_RUNNING)
+		fjob_release_nodes();
+	M.job.state = CTL_J_PENDING;
+	M.job.restart_cnt++;
+	M.job.begin = M.now + 120;	/* Slurm's requeue delay */
+	M.requeues++;
+	return 0;
+}
+
+int ctl_slurm_pending_update(uint32_t job, const char *exc, int64_t begin)
+{
+	if (M.job.state != CTL_J_PENDING || !op())
+		return -EIO;
+	sigma_strlcpy(M.job.exc, exc, sizeof(M.job.exc));
+	M.job.begin = begin;
+	return 0;
+}
+
+int ctl_slurm_admin_comment(uint32_t job, const char *text)
+{
+	if (!op())
+		return -EIO;
+	sigma_strlcpy(M.job.comment, text, sizeof(M.job.comment));
+	M.comments++;
+	return 0;
+}
+
+int ctl_slurm_signal(uint32_t job, int sig)
+{
+	if (M.job.state != CTL_J_RUNNING || !op())
+		return -EIO;
+	M.signals++;
+	if (M.job.exits_on_usr1) {	/* checkpoint written, exit 75 */
+		fjob_release_nodes();
+		M.job.state = CTL_J_ENDED;
+	}
+	return 0;
+}
+
+/* slurmctld's scheduler: start the pending job on 4 usable nodes */
+static void fake_schedule(void)
+{
+	int got = 0, pick[4];
+
+	if (M.job.state != CTL_J_PENDING || M.job.begin > M.now)
+		return;
+	for (int i = 0; i < NNODES && got < 4; i++) {
+		const struct fnode *n = &M.n[i];
+
+		if ((n->flags & (CTL_N_DRAIN | CTL_N_DOWN | CTL_N_RESERVED | CTL_N_BUSY)) ||
+		    strstr(M.job.exc, n->name))
+			continue;
+		pick[got++] = i;
+	}
+	if (got < 4)
+		return;
+	for (int k = 0; k < 4; k++) {
+		M.job.nodes[k] = pick[k];
+		M.n[pick[k]].flags = (M.n[pick[k]].flags & ~(unsigned)CTL_N_IDLE) | CTL_N_BUSY;
+	}
+	M.job.state = CTL_J_RUNNING;
+}
+
+/* ---- scenarios ----------------------------------------------------------- */
+
+static char dir[64];
+static char conf_path[128];
+static char log_path[160];
+static struct sigmad_config cfg;
+
+static int setup(void **state)
+{
+	FILE *f;
+	char err[256];
+
+	strcpy(dir, "/tmp/test_sigmad_ctl.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(conf_path, sizeof(conf_path), "%s/sigma.conf", dir);
+	snprintf(log_path, sizeof(log_path), "%s/events.jsonl", dir);
+	f = fopen(conf_path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "sigmad_socket=%s/s.sock\nsigmad_state_dir=%s\n"
+		   "sigmad_spare_feature=spare\nsigmad_warn_grace=3\n"
+		   "sigmad_cooldown=1000\n", dir, dir);
+	fclose(f);
+	sigmad_config_init(&cfg);
+	sigma_log_init("test", SIGMA_LOG_ERROR);
+	return sigmad_config_load(&cfg, conf_path, err, sizeof(err)) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(log_path);
+	unlink(conf_path);
+	rmdir(dir);
+	return 0;
+}
+
+/* A fresh cluster: job 7 of uid 1000 running on n1-n4, no reservation. */
+static void cluster_reset(bool exits_on_usr1)
+{
+	memset(&M, 0, sizeof(M));
+	M.now = (int64_t)time(NULL);	/* the event log stamps real time */
+	M.budget = -1;
+	for (int i = 0; i < NNODES; i++) {
+		snprintf(M.n[i].name, sizeof(M.n[i].name), "n%d", i + 1);
+		M.n[i].flags = i < 4 ? CTL_N_BUSY : CTL_N_IDLE;
+	}
+	M.job.id = 7;
+	M.job.uid = 1000;
+	M.job.state = CTL_J_RUNNING;
+	for (int k = 0; k < 4; k++)
+		M.job.nodes[k] = k;
+	M.job.exits_on_usr1 = exits_on_usr1;
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]");
+	unlink(log_path);
+}
+
+static void ticks(struct ctl *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		M.now++;
+		fake_schedule();
+		assert_int_equal(ctl_tick(c), 0);
+	}
+}
+
+struct count_arg {
+	const char *type;
+	int n;
+};
+
+static int count_fn(const struct evlog_event *ev, void *arg)
+{
+	struct count_arg *a = arg;
+
+	if (!strcmp(ev->type, a->type) && ev->job == 7 && ev->attempt == 2)
+		a->n++;
+	return 0;
+}
+
+static int logged(const char *type)
+{
+	struct count_arg a = { type, 0 };
+
+	assert_int_equal(evlog_read(log_path, count_fn, &a, NULL), 0);
+	return a.n;
+}
+
+static bool job_on(const char *name)
+{
+	if (M.job.state != CTL_J_RUNNING)
+		return false;
+	for (int k = 0; k < 4; k++)
+		if (!strcmp(M.n[M.job.nodes[k]].name, name))
+			return true;
+	return false;
+}
+
+static int count_str(const char *s, const char *what)
+{
+	int n = 0;
+
+	while ((s = strstr(s, what))) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
+/*
+ * Run a scenario, crashing sigmad after `crash_after` operations (0: never)
+ * and starting a new one. inject() makes the node go bad. Returns whether
+ * the crash happened (false: the run ended before the budget).
+ */
+static bool run(int crash_after, bool warning)
+{
+	struct ctl *c = NULL;
+	bool crashed;
+
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);				/* the pool is set up */
+	assert_true(M.resv_exists);
+	assert_true(M.n[4].flags & CTL_N_RESERVED);
+	if (warning) {
+		M.n[1].flags |= CTL_N_DRAIN;	/* the probe drains n2: warning */
+		strcpy(M.n[1].reason, "sigma: warning: probe quick: host temp_c=90 (warn 85)");
+	} else {
+		M.n[2].flags |= CTL_N_DRAIN;	/* the probe drains n3: failure */
+		strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	}
+	M.n[warning ? 1 : 2].reason_time = M.now;
+	M.budget = crash_after;
+	ticks(c, 8);
+	crashed = M.crashed;
+	ctl_destroy(c);				/* sigmad dies here */
+	M.crashed = false;
+	M.budget = -1;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 10);				/* a new sigmad finishes */
+	ctl_destroy(c);
+	return crashed;
+}
+
+static void check_outcome(bool warning, int crash_after)
+{
+	const char *bad = warning ? "n2" : "n3";
+
+	print_message("crash after %2d: job %s on n%d n%d n%d n%d, requeues %d signals %d comments %d\n",
+		      crash_after, M.job.state == CTL_J_RUNNING ? "running" : "NOT running",
+		      M.job.nodes[0] + 1, M.job.nodes[1] + 1, M.job.nodes[2] + 1,
+		      M.job.nodes[3] + 1, M.requeues, M.signals, M.comments);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_false(job_on(bad));
+	assert_true(job_on("n5"));		/* the spare */
+	assert_int_equal(M.job.restart_cnt, 1);
+	assert_true(M.requeues <= 1);		/* a job that exited is requeued once */
+	assert_true(strstr(M.job.exc, bad) != NULL);
+	assert_int_equal(count_str(M.job.comment, "sigma: attempt 2:"), 1);
+	assert_int_equal(M.comments, 1);
+	assert_true(!strncmp(M.job.comment, "sigma[probe=quick", 17));
+	assert_int_equal(M.drains[warning ? 1 : 2], 0);	/* already drained */
+	assert_int_equal(logged("decide"), 1);
+	assert_int_equal(logged("complete"), 1);
+	assert_true(logged("requeue") <= 1);
+	if (warning) {
+		assert_true(M.signals <= 1);
+		assert_true(strstr(M.job.comment, "-> checkpointed, requeued onto n5") != NULL);
+	} else {
+		assert_int_equal(M.signals, 0);
+		assert_true(strstr(M.job.comment, "n3 gpu0 ecc_uncorrected=2 -> requeued onto n5") != NULL);
+	}
+}
+
+static void test_failure_no_crash(void **state)
+{
+	assert_false(run(0, false));
+	check_outcome(false, 0);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(logged("requeue"), 1);
+	assert_int_equal(logged("release"), 1);
+}
+
+static void test_failure_crash_everywhere(void **state)
+{
+	int k;
+
+	for (k = 1; k < 60; k++) {
+		bool crashed = run(k, false);
+
+		check_outcome(false, k);
+		if (!crashed)
+			break;
+	}
+	assert_true(k > 3);	/* it did crash mid-recovery several times */
+}
+
+static void test_warning_crash_everywhere(void **state)
+{
+	int k;
+
+	assert_false(run(0, true));
+	check_outcome(true, 0);
+	assert_int_equal(M.signals, 1);
+	assert_int_equal(logged("signal"), 1);
+	for (k = 1; k < 60; k++) {
+		bool crashed = run(k, true);
+
+		check_outcome(true, k);
+		if (!crashed)
+			break;
+	}
+	assert_true(k > 3);
+}
+
+static void test_max_restarts(void **state)
+{
+	struct ctl *c = NULL;
+
+	cluster_reset(true);
+	M.job.restart_cnt = 3;	/* max_restarts=3 used up */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 1);
+	M.n[0].flags |= CTL_N_NO_RESPOND;
+	ticks(c, 3);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 0);
+	assert_true(M.n[0].flags & CTL_N_DOWN);	/* down at once */
+	assert_int_equal(M.drains[0], 1);
+	assert_non_null(strstr(M.job.comment,
+			       "sigma: attempt 4: n1 not responding -> not requeued: max_restarts=3 reached"));
+	assert_true(M.n[4].flags & CTL_N_RESERVED);	/* no spare spent */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_failure_no_crash),
+		cmocka_unit_test(test_failure_crash_everywhere),
+		cmocka_unit_test(test_warning_crash_everywhere),
+		cmocka_unit_test(test_max_restarts),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The collectives of trainer/comm across two nodes, through srun --mpi=pmix:
-# the PMIx bootstrap (rank, size, local rank and size, node name), then every
+# the PMIx bootstrap (rank, size, local rank and size, node name) and blob
+# exchange (put/commit/fence/get, rank 0's blob to all), then every
 # collective of the MPI back end on the world and on the layout's
 # sub-communicators (dp, ep, expert_dp, pp, and a split that leaves ranks
 # out), each result compared exactly by sigma-comm-test. Also 3 ranks (odd
@@ -43,6 +44,12 @@ for node in $(awk '/^rank [0-3] size/ {print $8}' <<<"$out" | sort -u); do
 	[ "$(awk -v n="$node" '/^rank [0-3] size/ && $8 == n {print $6}' <<<"$out" | sort | tr '\n' ' ')" = "0/2 1/2 " ] ||
 		fail "node $node: local ranks are not 0/2 and 1/2"
 done
+# the PMIx helpers: each rank read its neighbour's value, rank 0's blob
+for r in 0 1 2 3; do
+	grep -q "^rank $r PASS pmix put/commit/fence/get: rank $(((r + 1) % 4)) says 'rank $(((r + 1) % 4)) on n[1-4]'$" <<<"$out" ||
+		fail "rank $r did not read its neighbour through PMIx"
+done
+[ "$(grep -c 'PASS pmix share: 200 bytes from rank 0' <<<"$out")" = 4 ] || fail "boot_share"
 # the sub-communicators of the layout dp 2 x pp 2 with ep 2
 for g in dp ep expert_dp pp; do
 	[ "$(grep -c "PASS split $g: rank [01] of [12], members ok" <<<"$out")" = 4 ] ||

@@ -414,6 +414,51 @@ static void check_groups(struct comm *world, const struct layout_params *lp)
 	}
 }
 
+/* The PMIx helpers: every rank publishes a value, reads its neighbour's;
+ * rank 0 shares a blob only it knows, and the ranks compare what they got. */
+static void check_exchange(struct comm *c)
+{
+	int s = comm_size(c), next = (me + 1) % s, i;
+	unsigned char blob[200];
+	char mine[BOOT_NODE_MAX + 32], got[BOOT_NODE_MAX + 32];
+	size_t n = 0;
+	struct buf sum;
+	double sums;
+	long check = 0;
+
+	snprintf(mine, sizeof(mine), "rank %d on %s", me, boot.node);
+	check_rc(boot_put(&boot, "sigma.test.who", mine, strlen(mine) + 1), "boot_put");
+	check_rc(boot_commit(&boot), "boot_commit");
+	check_rc(boot_fence(&boot), "boot_fence");
+	check_rc(boot_get(&boot, next, "sigma.test.who", got, sizeof(got), &n), "boot_get");
+	if (n == 0 || got[n - 1] != '\0' || strncmp(got, "rank ", 5) ||
+	    atoi(got + 5) != next)
+		die("PMIx exchange: rank %d published '%.*s'", next, (int)n, got);
+	pass("pmix put/commit/fence/get: rank %d says '%s'", next, got);
+
+	/* a pattern only rank 0 has: its pid */
+	for (i = 0; i < (int)sizeof(blob); i++)
+		blob[i] = me == 0 ? (unsigned char)(i * 31 + getpid()) : 0;
+	check_rc(boot_share(&boot, "test.blob", blob, sizeof(blob)), "boot_share");
+	for (i = 0; i < (int)sizeof(blob); i++)
+		check = (check * 131 + blob[i]) % 1000003;
+	/* every rank's checksum equals rank 0's: their sum is size times it */
+	buf_new(&sum, c, sizeof(float));
+	*(float *)sum.host = (float)check;
+	buf_push(&sum);
+	check_rc(comm_bcast(c, sum.dev, 1, COMM_F32, 0), "bcast");
+	buf_pull(&sum);
+	sums = *(float *)sum.host;
+	*(float *)sum.host = (float)check;
+	buf_push(&sum);
+	check_rc(comm_allreduce_f32(c, sum.dev, 1), "allreduce");
+	buf_pull(&sum);
+	if (*(float *)sum.host != (float)(sums * s) || (float)check != (float)sums)
+		die("boot_share: checksum %ld here, %.0f on rank 0", check, sums);
+	buf_free(&sum);
+	pass("pmix share: %zu bytes from rank 0", sizeof(blob));
+}
+
 static int run_check(struct comm *world)
 {
 	struct layout_params lp = { 0 };
@@ -424,6 +469,7 @@ static int run_check(struct comm *world)
 	       boot.size, boot.local_rank, boot.local_size, boot.node,
 	       comm_backend_name(comm_backend_of(world)));
 	fflush(stdout);
+	check_exchange(world);
 	check_all(world);
 
 	/* the layout the cluster tests use: pp 2 when it divides */

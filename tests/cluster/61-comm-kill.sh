@@ -1,5 +1,6 @@
 #!/bin/bash
-# A rank killed with SIGKILL in the middle of a run of all-reduces: the
+# A rank killed with SIGKILL in the middle of a run of all-reduces (by
+# itself, then from outside while every rank is inside a collective): the
 # step must end, not hang, well within the collective timeout. Slurm's
 # PMIx plugin sees the task die and cancels the step (srun exits 128+signal)
 # or a surviving rank sees the broken connection first and exits 76
@@ -30,6 +31,28 @@ grep -q '^rank 2: SIGKILL to myself after 200 all-reduces' <<<"$out" || fail "ra
 case $rc in
 76 | 137 | 143) ;;
 *) fail "srun exited $rc: expected 76 (a rank saw the failure) or 137/143 (Slurm ended the step)" ;;
+esac
+
+log "srun: rank 3 killed from outside while the ranks are in all-reduces"
+out=$(workdir comm-kill-outside)/out
+srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n4 --ntasks-per-node=2 \
+	"$t" loop --count 16384 > "$out" 2>&1 &
+srun_pid=$!
+until_true 60 grep -q '^all-reduce 100$' "$out" || { kill "$srun_pid"; fail "the loop did not start: $(tail -n 5 "$out")"; }
+victim=$(sed -n 's/^rank 3 pid \([0-9]*\) ready$/\1/p' "$out")
+[ -n "$victim" ] || { kill "$srun_pid"; fail "no pid of rank 3"; }
+t0=$(date +%s)
+kill -KILL "$victim"
+until_true $((TIMEOUT + 15)) bash -c "! kill -0 $srun_pid 2>/dev/null" ||
+	{ kill "$srun_pid"; fail "the step was still running $((TIMEOUT + 15))s after rank 3 died"; }
+wait "$srun_pid"
+rc=$?
+secs=$(( $(date +%s) - t0 ))
+grep -v '^all-reduce' "$out" | tail -n 8
+log "srun exit $rc ${secs}s after the kill"
+case $rc in
+76 | 137 | 143) ;;
+*) fail "srun exited $rc: expected 76, 137 or 143" ;;
 esac
 
 log "sbatch: the same failure ends the job with exit code 76"

@@ -127,9 +127,8 @@ static int ckpt_make_user_dir(const char *path, const char *ckpt_root,
 	comp[n] = '\0';
 	rfd = open(ckpt_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
-		return sigma_set_err(err, errlen, errno,
-				     "ckpt_root %s: %s", ckpt_root,
-				     strerror(errno));
+		return sigma_set_err(err, errlen, errno, "ckpt_root %s: %s",
+				     ckpt_root, strerror(errno));
 	if (mkdirat(rfd, comp, 0700) < 0 && errno != EEXIST) {
 		rc = sigma_set_err(err, errlen, errno, "mkdir %s/%s: %s",
 				   ckpt_root, comp, strerror(errno));
@@ -148,18 +147,19 @@ static int ckpt_make_user_dir(const char *path, const char *ckpt_root,
 		goto out_close_user;
 	}
 	if (st.st_uid == 0 && uid != 0 && st.st_nlink == 2) {
-		/* root just made it (or an empty one of root's): hand it over */
+		/* root just made it (or an empty one of root's): hand it over
+		 */
 		if (fchown(ufd, uid, gid) < 0) {
-			rc = sigma_set_err(err, errlen, errno,
-					   "chown %s/%s: %s", ckpt_root, comp,
-					   strerror(errno));
+			rc =
+			    sigma_set_err(err, errlen, errno, "chown %s/%s: %s",
+					  ckpt_root, comp, strerror(errno));
 			goto out_close_user;
 		}
 	} else if (st.st_uid != uid) {
-		rc = sigma_set_err(err, errlen, EPERM,
-				   "%s/%s is owned by uid %u, not the job's user %u",
-				   ckpt_root, comp, (unsigned)st.st_uid,
-				   (unsigned)uid);
+		rc = sigma_set_err(
+		    err, errlen, EPERM,
+		    "%s/%s is owned by uid %u, not the job's user %u",
+		    ckpt_root, comp, (unsigned)st.st_uid, (unsigned)uid);
 	}
 out_close_user:
 	close(ufd);
@@ -178,8 +178,7 @@ int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
 		return sigma_set_err(err, errlen, EINVAL,
 				     "checkpoint path must be absolute");
 	if (ckpt_root && ckpt_root[0]) {
-		rc = ckpt_make_user_dir(path, ckpt_root, uid, gid, err,
-					errlen);
+		rc = ckpt_make_user_dir(path, ckpt_root, uid, gid, err, errlen);
 		if (rc < 0)
 			return rc;
 	}
@@ -189,9 +188,9 @@ int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
 				     strerror(errno));
 	if (pid == 0) {
 		/* drop to the user for good before touching the path */
-		if (getuid() == 0 && (setgroups(1, &gid) < 0 ||
-				      setresgid(gid, gid, gid) < 0 ||
-				      setresuid(uid, uid, uid) < 0))
+		if (getuid() == 0 &&
+		    (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+		     setresuid(uid, uid, uid) < 0))
 			_exit(CKPT_EXIT_SETID);
 		if (getuid() != uid)
 			_exit(CKPT_EXIT_SETID);
@@ -213,15 +212,15 @@ int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
 				     "cannot switch to uid %u gid %u",
 				     (unsigned)uid, (unsigned)gid);
 	if (rc == ELOOP)
-		return sigma_set_err(err, errlen, ELOOP,
-				     "%s is a symbolic link or not a directory: refused",
-				     path);
+		return sigma_set_err(
+		    err, errlen, ELOOP,
+		    "%s is a symbolic link or not a directory: refused", path);
 	if (rc == EPERM)
 		return sigma_set_err(err, errlen, EPERM,
 				     "%s is not owned by uid %u", path,
 				     (unsigned)uid);
-	return sigma_set_err(err, errlen, rc, "creating %s as uid %u: %s",
-			     path, (unsigned)uid, strerror(rc));
+	return sigma_set_err(err, errlen, rc, "creating %s as uid %u: %s", path,
+			     (unsigned)uid, strerror(rc));
 }
 
 int sigma_ckpt_check(const char *path, uid_t uid, char *err, size_t errlen)

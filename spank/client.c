@@ -1,8 +1,8 @@
 /*
  * client.c - srun, sbatch and salloc (local and allocator contexts). The
  * --sigma-* options are registered by dispatch.c; their callbacks refuse a
- * bad value here, so a bad job is never queued. Nothing is printed to the user's terminal
- * except such a refusal.
+ * bad value here, so a bad job is never queued. Nothing is printed to the
+ * user's terminal except such a refusal.
  */
 #include "config.h"
 

@@ -11,9 +11,9 @@
 #include "sigma.h"
 #include "sigma_spank.h"
 
-const char *const sigma_probe_level_names[] = { "off", "quick", "full", NULL };
-const char *const sigma_epilog_level_names[] = { "off", "quick", "full", "job",
-						 NULL };
+const char *const sigma_probe_level_names[] = {"off", "quick", "full", NULL};
+const char *const sigma_epilog_level_names[] = {"off", "quick", "full", "job",
+						NULL};
 
 void sigma_spank_conf_init(struct sigma_spank_conf *conf)
 {
@@ -25,8 +25,8 @@ void sigma_spank_conf_init(struct sigma_spank_conf *conf)
 	conf->drain = true;
 }
 
-static int conf_path(const char *key, const char *value, char *dst,
-		     size_t size, bool may_be_empty, char *err, size_t errlen)
+static int conf_path(const char *key, const char *value, char *dst, size_t size,
+		     bool may_be_empty, char *err, size_t errlen)
 {
 	if (!value[0] && may_be_empty) {
 		dst[0] = '\0';
@@ -51,9 +51,9 @@ static int conf_level(const char *key, const char *value,
 	int v = sigma_parse_enum(value, names);
 
 	if (v < 0)
-		return sigma_set_err(err, errlen, EINVAL,
-				     "%s=%s: expected one of %s", key, value,
-				     sigma_enum_list(names, list, sizeof(list)));
+		return sigma_set_err(
+		    err, errlen, EINVAL, "%s=%s: expected one of %s", key,
+		    value, sigma_enum_list(names, list, sizeof(list)));
 	*out = v;
 	return 0;
 }
@@ -69,9 +69,10 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 	if (!strcmp(key, "probe_timeout")) {
 		if (sigma_parse_long(value, 1, SIGMA_PROBE_TIMEOUT_MAX,
 				     &conf->probe_timeout) < 0)
-			return sigma_set_err(err, errlen, EINVAL,
-					     "probe_timeout=%s: expected seconds from 1 to %d",
-					     value, SIGMA_PROBE_TIMEOUT_MAX);
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "probe_timeout=%s: expected seconds from 1 to %d",
+			    value, SIGMA_PROBE_TIMEOUT_MAX);
 		return 0;
 	}
 	if (!strcmp(key, "default_probe"))
@@ -91,11 +92,12 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 		return conf_path(key, value, conf->ckpt_root,
 				 sizeof(conf->ckpt_root), true, err, errlen);
 	if (!strcmp(key, "config"))
-		return conf_path(key, value, conf->config,
-				 sizeof(conf->config), true, err, errlen);
-	return sigma_set_err(err, errlen, EINVAL,
-			     "unknown argument '%s' (known: probe, probe_timeout, default_probe, epilog_probe, drain, ckpt_root, config)",
-			     key);
+		return conf_path(key, value, conf->config, sizeof(conf->config),
+				 true, err, errlen);
+	return sigma_set_err(
+	    err, errlen, EINVAL,
+	    "unknown argument '%s' (known: probe, probe_timeout, default_probe, epilog_probe, drain, ckpt_root, config)",
+	    key);
 }
 
 int sigma_spank_conf_parse(struct sigma_spank_conf *conf, int ac,

@@ -19,13 +19,14 @@ int sigma_admin_block_format(const struct sigma_job_opts *opts,
 {
 	int level = sigma_job_probe_level(opts, conf);
 
-	return sigma_snprintf(buf, size,
-			      "sigma[probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld]",
-			      sigma_probe_level_names[level],
-			      opts->spares >= 0 ? opts->spares : 0,
-			      opts->max_restarts >= 0 ? opts->max_restarts : 0,
-			      opts->ckpt_every >= 0 ? opts->ckpt_every
-						    : SIGMA_CKPT_EVERY_DEFAULT);
+	return sigma_snprintf(
+	    buf, size,
+	    "sigma[probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld]",
+	    sigma_probe_level_names[level],
+	    opts->spares >= 0 ? opts->spares : 0,
+	    opts->max_restarts >= 0 ? opts->max_restarts : 0,
+	    opts->ckpt_every >= 0 ? opts->ckpt_every
+				  : SIGMA_CKPT_EVERY_DEFAULT);
 }
 
 int sigma_admin_comment_merge(const char *cur, const char *block, char *out,
@@ -33,8 +34,8 @@ int sigma_admin_comment_merge(const char *cur, const char *block, char *out,
 {
 	int rc;
 
-	if (cur && !strncmp(cur, SIGMA_BLOCK_PREFIX,
-			    strlen(SIGMA_BLOCK_PREFIX)))
+	if (cur &&
+	    !strncmp(cur, SIGMA_BLOCK_PREFIX, strlen(SIGMA_BLOCK_PREFIX)))
 		return 0;
 	/* the block goes first; an admin's earlier text is kept after it */
 	if (cur && cur[0])
@@ -75,17 +76,19 @@ int sigma_ckpt_path(const struct sigma_job_opts *opts,
 
 	if (opts->ckpt_dir[0]) {
 		if (opts->ckpt_dir[0] != '/')
-			return sigma_set_err(err, errlen, EINVAL,
-					     "checkpoint directory %s is not absolute",
-					     opts->ckpt_dir);
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "checkpoint directory %s is not absolute",
+			    opts->ckpt_dir);
 		if (sigma_strlcpy(out, opts->ckpt_dir, size) >= size)
 			return sigma_set_err(err, errlen, ENAMETOOLONG,
 					     "checkpoint directory too long");
 		return 0;
 	}
 	if (!conf->ckpt_root[0])
-		return sigma_set_err(err, errlen, ENOENT,
-				     "no --sigma-ckpt-dir and no ckpt_root in plugstack.conf");
+		return sigma_set_err(
+		    err, errlen, ENOENT,
+		    "no --sigma-ckpt-dir and no ckpt_root in plugstack.conf");
 	if (!user || !user[0])
 		return sigma_set_err(err, errlen, EINVAL, "unknown user name");
 	sigma_path_component(user, u, sizeof(u));

@@ -36,13 +36,14 @@ const char *sigma_opt_name(int id)
 	return "sigma-?";
 }
 
-static int opts_number(int id, const char *value, long min, long max,
-		       long *out, char *err, size_t errlen)
+static int opts_number(int id, const char *value, long min, long max, long *out,
+		       char *err, size_t errlen)
 {
 	if (sigma_parse_long(value, min, max, out) < 0)
-		return sigma_set_err(err, errlen, EINVAL,
-				     "--%s=%s: expected a whole number from %ld to %ld",
-				     sigma_opt_name(id), value, min, max);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "--%s=%s: expected a whole number from %ld to %ld",
+		    sigma_opt_name(id), value, min, max);
 	return 0;
 }
 
@@ -52,23 +53,25 @@ static int opts_dir(const char *value, char *dst, size_t size, char *err,
 	const char *p;
 
 	if (value[0] != '/')
-		return sigma_set_err(err, errlen, EINVAL,
-				     "--sigma-ckpt-dir=%s: expected an absolute path",
-				     value);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "--sigma-ckpt-dir=%s: expected an absolute path", value);
 	if (strlen(value) >= size)
-		return sigma_set_err(err, errlen, ENAMETOOLONG,
-				     "--sigma-ckpt-dir: path longer than %zu characters",
-				     size - 1);
+		return sigma_set_err(
+		    err, errlen, ENAMETOOLONG,
+		    "--sigma-ckpt-dir: path longer than %zu characters",
+		    size - 1);
 	/* no ".." component: the path is created step by step */
 	for (p = value; (p = strstr(p, "..")); p += 2)
 		if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
-			return sigma_set_err(err, errlen, EINVAL,
-					     "--sigma-ckpt-dir=%s: '..' is not allowed",
-					     value);
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "--sigma-ckpt-dir=%s: '..' is not allowed", value);
 	for (p = value; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return sigma_set_err(err, errlen, EINVAL,
-					     "--sigma-ckpt-dir: control character in path");
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "--sigma-ckpt-dir: control character in path");
 	sigma_strlcpy(dst, value, size);
 	return 0;
 }
@@ -86,11 +89,11 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 	case SIGMA_OPT_PROBE:
 		v = sigma_parse_enum(value, sigma_probe_level_names);
 		if (v < 0)
-			return sigma_set_err(err, errlen, EINVAL,
-					     "--sigma-probe=%s: expected one of %s",
-					     value,
-					     sigma_enum_list(sigma_probe_level_names,
-							     list, sizeof(list)));
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "--sigma-probe=%s: expected one of %s", value,
+			    sigma_enum_list(sigma_probe_level_names, list,
+					    sizeof(list)));
 		opts->probe = v;
 		return 0;
 	case SIGMA_OPT_CKPT_DIR:

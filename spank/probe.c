@@ -86,8 +86,7 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 	return res.status;
 }
 
-int sigma_job_user(spank_t sp, uid_t *uid, gid_t *gid, char *name,
-		   size_t size)
+int sigma_job_user(spank_t sp, uid_t *uid, gid_t *gid, char *name, size_t size)
 {
 	const char *s;
 	long v;

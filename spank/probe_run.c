@@ -58,7 +58,8 @@ static void probe_first_line(const char *out, size_t len, char *line,
 			break;
 		}
 		if (start == len && end > pos)
-			start = pos; /* the first line, unless a summary follows */
+			start =
+			    pos; /* the first line, unless a summary follows */
 		pos = end + 1;
 	}
 	for (i = start; i < len && out[i] != '\n' && n + 1 < size; i++) {
@@ -106,13 +107,14 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 		close(pfd[0]);
 		probe_child(pfd[1], argv, envp);
 	}
-	/* both sides set the group, so a kill cannot race the child's setpgid */
+	/* both sides set the group, so a kill cannot race the child's setpgid
+	 */
 	setpgid(pid, pid);
 	close(pfd[1]);
 	deadline = sigma_now_ms() + (uint64_t)timeout_s * 1000;
 	for (;;) {
 		uint64_t now = sigma_now_ms();
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
 		char sink[512];
 		ssize_t n;
 		int pr;
@@ -144,7 +146,7 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 	close(pfd[0]);
 	/* output closed: the probe still gets only what is left of its time */
 	while (!res->timed_out && rc == 0) {
-		struct timespec tick = { 0, 10 * 1000 * 1000 };
+		struct timespec tick = {0, 10 * 1000 * 1000};
 		pid_t w = waitpid(pid, &status, WNOHANG);
 
 		if (w == pid)
@@ -169,8 +171,8 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 out_reaped:
 	probe_first_line(out, used, res->line, sizeof(res->line));
 	if (res->timed_out) {
-		snprintf(res->line, sizeof(res->line),
-			 "timed out after %ld s", timeout_s);
+		snprintf(res->line, sizeof(res->line), "timed out after %ld s",
+			 timeout_s);
 		return -ETIMEDOUT;
 	}
 	if (rc < 0)

@@ -32,8 +32,9 @@ static void prolog_admin_comment(uint32_t job_id, const char *cur)
 	rc = sigma_admin_comment_merge(cur, block, merged, sizeof(merged));
 	if (rc <= 0) {
 		if (rc < 0)
-			slurm_error("sigma: job %u: AdminComment too long to add %s",
-				    job_id, block);
+			slurm_error(
+			    "sigma: job %u: AdminComment too long to add %s",
+			    job_id, block);
 		return;
 	}
 	rc = sigma_slurm_set_admin_comment(job_id, merged);
@@ -99,8 +100,8 @@ int sigma_prolog(spank_t sp)
 	if (!nodes)
 		nodes = getenv("SLURM_NODELIST");
 	first = sigma_slurm_is_first_node(nodes, node);
-	name = getenv("SLURM_JOB_NAME") ? strdup(getenv("SLURM_JOB_NAME"))
-					: NULL;
+	name =
+	    getenv("SLURM_JOB_NAME") ? strdup(getenv("SLURM_JOB_NAME")) : NULL;
 	if (first || (!name && !sigma_opts.ckpt_dir[0])) {
 		char *loaded = NULL;
 

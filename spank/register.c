@@ -19,21 +19,21 @@
 static int register_cb(int val, const char *optarg, int remote);
 
 static struct spank_option register_table[] = {
-	{ "sigma-probe", "off|quick|full",
-	  "sigma: health probe level of this job's prolog (default from plugstack.conf)",
-	  1, SIGMA_OPT_PROBE, register_cb },
-	{ "sigma-ckpt-dir", "DIR",
-	  "sigma: checkpoint directory (default: ckpt_root/USER/JOBNAME)", 1,
-	  SIGMA_OPT_CKPT_DIR, register_cb },
-	{ "sigma-ckpt-every", "STEPS",
-	  "sigma: checkpoint interval in training steps", 1,
-	  SIGMA_OPT_CKPT_EVERY, register_cb },
-	{ "sigma-spares", "N",
-	  "sigma: hot spare nodes to hold ready for this job (0 = none)", 1,
-	  SIGMA_OPT_SPARES, register_cb },
-	{ "sigma-max-restarts", "N",
-	  "sigma: how many times the job may be requeued after a failure", 1,
-	  SIGMA_OPT_MAX_RESTARTS, register_cb },
+    {"sigma-probe", "off|quick|full",
+     "sigma: health probe level of this job's prolog (default from plugstack.conf)",
+     1, SIGMA_OPT_PROBE, register_cb},
+    {"sigma-ckpt-dir", "DIR",
+     "sigma: checkpoint directory (default: ckpt_root/USER/JOBNAME)", 1,
+     SIGMA_OPT_CKPT_DIR, register_cb},
+    {"sigma-ckpt-every", "STEPS",
+     "sigma: checkpoint interval in training steps", 1, SIGMA_OPT_CKPT_EVERY,
+     register_cb},
+    {"sigma-spares", "N",
+     "sigma: hot spare nodes to hold ready for this job (0 = none)", 1,
+     SIGMA_OPT_SPARES, register_cb},
+    {"sigma-max-restarts", "N",
+     "sigma: how many times the job may be requeued after a failure", 1,
+     SIGMA_OPT_MAX_RESTARTS, register_cb},
 };
 
 #define REGISTER_N (sizeof(register_table) / sizeof(register_table[0]))

@@ -34,21 +34,22 @@ enum sigma_probe_level {
 	SIGMA_PROBE_JOB = 3,
 };
 
-extern const char *const sigma_probe_level_names[]; /* off quick full */
+extern const char *const sigma_probe_level_names[];  /* off quick full */
 extern const char *const sigma_epilog_level_names[]; /* ... and job */
 
-/* ---- plugstack.conf arguments (config.c) ---------------------------------- */
+/* ---- plugstack.conf arguments (config.c) ----------------------------------
+ */
 
 #define SIGMA_PROBE_TIMEOUT_MAX 3600
 
 struct sigma_spank_conf {
-	char probe[PATH_MAX];		/* sigma-probe binary */
-	long probe_timeout;		/* seconds, 1..SIGMA_PROBE_TIMEOUT_MAX */
-	int default_probe;		/* enum sigma_probe_level, not JOB */
-	int epilog_probe;		/* enum sigma_probe_level */
-	bool drain;			/* drain (and fail the job) on failure */
-	char ckpt_root[PATH_MAX];	/* "" = no default checkpoint dir */
-	char config[PATH_MAX];		/* sigma.conf, "" = probe's default */
+	char probe[PATH_MAX];	  /* sigma-probe binary */
+	long probe_timeout;	  /* seconds, 1..SIGMA_PROBE_TIMEOUT_MAX */
+	int default_probe;	  /* enum sigma_probe_level, not JOB */
+	int epilog_probe;	  /* enum sigma_probe_level */
+	bool drain;		  /* drain (and fail the job) on failure */
+	char ckpt_root[PATH_MAX]; /* "" = no default checkpoint dir */
+	char config[PATH_MAX];	  /* sigma.conf, "" = probe's default */
 };
 
 /* Defaults, with probe = the installed sigma-probe. */
@@ -61,16 +62,17 @@ void sigma_spank_conf_init(struct sigma_spank_conf *conf);
 int sigma_spank_conf_parse(struct sigma_spank_conf *conf, int ac,
 			   char *const av[], char *err, size_t errlen);
 
-/* ---- job options (options.c) ---------------------------------------------- */
+/* ---- job options (options.c) ----------------------------------------------
+ */
 
-#define SIGMA_SPARES_MAX 1024
-#define SIGMA_RESTARTS_MAX 10000
-#define SIGMA_CKPT_EVERY_MAX 100000000L
+#define SIGMA_SPARES_MAX	 1024
+#define SIGMA_RESTARTS_MAX	 10000
+#define SIGMA_CKPT_EVERY_MAX	 100000000L
 #define SIGMA_CKPT_EVERY_DEFAULT 100
 
 /* The job's --sigma-* values; -1 (or "") means unset. */
 struct sigma_job_opts {
-	int probe;			/* enum sigma_probe_level or -1 */
+	int probe; /* enum sigma_probe_level or -1 */
 	char ckpt_dir[PATH_MAX];
 	long ckpt_every;
 	long spares;
@@ -104,7 +106,8 @@ int sigma_job_probe_level(const struct sigma_job_opts *opts,
 int sigma_job_epilog_level(const struct sigma_job_opts *opts,
 			   const struct sigma_spank_conf *conf);
 
-/* ---- the AdminComment block and checkpoint paths (job.c) ------------------ */
+/* ---- the AdminComment block and checkpoint paths (job.c) ------------------
+ */
 
 /*
  * "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]". Returns 0 or
@@ -135,7 +138,8 @@ int sigma_ckpt_path(const struct sigma_job_opts *opts,
 		    const char *job_name, char *out, size_t size, char *err,
 		    size_t errlen);
 
-/* ---- creating the checkpoint directory as the user (ckpt.c) ---------------- */
+/* ---- creating the checkpoint directory as the user (ckpt.c) ----------------
+ */
 
 /*
  * Create path for uid/gid. Anything inside ckpt_root is created by root
@@ -149,12 +153,13 @@ int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
 /* Check, as the user, that path is a directory owned by uid, not a link. */
 int sigma_ckpt_check(const char *path, uid_t uid, char *err, size_t errlen);
 
-/* ---- running the probe (probe_run.c) -------------------------------------- */
+/* ---- running the probe (probe_run.c) --------------------------------------
+ */
 
 struct sigma_probe_result {
-	int status;		/* probe exit code 0..3, or -1 (did not run) */
+	int status; /* probe exit code 0..3, or -1 (did not run) */
 	bool timed_out;
-	char line[512];		/* first line of its output, the summary */
+	char line[512]; /* first line of its output, the summary */
 };
 
 /*
@@ -166,18 +171,19 @@ struct sigma_probe_result {
 int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 		    struct sigma_probe_result *res);
 
-/* ---- libslurm (slurm_api.c, the only file that includes slurm.h) ---------- */
+/* ---- libslurm (slurm_api.c, the only file that includes slurm.h) ----------
+ */
 
 /* Read the job's AdminComment and name; caller frees both (may be NULL). */
-int sigma_slurm_job_info(uint32_t job_id, char **admin_comment,
-			 char **name);
+int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name);
 int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text);
 /* drain node with reason (used only when the probe could not run) */
 int sigma_slurm_drain(const char *node, const char *reason);
 /* true when node is the first host of the hostlist expression list */
 bool sigma_slurm_is_first_node(const char *list, const char *node);
 
-/* ---- plugin-wide state and helpers (dispatch.c) --------------------------- */
+/* ---- plugin-wide state and helpers (dispatch.c) ---------------------------
+ */
 
 extern struct sigma_spank_conf sigma_conf;
 extern struct sigma_job_opts sigma_opts;

@@ -72,7 +72,7 @@ int sigma_task_init(spank_t sp)
 		long v;
 
 		if (spank_getenv(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) ==
-			    ESPANK_SUCCESS &&
+			ESPANK_SUCCESS &&
 		    !sigma_parse_long(buf, 0, 0x7fffffffL, &v) &&
 		    (uint32_t)v > restarts)
 			restarts = (uint32_t)v;
@@ -94,18 +94,18 @@ int sigma_task_init(spank_t sp)
 	}
 	if (task_setenv_long(sp, "SIGMA_CKPT_EVERY",
 			     sigma_opts.ckpt_every >= 0
-				     ? sigma_opts.ckpt_every
-				     : SIGMA_CKPT_EVERY_DEFAULT) < 0 ||
+				 ? sigma_opts.ckpt_every
+				 : SIGMA_CKPT_EVERY_DEFAULT) < 0 ||
 	    task_setenv(sp, "SIGMA_PROBE",
 			sigma_probe_level_names[sigma_job_probe_level(
-				&sigma_opts, &sigma_conf)]) < 0 ||
+			    &sigma_opts, &sigma_conf)]) < 0 ||
 	    task_setenv_long(sp, "SIGMA_SPARES",
 			     sigma_opts.spares >= 0 ? sigma_opts.spares : 0) <
-		    0 ||
+		0 ||
 	    task_setenv_long(sp, "SIGMA_MAX_RESTARTS",
 			     sigma_opts.max_restarts >= 0
-				     ? sigma_opts.max_restarts
-				     : 0) < 0 ||
+				 ? sigma_opts.max_restarts
+				 : 0) < 0 ||
 	    task_setenv_long(sp, "SIGMA_ATTEMPT", (long)restarts) < 0)
 		return -1;
 	return 0;

@@ -36,9 +36,9 @@ __global__ void kat_gemm(const float *a, const float *b, float *c, int n)
 		int ak = t + threadIdx.x, bk = t + threadIdx.y;
 
 		ta[threadIdx.y][threadIdx.x] =
-			(row < n && ak < n) ? a[(long)row * n + ak] : 0.0f;
+		    (row < n && ak < n) ? a[(long)row * n + ak] : 0.0f;
 		tb[threadIdx.y][threadIdx.x] =
-			(bk < n && col < n) ? b[(long)bk * n + col] : 0.0f;
+		    (bk < n && col < n) ? b[(long)bk * n + col] : 0.0f;
 		__syncthreads();
 		for (int k = 0; k < KAT_TILE; k++)
 			acc += ta[threadIdx.y][k] * tb[k][threadIdx.x];
@@ -70,15 +70,15 @@ __global__ void kat_pattern_check(const unsigned long long *m, size_t words,
 			atomicAdd(bad, 1ULL);
 }
 
-#define KAT_CHECK(call)                                                       \
-	do {                                                                  \
-		cudaError_t e_ = (call);                                      \
-		if (e_ != cudaSuccess) {                                      \
-			snprintf(why, whylen, "gpu%d: %s: %s", dev, #call,    \
-				 cudaGetErrorString(e_));                     \
-			rc = -1;                                              \
-			goto out;                                             \
-		}                                                             \
+#define KAT_CHECK(call)                                                        \
+	do {                                                                   \
+		cudaError_t e_ = (call);                                       \
+		if (e_ != cudaSuccess) {                                       \
+			snprintf(why, whylen, "gpu%d: %s: %s", dev, #call,     \
+				 cudaGetErrorString(e_));                      \
+			rc = -1;                                               \
+			goto out;                                              \
+		}                                                              \
 	} while (0)
 
 static int kat_memtest(int dev, long mem_mb, char *why, unsigned long whylen)
@@ -101,8 +101,9 @@ static int kat_memtest(int dev, long mem_mb, char *why, unsigned long whylen)
 				     cudaMemcpyDeviceToHost));
 	}
 	if (bad) {
-		snprintf(why, whylen, "gpu%d memory test: %llu of %zu words differ",
-			 dev, bad, words);
+		snprintf(why, whylen,
+			 "gpu%d memory test: %llu of %zu words differ", dev,
+			 bad, words);
 		rc = SIGMA_KAT_MEM_BAD;
 	}
 out:
@@ -154,10 +155,11 @@ extern "C" int sigma_probe_kat_gpu(int dev, int n, long mem_mb, char *why,
 				want += (long long)SIGMA_KAT_A(i, k) *
 					SIGMA_KAT_B(k, j);
 			if (host[i * n + j] != (float)want) {
-				snprintf(why, whylen,
-					 "gpu%d gemm %dx%d: c[%ld][%ld]=%g, expected %lld",
-					 dev, n, n, i, j,
-					 (double)host[i * n + j], want);
+				snprintf(
+				    why, whylen,
+				    "gpu%d gemm %dx%d: c[%ld][%ld]=%g, expected %lld",
+				    dev, n, n, i, j, (double)host[i * n + j],
+				    want);
 				rc = SIGMA_KAT_GEMM_BAD;
 				break;
 			}

@@ -11,14 +11,15 @@ extern "C" {
 #endif
 
 /* small integers: every partial sum stays exact in float (n <= 4096) */
-#define SIGMA_KAT_A(i, k) ((int)(((i) * 7 + (k) * 3) % 11) - 5)
-#define SIGMA_KAT_B(k, j) ((int)(((k) * 5 + (j) * 2) % 13) - 6)
+#define SIGMA_KAT_A(i, k) ((int)(((i)*7 + (k)*3) % 11) - 5)
+#define SIGMA_KAT_B(k, j) ((int)(((k)*5 + (j)*2) % 13) - 6)
 /* a pattern that differs in every bit position between neighbours */
-#define SIGMA_KAT_PATTERN(i)                                                  \
-	(((unsigned long long)(i) * 0x9E3779B97F4A7C15ULL) ^ 0x5555AAAA3333CCCCULL)
+#define SIGMA_KAT_PATTERN(i)                                                   \
+	(((unsigned long long)(i)*0x9E3779B97F4A7C15ULL) ^                     \
+	 0x5555AAAA3333CCCCULL)
 
-#define SIGMA_KAT_GEMM_BAD 1
-#define SIGMA_KAT_MEM_BAD 2
+#define SIGMA_KAT_GEMM_BAD    1
+#define SIGMA_KAT_MEM_BAD     2
 #define SIGMA_KAT_UNAVAILABLE (-1000)
 
 #ifdef HAVE_CUDA

@@ -58,10 +58,11 @@ int probe_cpu_gemm_kat(long n, char *why, size_t whylen)
 				want += (int64_t)SIGMA_KAT_A(i, k) *
 					SIGMA_KAT_B(k, j);
 			if (c[i * n + j] != (float)want) {
-				snprintf(why, whylen,
-					 "cpu gemm %ldx%ld: c[%ld][%ld]=%g, expected %lld",
-					 n, n, i, j, (double)c[i * n + j],
-					 (long long)want);
+				snprintf(
+				    why, whylen,
+				    "cpu gemm %ldx%ld: c[%ld][%ld]=%g, expected %lld",
+				    n, n, i, j, (double)c[i * n + j],
+				    (long long)want);
 				rc = 1;
 				break;
 			}
@@ -83,9 +84,9 @@ int probe_cpu_memtest(long mb, char *why, size_t whylen)
 		return 0;
 	m = malloc(words * sizeof(uint64_t));
 	if (!m)
-		return sigma_set_err(why, whylen, ENOMEM,
-				     "cannot allocate %ld MiB for the memory test",
-				     mb);
+		return sigma_set_err(
+		    why, whylen, ENOMEM,
+		    "cannot allocate %ld MiB for the memory test", mb);
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		uint64_t flip = pass ? ~(uint64_t)0 : 0;
 
@@ -93,9 +94,10 @@ int probe_cpu_memtest(long mb, char *why, size_t whylen)
 			m[i] = SIGMA_KAT_PATTERN(i) ^ flip;
 		for (size_t i = 0; i < words; i++) {
 			if (m[i] != (SIGMA_KAT_PATTERN(i) ^ flip)) {
-				snprintf(why, whylen,
-					 "host memory test: word %zu of %zu differs (pass %d)",
-					 i, words, pass);
+				snprintf(
+				    why, whylen,
+				    "host memory test: word %zu of %zu differs (pass %d)",
+				    i, words, pass);
 				rc = 1;
 				break;
 			}
@@ -105,9 +107,8 @@ int probe_cpu_memtest(long mb, char *why, size_t whylen)
 	return rc;
 }
 
-static void compute_add(const struct probe_conf *conf,
-			struct probe_report *rep, const char *comp,
-			const char *key, bool ok)
+static void compute_add(const struct probe_conf *conf, struct probe_report *rep,
+			const char *comp, const char *key, bool ok)
 {
 	double warn, fail;
 	const char *unit;
@@ -119,15 +120,15 @@ static void compute_add(const struct probe_conf *conf,
 
 int probe_compute(const struct probe_conf *conf, struct probe_report *rep)
 {
-	long n = rep->level == PROBE_FULL ? conf->full_gemm_n
-					  : conf->quick_gemm_n;
+	long n =
+	    rep->level == PROBE_FULL ? conf->full_gemm_n : conf->quick_gemm_n;
 	char why[256] = "";
 	int rc;
 
 	rc = probe_cpu_gemm_kat(n, why, sizeof(why));
 	if (rc < 0)
-		return sigma_set_err(rep->error, sizeof(rep->error), -rc,
-				     "%s", why);
+		return sigma_set_err(rep->error, sizeof(rep->error), -rc, "%s",
+				     why);
 	if (rc > 0)
 		sigma_error("%s", why);
 	compute_add(conf, rep, "host", "compute", rc == 0);

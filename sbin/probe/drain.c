@@ -37,14 +37,13 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 
 	memset(res, 0, sizeof(*res));
 	slurm_init(conf->slurm_conf[0] && !getenv("SLURM_CONF")
-			   ? conf->slurm_conf
-			   : NULL);
+		       ? conf->slurm_conf
+		       : NULL);
 	if (slurm_load_node_single(&msg, (char *)node, SHOW_ALL) !=
 	    SLURM_SUCCESS) {
 		rc = drain_errno();
 		snprintf(res->what, sizeof(res->what),
-			 "cannot load node %s: %s", node,
-			 slurm_strerror(-rc));
+			 "cannot load node %s: %s", node, slurm_strerror(-rc));
 		goto out_fini;
 	}
 	if (!msg || msg->record_count < 1) {
@@ -56,9 +55,9 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	drained = msg->node_array[0].node_state & NODE_STATE_DRAIN;
 	down = (msg->node_array[0].node_state & NODE_STATE_BASE) ==
 	       NODE_STATE_DOWN;
-	action = probe_drain_decide(drained, down, msg->node_array[0].reason,
-				    level, verdict, conf->drain_resume, why,
-				    sizeof(why));
+	action =
+	    probe_drain_decide(drained, down, msg->node_array[0].reason, level,
+			       verdict, conf->drain_resume, why, sizeof(why));
 	snprintf(res->what, sizeof(res->what), "%s: %s", node, why);
 	if (action == PROBE_DRAIN_NONE)
 		goto out_free;
@@ -75,8 +74,7 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	if (slurm_update_node(&upd) != SLURM_SUCCESS) {
 		rc = drain_errno();
 		snprintf(res->what, sizeof(res->what), "%s: %s failed: %s",
-			 node,
-			 action == PROBE_DRAIN_SET ? "drain" : "resume",
+			 node, action == PROBE_DRAIN_SET ? "drain" : "resume",
 			 slurm_strerror(-rc));
 		goto out_free;
 	}

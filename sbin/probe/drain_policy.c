@@ -31,8 +31,8 @@ static bool ours_at_most(const char *reason, int level)
 		char a[48], b[48];
 
 		snprintf(a, sizeof(a), "sigma: probe %s:", probe_level_name(l));
-		snprintf(b, sizeof(b), "sigma: warning: probe %s:",
-			 probe_level_name(l));
+		snprintf(b, sizeof(b),
+			 "sigma: warning: probe %s:", probe_level_name(l));
 		if (starts(reason, a) || starts(reason, b))
 			return true;
 	}
@@ -50,9 +50,10 @@ int probe_drain_decide(bool drained, bool down, const char *cur, int level,
 	case PROBE_FAIL:
 	case PROBE_ERROR:
 		if ((drained || down) && !sigma) {
-			snprintf(why, whylen,
-				 "node is %s for another reason, left alone: %s",
-				 drained ? "drained" : "down", shown);
+			snprintf(
+			    why, whylen,
+			    "node is %s for another reason, left alone: %s",
+			    drained ? "drained" : "down", shown);
 			return PROBE_DRAIN_NONE;
 		}
 		if ((drained || down) && !sigma_warning) {
@@ -73,8 +74,8 @@ int probe_drain_decide(bool drained, bool down, const char *cur, int level,
 		return PROBE_DRAIN_SET;
 	default:
 		if (drained && !down && resume && ours_at_most(cur, level)) {
-			snprintf(why, whylen, "healthy again, resuming (was: %s)",
-				 shown);
+			snprintf(why, whylen,
+				 "healthy again, resuming (was: %s)", shown);
 			return PROBE_DRAIN_RESUME;
 		}
 		snprintf(why, whylen, "healthy, node state not changed");

@@ -31,14 +31,27 @@ struct inject_ctx {
 };
 
 static const char *const inject_keys[] = {
-	"temp_c", "ecc_uncorrected", "ecc_corrected", "ecc_corrected_rate",
-	"retired_pages", "retired_pending", "remap_pending", "remap_failed",
-	"power_w", "power_spike_w", "power_limit_w", "throttle_hw",
-	"mem_avail_mb", "disk_free_gb", "compute", "memtest", NULL,
+    "temp_c",
+    "ecc_uncorrected",
+    "ecc_corrected",
+    "ecc_corrected_rate",
+    "retired_pages",
+    "retired_pending",
+    "remap_pending",
+    "remap_failed",
+    "power_w",
+    "power_spike_w",
+    "power_limit_w",
+    "throttle_hw",
+    "mem_avail_mb",
+    "disk_free_gb",
+    "compute",
+    "memtest",
+    NULL,
 };
 
-static int inject_kv(const char *key, const char *value, void *arg,
-		     char *err, size_t errlen)
+static int inject_kv(const char *key, const char *value, void *arg, char *err,
+		     size_t errlen)
 {
 	struct inject_ctx *ctx = arg;
 	char comp[16] = "host";
@@ -55,7 +68,8 @@ static int inject_kv(const char *key, const char *value, void *arg,
 
 		if (len < 4 || len > 8 || strncmp(key, "gpu", 3))
 			return sigma_set_err(err, errlen, EINVAL,
-					     "'%s': a prefix must be gpuN.", key);
+					     "'%s': a prefix must be gpuN.",
+					     key);
 		memcpy(num, key + 3, len - 3);
 		num[len - 3] = '\0';
 		if (sigma_parse_long(num, 0, PROBE_MAX_GPUS - 1, &g) < 0)
@@ -101,7 +115,7 @@ static int inject_kv(const char *key, const char *value, void *arg,
 int probe_inject(const struct probe_conf *conf, struct probe_report *rep,
 		 uid_t trusted_uid, char *note, size_t notelen)
 {
-	struct inject_ctx ctx = { .conf = conf, .rep = rep };
+	struct inject_ctx ctx = {.conf = conf, .rep = rep};
 	char path[PATH_MAX + PROBE_NODE_MAX + 2], why[512];
 	int rc;
 

@@ -38,13 +38,14 @@ struct main_args {
 
 static void main_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: sigma-probe [--config FILE] [--node NAME] [--ckpt-root DIR]\n"
-		"                   [--json] [--metrics FILE] [--drain] [-v] [quick|full]\n"
-		"Check this node's health (host, and GPUs through NVML when present).\n"
-		"Exit status: 0 healthy, 1 failing, 2 warning, 3 the probe could not run.\n"
-		"With no arguments under slurmd (SLURMD_NODENAME set) it runs as the\n"
-		"health check: a quick probe with --drain. See sigma-probe(8).\n");
+	fprintf(
+	    out,
+	    "usage: sigma-probe [--config FILE] [--node NAME] [--ckpt-root DIR]\n"
+	    "                   [--json] [--metrics FILE] [--drain] [-v] [quick|full]\n"
+	    "Check this node's health (host, and GPUs through NVML when present).\n"
+	    "Exit status: 0 healthy, 1 failing, 2 warning, 3 the probe could not run.\n"
+	    "With no arguments under slurmd (SLURMD_NODENAME set) it runs as the\n"
+	    "health check: a quick probe with --drain. See sigma-probe(8).\n");
 }
 
 static bool main_node_ok(const char *s)
@@ -62,16 +63,16 @@ static bool main_node_ok(const char *s)
 static int main_parse(int argc, char **argv, struct main_args *a)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "ckpt-root", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "metrics", required_argument, NULL, 'm' },
-		{ "drain", no_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"ckpt-root", required_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"metrics", required_argument, NULL, 'm'},
+	    {"drain", no_argument, NULL, 'd'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *node = NULL;
 	int c;
@@ -93,9 +94,10 @@ static int main_parse(int argc, char **argv, struct main_args *a)
 			break;
 		case 'r':
 			if (optarg[0] != '/') {
-				fprintf(stderr,
-					"sigma-probe: --ckpt-root %s: expected an absolute path\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "sigma-probe: --ckpt-root %s: expected an absolute path\n",
+				    optarg);
 				return PROBE_ERROR;
 			}
 			a->ckpt_root = optarg;
@@ -130,13 +132,15 @@ static int main_parse(int argc, char **argv, struct main_args *a)
 		} else if (!strcmp(argv[optind], "full")) {
 			a->level = PROBE_FULL;
 		} else {
-			fprintf(stderr,
-				"sigma-probe: level '%s': expected quick or full\n",
-				argv[optind]);
+			fprintf(
+			    stderr,
+			    "sigma-probe: level '%s': expected quick or full\n",
+			    argv[optind]);
 			return PROBE_ERROR;
 		}
 		if (optind + 1 < argc) {
-			fprintf(stderr, "sigma-probe: unexpected argument '%s'\n",
+			fprintf(stderr,
+				"sigma-probe: unexpected argument '%s'\n",
 				argv[optind + 1]);
 			return PROBE_ERROR;
 		}
@@ -156,9 +160,10 @@ static int main_parse(int argc, char **argv, struct main_args *a)
 		a->node[strcspn(a->node, ".")] = '\0';
 	}
 	if (!main_node_ok(a->node)) {
-		fprintf(stderr,
-			"sigma-probe: node name '%s': expected letters, digits, '-', '_' or '.'\n",
-			a->node);
+		fprintf(
+		    stderr,
+		    "sigma-probe: node name '%s': expected letters, digits, '-', '_' or '.'\n",
+		    a->node);
 		return PROBE_ERROR;
 	}
 	return 0;
@@ -227,8 +232,8 @@ int main(int argc, char **argv)
 
 	probe_conf_init(&conf);
 	probe_report_init(&rep, args.node, args.level);
-	config = args.config ? args.config
-			     : SIGMA_SYSCONFDIR "/sigma/sigma.conf";
+	config =
+	    args.config ? args.config : SIGMA_SYSCONFDIR "/sigma/sigma.conf";
 	if ((args.config_given || access(config, F_OK) == 0) &&
 	    probe_conf_load(&conf, config, err, sizeof(err)) < 0) {
 		sigma_strlcpy(rep.error, err, sizeof(rep.error));

@@ -23,14 +23,14 @@
 /* the few NVML types used, as nvml.h defines them */
 typedef int nvml_return_t;
 typedef struct nvml_device *nvml_device_t;
-#define NVML_SUCCESS 0
-#define NVML_ERROR_INSUFFICIENT_SIZE 7
-#define NVML_TEMPERATURE_GPU 0
-#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
-#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
-#define NVML_VOLATILE_ECC 0
+#define NVML_SUCCESS						  0
+#define NVML_ERROR_INSUFFICIENT_SIZE				  7
+#define NVML_TEMPERATURE_GPU					  0
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED			  0
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED			  1
+#define NVML_VOLATILE_ECC					  0
 #define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
-#define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
+#define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR		  1
 /* HwSlowdown | SwThermalSlowdown | HwThermalSlowdown | HwPowerBrakeSlowdown */
 #define NVML_THROTTLE_HW_MASK 0xe8ULL
 
@@ -48,9 +48,8 @@ struct nvml_api {
 	nvml_return_t (*retired)(nvml_device_t, int, unsigned int *,
 				 unsigned long long *);
 	nvml_return_t (*retired_pending)(nvml_device_t, int *);
-	nvml_return_t (*remapped)(nvml_device_t, unsigned int *,
-				  unsigned int *, unsigned int *,
-				  unsigned int *);
+	nvml_return_t (*remapped)(nvml_device_t, unsigned int *, unsigned int *,
+				  unsigned int *, unsigned int *);
 	nvml_return_t (*throttle)(nvml_device_t, unsigned long long *);
 };
 
@@ -80,8 +79,8 @@ static int nvml_load(struct nvml_api *api, const char *lib, char *why,
 	SYM(throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
 #undef SYM
 	if (!api->init || !api->shutdown || !api->count || !api->handle) {
-		snprintf(why, whylen, "%.100s lacks nvmlInit_v2 or device calls",
-			 lib);
+		snprintf(why, whylen,
+			 "%.100s lacks nvmlInit_v2 or device calls", lib);
 		dlclose(api->dl);
 		api->dl = NULL;
 		return -1;
@@ -161,11 +160,11 @@ static void nvml_power(const struct nvml_api *api,
 		       const struct probe_conf *conf, struct probe_report *rep,
 		       nvml_device_t *devs, int n)
 {
-	double sum[PROBE_MAX_GPUS] = { 0 }, peak[PROBE_MAX_GPUS] = { 0 };
-	int got[PROBE_MAX_GPUS] = { 0 };
+	double sum[PROBE_MAX_GPUS] = {0}, peak[PROBE_MAX_GPUS] = {0};
+	int got[PROBE_MAX_GPUS] = {0};
 	long samples = rep->level == PROBE_FULL ? conf->power_samples * 4
 						: conf->power_samples;
-	struct timespec gap = { 0, 20 * 1000 * 1000 };
+	struct timespec gap = {0, 20 * 1000 * 1000};
 
 	if (!api->power)
 		return;
@@ -175,7 +174,8 @@ static void nvml_power(const struct nvml_api *api,
 		for (int g = 0; g < n; g++) {
 			unsigned int mw;
 
-			if (!devs[g] || api->power(devs[g], &mw) != NVML_SUCCESS)
+			if (!devs[g] ||
+			    api->power(devs[g], &mw) != NVML_SUCCESS)
 				continue;
 			sum[g] += mw / 1000.0;
 			if (mw / 1000.0 > peak[g])
@@ -201,8 +201,8 @@ static void nvml_power(const struct nvml_api *api,
 			gpu_add(conf, rep, comp, "power_limit_w",
 				limit_mw / 1000.0);
 			if (r)
-				r->warn = limit_mw / 1000.0 *
-					  conf->power_spike_ratio;
+				r->warn =
+				    limit_mw / 1000.0 * conf->power_spike_ratio;
 		}
 	}
 }
@@ -226,8 +226,8 @@ int probe_nvml(const struct probe_conf *conf, struct probe_report *rep)
 		return 0;
 	rc = api.init();
 	if (rc != NVML_SUCCESS) {
-		snprintf(rep->gpu_note, sizeof(rep->gpu_note),
-			 "NVML: %s", nvml_err(&api, rc));
+		snprintf(rep->gpu_note, sizeof(rep->gpu_note), "NVML: %s",
+			 nvml_err(&api, rc));
 		goto out_close;
 	}
 	rc = api.count(&count);

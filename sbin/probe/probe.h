@@ -31,75 +31,75 @@ enum probe_level {
 
 /* how a reading is judged */
 enum probe_sense {
-	PROBE_INFO = 0,		/* shown, never judged */
-	PROBE_HIGH_BAD,		/* value >= warn/fail is bad */
-	PROBE_LOW_BAD,		/* value < warn/fail is bad */
+	PROBE_INFO = 0, /* shown, never judged */
+	PROBE_HIGH_BAD, /* value >= warn/fail is bad */
+	PROBE_LOW_BAD,	/* value < warn/fail is bad */
 };
 
 #define PROBE_MAX_READINGS 256
-#define PROBE_MAX_GPUS 64
-#define PROBE_NODE_MAX 64
+#define PROBE_MAX_GPUS	   64
+#define PROBE_NODE_MAX	   64
 
 struct probe_conf {
-	char inject_dir[PATH_MAX];	/* "" = injection off */
-	char sysfs[PATH_MAX];		/* /sys */
-	char procfs[PATH_MAX];		/* /proc */
-	char nvml_library[PATH_MAX];	/* libnvidia-ml.so.1 */
-	char state_dir[PATH_MAX];	/* counters between runs, "" = none */
-	char ckpt_root[PATH_MAX];	/* free space checked, "" = not */
-	char slurm_conf[PATH_MAX];	/* for --drain when SLURM_CONF unset */
-	bool gpus;			/* look for GPUs at all */
-	bool drain_resume;		/* resume nodes this probe drained */
+	char inject_dir[PATH_MAX];   /* "" = injection off */
+	char sysfs[PATH_MAX];	     /* /sys */
+	char procfs[PATH_MAX];	     /* /proc */
+	char nvml_library[PATH_MAX]; /* libnvidia-ml.so.1 */
+	char state_dir[PATH_MAX];    /* counters between runs, "" = none */
+	char ckpt_root[PATH_MAX];    /* free space checked, "" = not */
+	char slurm_conf[PATH_MAX];   /* for --drain when SLURM_CONF unset */
+	bool gpus;		     /* look for GPUs at all */
+	bool drain_resume;	     /* resume nodes this probe drained */
 	double temp_warn_c, temp_fail_c;
 	double ecc_uncorrected_fail;
-	double ecc_corrected_rate_warn;	/* per hour */
+	double ecc_corrected_rate_warn; /* per hour */
 	double retired_pages_warn, retired_pages_fail;
-	double power_spike_ratio;	/* x enforced power limit */
-	double power_spike_warn_w;	/* when the limit is unknown */
+	double power_spike_ratio;  /* x enforced power limit */
+	double power_spike_warn_w; /* when the limit is unknown */
 	double mem_avail_warn_mb, mem_avail_fail_mb;
 	double disk_free_warn_gb, disk_free_fail_gb;
 	long quick_gemm_n, full_gemm_n;
-	long full_mem_mb;		/* host memory pattern test */
-	long gpu_mem_mb;		/* GPU memory pattern test (full) */
-	long power_samples;		/* power readings per GPU */
+	long full_mem_mb;   /* host memory pattern test */
+	long gpu_mem_mb;    /* GPU memory pattern test (full) */
+	long power_samples; /* power readings per GPU */
 };
 
 struct probe_reading {
-	char comp[16];			/* "host", "gpu0", ... */
-	char key[32];			/* "temp_c", "ecc_uncorrected", ... */
+	char comp[16]; /* "host", "gpu0", ... */
+	char key[32];  /* "temp_c", "ecc_uncorrected", ... */
 	double value;
-	double warn, fail;		/* NAN when there is none */
-	int sense;			/* enum probe_sense */
-	int verdict;			/* PROBE_OK, PROBE_WARN or PROBE_FAIL */
+	double warn, fail; /* NAN when there is none */
+	int sense;	   /* enum probe_sense */
+	int verdict;	   /* PROBE_OK, PROBE_WARN or PROBE_FAIL */
 	bool injected;
-	const char *unit;		/* appended in text: "/h", "" */
+	const char *unit; /* appended in text: "/h", "" */
 };
 
 struct probe_report {
 	char node[PROBE_NODE_MAX];
 	int level;
-	int ngpus;			/* -1: not looked */
-	char gpu_note[160];		/* why there are no GPUs */
+	int ngpus;	    /* -1: not looked */
+	char gpu_note[160]; /* why there are no GPUs */
 	struct probe_reading r[PROBE_MAX_READINGS];
 	int n;
 	int verdict;
-	char error[256];		/* set with PROBE_ERROR */
+	char error[256]; /* set with PROBE_ERROR */
 	uint64_t started_ms, elapsed_ms;
 };
 
-/* ---- conf.c ---------------------------------------------------------------- */
+/* ---- conf.c ----------------------------------------------------------------
+ */
 void probe_conf_init(struct probe_conf *conf);
 /* Parse a sigma.conf buffer/file over conf; keys "sigmad_*" are skipped. */
-int probe_conf_parse_buf(struct probe_conf *conf, const char *buf,
-			 size_t len, const char *name, char *err,
-			 size_t errlen);
+int probe_conf_parse_buf(struct probe_conf *conf, const char *buf, size_t len,
+			 const char *name, char *err, size_t errlen);
 int probe_conf_load(struct probe_conf *conf, const char *path, char *err,
 		    size_t errlen);
 const char *probe_level_name(int level);
 
-/* ---- report.c -------------------------------------------------------------- */
-void probe_report_init(struct probe_report *rep, const char *node,
-		       int level);
+/* ---- report.c --------------------------------------------------------------
+ */
+void probe_report_init(struct probe_report *rep, const char *node, int level);
 /*
  * Add or replace (same comp and key) a reading. Returns it, or NULL when
  * the report is full.
@@ -123,10 +123,12 @@ void probe_thresholds(const struct probe_conf *conf, const char *key,
 		      int *sense, double *warn, double *fail,
 		      const char **unit);
 
-/* ---- host.c: sysfs and procfs ---------------------------------------------- */
+/* ---- host.c: sysfs and procfs ----------------------------------------------
+ */
 int probe_host(const struct probe_conf *conf, struct probe_report *rep);
 
-/* ---- compute.c: known-answer checks --------------------------------------- */
+/* ---- compute.c: known-answer checks ---------------------------------------
+ */
 /*
  * A GEMM of integer-valued float matrices (n x n) against its exact
  * integer answer. Returns 0 when every element matches, 1 on a mismatch,
@@ -137,14 +139,17 @@ int probe_cpu_gemm_kat(long n, char *why, size_t whylen);
 int probe_cpu_memtest(long mb, char *why, size_t whylen);
 int probe_compute(const struct probe_conf *conf, struct probe_report *rep);
 
-/* ---- nvml.c: NVIDIA GPUs through NVML, loaded at run time ----------------- */
+/* ---- nvml.c: NVIDIA GPUs through NVML, loaded at run time -----------------
+ */
 int probe_nvml(const struct probe_conf *conf, struct probe_report *rep);
 
-/* ---- state.c: counters kept between runs, for rates ----------------------- */
+/* ---- state.c: counters kept between runs, for rates -----------------------
+ */
 /* Turn counters (key ecc_corrected) into ecc_corrected_rate readings. */
 int probe_rates(const struct probe_conf *conf, struct probe_report *rep);
 
-/* ---- inject.c ------------------------------------------------------------- */
+/* ---- inject.c -------------------------------------------------------------
+ */
 /*
  * Apply inject_dir/NODE when it and its directory are root-owned (or owned
  * by trusted_uid) and not group- or world-writable. A refused file is
@@ -154,10 +159,11 @@ int probe_rates(const struct probe_conf *conf, struct probe_report *rep);
 int probe_inject(const struct probe_conf *conf, struct probe_report *rep,
 		 uid_t trusted_uid, char *note, size_t notelen);
 
-/* ---- drain.c: libslurm ---------------------------------------------------- */
+/* ---- drain.c: libslurm ----------------------------------------------------
+ */
 struct probe_drain_result {
 	bool changed;
-	char what[320];		/* what was done or why nothing was */
+	char what[320]; /* what was done or why nothing was */
 };
 #ifdef HAVE_SLURM
 /*
@@ -166,18 +172,18 @@ struct probe_drain_result {
  * that is not sigma's; resume (with conf->drain_resume) only a node whose
  * reason this probe level wrote. Returns 0 or -errno.
  */
-int probe_drain(const struct probe_conf *conf, const char *node,
-		int level, int verdict, const char *reason,
+int probe_drain(const struct probe_conf *conf, const char *node, int level,
+		int verdict, const char *reason,
 		struct probe_drain_result *res);
 #endif
 /* pure decision, see drain.c: the action for a node's current state */
 enum probe_drain_action {
 	PROBE_DRAIN_NONE = 0,
-	PROBE_DRAIN_SET,	/* drain (or re-drain) with our reason */
+	PROBE_DRAIN_SET, /* drain (or re-drain) with our reason */
 	PROBE_DRAIN_RESUME,
 };
 int probe_drain_decide(bool drained, bool down, const char *cur_reason,
-		       int level, int verdict, bool resume,
-		       char *why, size_t whylen);
+		       int level, int verdict, bool resume, char *why,
+		       size_t whylen);
 
 #endif /* SIGMA_PROBE_H */

@@ -27,7 +27,8 @@ struct probe_reading *probe_find(struct probe_report *rep, const char *comp,
 				 const char *key)
 {
 	for (int i = 0; i < rep->n; i++)
-		if (!strcmp(rep->r[i].comp, comp) && !strcmp(rep->r[i].key, key))
+		if (!strcmp(rep->r[i].comp, comp) &&
+		    !strcmp(rep->r[i].key, key))
 			return &rep->r[i];
 	return NULL;
 }
@@ -56,8 +57,7 @@ struct probe_reading *probe_add(struct probe_report *rep, const char *comp,
 }
 
 void probe_thresholds(const struct probe_conf *conf, const char *key,
-		      int *sense, double *warn, double *fail,
-		      const char **unit)
+		      int *sense, double *warn, double *fail, const char **unit)
 {
 	*sense = PROBE_INFO;
 	*warn = NAN;
@@ -160,8 +160,7 @@ static bool is_passfail(const struct probe_reading *r)
 }
 
 /* "gpu0 ecc_uncorrected=2 (limit 1)" */
-static int reading_text(const struct probe_reading *r, char *buf,
-			size_t size)
+static int reading_text(const struct probe_reading *r, char *buf, size_t size)
 {
 	double limit = r->verdict == PROBE_FAIL ? r->fail : r->warn;
 
@@ -175,8 +174,8 @@ static int reading_text(const struct probe_reading *r, char *buf,
 			r->value, r->unit, limit);
 }
 
-static void append(char *buf, size_t size, size_t *used, const char *fmt,
-		   ...) SIGMA_PRINTF(4, 5);
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+    SIGMA_PRINTF(4, 5);
 static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
 {
 	va_list ap;
@@ -271,7 +270,8 @@ void probe_print_json(const struct probe_report *rep, FILE *out)
 	fprintf(out, ",\"level\":\"%s\",\"verdict\":\"%s\",\"exit\":%d,",
 		probe_level_name(rep->level), probe_verdict_name(rep->verdict),
 		rep->verdict);
-	fprintf(out, "\"gpus\":%d,\"gpu_note\":", rep->ngpus < 0 ? 0 : rep->ngpus);
+	fprintf(out,
+		"\"gpus\":%d,\"gpu_note\":", rep->ngpus < 0 ? 0 : rep->ngpus);
 	json_str(out, rep->gpu_note);
 	fprintf(out, ",\"elapsed_ms\":%llu,\"summary\":",
 		(unsigned long long)rep->elapsed_ms);
@@ -291,26 +291,28 @@ void probe_print_json(const struct probe_report *rep, FILE *out)
 		json_num(out, r->warn);
 		fputs(",\"fail\":", out);
 		json_num(out, r->fail);
-		fprintf(out, ",\"bad_when\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\"}",
-			r->sense == PROBE_HIGH_BAD  ? "above"
-			: r->sense == PROBE_LOW_BAD ? "below"
-						    : "never",
-			probe_verdict_name(r->verdict),
-			r->injected ? "injected" : "measured");
+		fprintf(
+		    out,
+		    ",\"bad_when\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\"}",
+		    r->sense == PROBE_HIGH_BAD	? "above"
+		    : r->sense == PROBE_LOW_BAD ? "below"
+						: "never",
+		    probe_verdict_name(r->verdict),
+		    r->injected ? "injected" : "measured");
 	}
 	fputs("]}\n", out);
 }
 
-int probe_format_metrics(const struct probe_report *rep, char *buf,
-			 size_t size)
+int probe_format_metrics(const struct probe_report *rep, char *buf, size_t size)
 {
 	size_t used = 0;
 
-	append(buf, size, &used,
-	       "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run\n"
-	       "# TYPE sigma_probe_verdict gauge\n"
-	       "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
-	       rep->node, probe_level_name(rep->level), rep->verdict);
+	append(
+	    buf, size, &used,
+	    "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run\n"
+	    "# TYPE sigma_probe_verdict gauge\n"
+	    "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
+	    rep->node, probe_level_name(rep->level), rep->verdict);
 	append(buf, size, &used,
 	       "# HELP sigma_probe_gpus GPUs the probe found\n"
 	       "# TYPE sigma_probe_gpus gauge\n"
@@ -322,32 +324,37 @@ int probe_format_metrics(const struct probe_report *rep, char *buf,
 	       "sigma_probe_duration_seconds{node=\"%s\",level=\"%s\"} %.3f\n",
 	       rep->node, probe_level_name(rep->level),
 	       (double)rep->elapsed_ms / 1000.0);
-	append(buf, size, &used,
-	       "# HELP sigma_probe_reading one reading, with its thresholds as sigma_probe_threshold\n"
-	       "# TYPE sigma_probe_reading gauge\n");
+	append(
+	    buf, size, &used,
+	    "# HELP sigma_probe_reading one reading, with its thresholds as sigma_probe_threshold\n"
+	    "# TYPE sigma_probe_reading gauge\n");
 	for (int i = 0; i < rep->n; i++) {
 		const struct probe_reading *r = &rep->r[i];
 
 		if (isnan(r->value))
 			continue;
-		append(buf, size, &used,
-		       "sigma_probe_reading{node=\"%s\",component=\"%s\",key=\"%s\"} %.17g\n",
-		       rep->node, r->comp, r->key, r->value);
+		append(
+		    buf, size, &used,
+		    "sigma_probe_reading{node=\"%s\",component=\"%s\",key=\"%s\"} %.17g\n",
+		    rep->node, r->comp, r->key, r->value);
 	}
-	append(buf, size, &used,
-	       "# HELP sigma_probe_threshold the warn and fail limits of a reading\n"
-	       "# TYPE sigma_probe_threshold gauge\n");
+	append(
+	    buf, size, &used,
+	    "# HELP sigma_probe_threshold the warn and fail limits of a reading\n"
+	    "# TYPE sigma_probe_threshold gauge\n");
 	for (int i = 0; i < rep->n; i++) {
 		const struct probe_reading *r = &rep->r[i];
 
 		if (!isnan(r->warn))
-			append(buf, size, &used,
-			       "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"warn\"} %.17g\n",
-			       rep->node, r->comp, r->key, r->warn);
+			append(
+			    buf, size, &used,
+			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"warn\"} %.17g\n",
+			    rep->node, r->comp, r->key, r->warn);
 		if (!isnan(r->fail))
-			append(buf, size, &used,
-			       "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"fail\"} %.17g\n",
-			       rep->node, r->comp, r->key, r->fail);
+			append(
+			    buf, size, &used,
+			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"fail\"} %.17g\n",
+			    rep->node, r->comp, r->key, r->fail);
 	}
 	return used + 1 >= size ? -ENOSPC : (int)used;
 }

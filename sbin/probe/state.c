@@ -19,7 +19,7 @@
 #include "sigma.h"
 #include "probe.h"
 
-#define RATE_MIN_S 60
+#define RATE_MIN_S    60
 #define RATE_WINDOW_S 600
 
 struct state_base {
@@ -29,8 +29,8 @@ struct state_base {
 	int n;
 };
 
-static int state_kv(const char *key, const char *value, void *arg,
-		    char *err, size_t errlen)
+static int state_kv(const char *key, const char *value, void *arg, char *err,
+		    size_t errlen)
 {
 	struct state_base *b = arg;
 	const char *dot = strchr(key, '.');
@@ -44,8 +44,7 @@ static int state_kv(const char *key, const char *value, void *arg,
 		return 0;
 	}
 	if (!dot || strcmp(dot + 1, "ecc_corrected") ||
-	    (size_t)(dot - key) >= sizeof(b->comp[0]) ||
-	    b->n > PROBE_MAX_GPUS)
+	    (size_t)(dot - key) >= sizeof(b->comp[0]) || b->n > PROBE_MAX_GPUS)
 		return 0; /* an older or newer file's key: ignore */
 	memcpy(b->comp[b->n], key, (size_t)(dot - key));
 	b->comp[b->n][dot - key] = '\0';
@@ -59,16 +58,17 @@ static int state_write(const char *path, const struct probe_report *rep,
 	char buf[8192];
 	size_t used = 0;
 
-	used += (size_t)snprintf(buf, sizeof(buf),
-				 "# sigma-probe counters (rates), do not edit\ntime_s=%.0f\n",
-				 now_s);
+	used += (size_t)snprintf(
+	    buf, sizeof(buf),
+	    "# sigma-probe counters (rates), do not edit\ntime_s=%.0f\n",
+	    now_s);
 	for (int i = 0; i < rep->n && used < sizeof(buf); i++)
 		if (!strcmp(rep->r[i].key, "ecc_corrected") &&
 		    !rep->r[i].injected)
-			used += (size_t)snprintf(buf + used, sizeof(buf) - used,
-						 "%s.ecc_corrected=%.0f\n",
-						 rep->r[i].comp,
-						 rep->r[i].value);
+			used +=
+			    (size_t)snprintf(buf + used, sizeof(buf) - used,
+					     "%s.ecc_corrected=%.0f\n",
+					     rep->r[i].comp, rep->r[i].value);
 	if (used >= sizeof(buf))
 		return -ENOSPC;
 	return sigma_file_write_atomic(path, buf, used, 0644);
@@ -110,9 +110,11 @@ int probe_rates(const struct probe_conf *conf, struct probe_report *rep)
 			if (r->value < base.count[j])
 				rebase = true; /* counter reset */
 			else if (dt >= RATE_MIN_S &&
-				 !probe_find(rep, r->comp, "ecc_corrected_rate"))
+				 !probe_find(rep, r->comp,
+					     "ecc_corrected_rate"))
 				probe_add(rep, r->comp, "ecc_corrected_rate",
-					  (r->value - base.count[j]) * 3600.0 / dt,
+					  (r->value - base.count[j]) * 3600.0 /
+					      dt,
 					  sense, warn, fail, unit);
 		}
 	}

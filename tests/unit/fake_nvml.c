@@ -49,7 +49,8 @@ static void fake_load(void)
 		if (sscanf(line, "init=%d", &fake_init_rc) == 1 ||
 		    sscanf(line, "count=%d", &fake_count) == 1)
 			continue;
-		if (sscanf(line, "gpu%d.%63[a-z_]=%lli", &g, key, (long long *)&v) != 3 ||
+		if (sscanf(line, "gpu%d.%63[a-z_]=%lli", &g, key,
+			   (long long *)&v) != 3 ||
 		    g < 0 || g >= FAKE_MAX)
 			continue;
 		if (!strcmp(key, "temp_c"))

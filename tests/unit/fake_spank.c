@@ -53,13 +53,13 @@ static void fake_vlog(const char *level, const char *fmt, va_list ap)
 			 level, msg);
 }
 
-#define FAKE_LOG(fn, level)                                                   \
-	void fn(const char *fmt, ...)                                         \
-	{                                                                     \
-		va_list ap;                                                   \
-		va_start(ap, fmt);                                            \
-		fake_vlog(level, fmt, ap);                                    \
-		va_end(ap);                                                   \
+#define FAKE_LOG(fn, level)                                                    \
+	void fn(const char *fmt, ...)                                          \
+	{                                                                      \
+		va_list ap;                                                    \
+		va_start(ap, fmt);                                             \
+		fake_vlog(level, fmt, ap);                                     \
+		va_end(ap);                                                    \
 	}
 FAKE_LOG(slurm_info, "info")
 FAKE_LOG(slurm_error, "error")
@@ -146,14 +146,15 @@ spank_err_t spank_setenv(spank_t sp, const char *var, const char *val,
 	return ESPANK_SUCCESS;
 }
 
-/* ---- slurm_api.c's functions ---------------------------------------------- */
+/* ---- slurm_api.c's functions ----------------------------------------------
+ */
 
 int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name)
 {
 	if (job_id != fake.job_id)
 		return -ENOENT;
-	*admin_comment = fake.admin_comment[0] ? strdup(fake.admin_comment)
-					       : NULL;
+	*admin_comment =
+	    fake.admin_comment[0] ? strdup(fake.admin_comment) : NULL;
 	*name = fake.job_name ? strdup(fake.job_name) : NULL;
 	return 0;
 }

@@ -18,10 +18,10 @@
 struct fake_spank {
 	spank_context_t context;
 	/* the job */
-	const char *opt_names[FAKE_MAX];	/* options the job passed */
+	const char *opt_names[FAKE_MAX]; /* options the job passed */
 	const char *opt_values[FAKE_MAX];
 	int nopts;
-	const char *job_env[FAKE_MAX];		/* "VAR=value" */
+	const char *job_env[FAKE_MAX]; /* "VAR=value" */
 	int njob_env;
 	uint32_t job_id, restart_count;
 	uid_t uid;

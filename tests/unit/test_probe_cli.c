@@ -104,15 +104,16 @@ static int teardown(void **state)
 
 static void test_healthy(void **state)
 {
-	char *env[] = { NULL };
+	char *env[] = {NULL};
 
-	assert_int_equal(run(env, "--config", conf, "--node", "c1", "quick",
-			     NULL),
-			 0);
-	assert_non_null(strstr(out, "sigma: probe quick: ok: c1, no GPUs, host only (gpus=no in sigma.conf)"));
+	assert_int_equal(
+	    run(env, "--config", conf, "--node", "c1", "quick", NULL), 0);
+	assert_non_null(strstr(
+	    out,
+	    "sigma: probe quick: ok: c1, no GPUs, host only (gpus=no in sigma.conf)"));
 	/* SIGMA_CONF and SLURMD_NODENAME are the defaults */
 	{
-		char e1[400], *env2[] = { e1, "SLURMD_NODENAME=c7", NULL };
+		char e1[400], *env2[] = {e1, "SLURMD_NODENAME=c7", NULL};
 
 		snprintf(e1, sizeof(e1), "SIGMA_CONF=%s", conf);
 		assert_int_equal(run(env2, "full", NULL), 0);
@@ -122,32 +123,36 @@ static void test_healthy(void **state)
 
 static void test_json_metrics(void **state)
 {
-	char *env[] = { NULL }, metrics[300], *buf = NULL;
+	char *env[] = {NULL}, metrics[300], *buf = NULL;
 
 	snprintf(metrics, sizeof(metrics), "%s/sigma.prom", tmp);
 	assert_int_equal(run(env, "--config", conf, "--node", "c1", "--json",
 			     "--metrics", metrics, NULL),
 			 0);
 	assert_true(out[0] == '{');
-	assert_non_null(strstr(out, "\"node\":\"c1\",\"level\":\"quick\",\"verdict\":\"ok\",\"exit\":0"));
+	assert_non_null(strstr(
+	    out,
+	    "\"node\":\"c1\",\"level\":\"quick\",\"verdict\":\"ok\",\"exit\":0"));
 	assert_non_null(strstr(out, "\"key\":\"compute\",\"value\":1"));
 	assert_int_equal(sigma_file_read(metrics, 1 << 20, &buf, NULL), 0);
-	assert_non_null(strstr(buf, "sigma_probe_verdict{node=\"c1\",level=\"quick\"} 0\n"));
-	assert_non_null(strstr(buf, "sigma_probe_reading{node=\"c1\",component=\"host\",key=\"compute\"} 1\n"));
+	assert_non_null(strstr(
+	    buf, "sigma_probe_verdict{node=\"c1\",level=\"quick\"} 0\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "sigma_probe_reading{node=\"c1\",component=\"host\",key=\"compute\"} 1\n"));
 	free(buf);
 }
 
 static void test_errors(void **state)
 {
-	char *env[] = { NULL }, bad[300];
+	char *env[] = {NULL}, bad[300];
 
 	assert_int_equal(run(env, "--config", conf, "slow", NULL), 3);
 	assert_non_null(strstr(out, "level 'slow': expected quick or full"));
 	assert_int_equal(run(env, "--config", conf, "--node", "../etc", NULL),
 			 3);
 	assert_non_null(strstr(out, "node name '../etc'"));
-	assert_int_equal(run(env, "--config", conf, "--ckpt-root", "rel",
-			     NULL),
+	assert_int_equal(run(env, "--config", conf, "--ckpt-root", "rel", NULL),
 			 3);
 	assert_int_equal(run(env, "--bogus", NULL), 3);
 	assert_int_equal(run(env, "quick", "full", NULL), 3);
@@ -161,31 +166,33 @@ static void test_errors(void **state)
 	assert_int_equal(run(env, "--config", "/nonexistent/sigma.conf", NULL),
 			 3);
 	assert_int_equal(run(env, "--help", NULL), 0);
-	assert_non_null(strstr(out, "Exit status: 0 healthy, 1 failing, 2 warning"));
+	assert_non_null(
+	    strstr(out, "Exit status: 0 healthy, 1 failing, 2 warning"));
 }
 
 /* injection needs a root-owned file: only as root */
 static void test_injected(void **state)
 {
-	char *env[] = { NULL }, path[300];
+	char *env[] = {NULL}, path[300];
 
 	if (getuid() != 0)
 		skip();
 	snprintf(path, sizeof(path), "%s/inject/c2", tmp);
 	write_text(path, "temp_c=97\n", 0644);
 	assert_int_equal(run(env, "--config", conf, "--node", "c2", NULL), 1);
-	assert_non_null(strstr(out, "sigma: probe quick: host temp_c=97 (limit 95)"));
+	assert_non_null(
+	    strstr(out, "sigma: probe quick: host temp_c=97 (limit 95)"));
 	write_text(path, "ecc_corrected_rate=40\n", 0644);
 	assert_int_equal(run(env, "--config", conf, "--node", "c2", NULL), 2);
-	assert_non_null(strstr(out, "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)"));
+	assert_non_null(strstr(
+	    out,
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)"));
 	/* memtest is a full probe's reading */
 	write_text(path, "memtest=fail\n", 0644);
-	assert_int_equal(run(env, "--config", conf, "--node", "c2", "quick",
-			     NULL),
-			 0);
-	assert_int_equal(run(env, "--config", conf, "--node", "c2", "full",
-			     NULL),
-			 1);
+	assert_int_equal(
+	    run(env, "--config", conf, "--node", "c2", "quick", NULL), 0);
+	assert_int_equal(
+	    run(env, "--config", conf, "--node", "c2", "full", NULL), 1);
 	assert_non_null(strstr(out, "sigma: probe full: host memtest=fail"));
 	/* anyone could have written it: refused, measured as usual */
 	write_text(path, "temp_c=97\n", 0646);
@@ -200,10 +207,10 @@ static void test_injected(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy),
-		cmocka_unit_test(test_json_metrics),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_injected),
+	    cmocka_unit_test(test_healthy),
+	    cmocka_unit_test(test_json_metrics),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_injected),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -192,12 +192,13 @@ static void test_compute_levels(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_empty_tree, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fake_tree, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rates, setup, teardown),
-		cmocka_unit_test(test_cpu_kat),
-		cmocka_unit_test_setup_teardown(test_compute_levels, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_tree, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fake_tree, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rates, setup, teardown),
+	    cmocka_unit_test(test_cpu_kat),
+	    cmocka_unit_test_setup_teardown(test_compute_levels, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,14 +71,14 @@ static void test_off_and_absent(void **state)
 	char note[512];
 
 	/* no file for this node: nothing happens */
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 0);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 0);
 	assert_string_equal(note, "");
 	/* injection off: even a file present is not read */
 	inject_file("n2", "temp_c=97\n", 0644);
 	conf.inject_dir[0] = '\0';
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 0);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 0);
 	assert_int_equal(rep.n, 0);
 }
 
@@ -88,11 +88,12 @@ static void test_applied(void **state)
 
 	probe_add(&rep, "host", "temp_c", 40, PROBE_HIGH_BAD, 85, 95, "");
 	probe_add(&rep, "host", "compute", 1, PROBE_LOW_BAD, NAN, 1, "");
-	inject_file("n2",
-		    "# drill\ntemp_c=97\ngpu1.ecc_uncorrected=2\ncompute=fail\nmemtest=fail\n",
-		    0644);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 3);
+	inject_file(
+	    "n2",
+	    "# drill\ntemp_c=97\ngpu1.ecc_uncorrected=2\ncompute=fail\nmemtest=fail\n",
+	    0644);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 3);
 	assert_string_equal(note, "");
 	assert_true(value("host", "temp_c") == 97);
 	assert_true(probe_find(&rep, "host", "temp_c")->injected);
@@ -102,12 +103,13 @@ static void test_applied(void **state)
 	assert_true(isnan(value("host", "memtest")));
 	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: probe quick: host temp_c=97 (limit 95); host compute=fail; gpu1 ecc_uncorrected=2 (limit 1)");
+	assert_string_equal(
+	    s,
+	    "sigma: probe quick: host temp_c=97 (limit 95); host compute=fail; gpu1 ecc_uncorrected=2 (limit 1)");
 	/* a full probe sees the injected memory test */
 	probe_report_init(&rep, "n2", PROBE_FULL);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 4);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 4);
 	assert_true(value("host", "memtest") == 0);
 }
 
@@ -116,12 +118,13 @@ static void test_warning(void **state)
 	char note[512], s[512];
 
 	inject_file("n2", "ecc_corrected_rate=40\n", 0600);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 1);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 1);
 	assert_int_equal(probe_judge(&rep), PROBE_WARN);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
+	assert_string_equal(
+	    s,
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
 }
 
 /* a power limit the backend knew stays the limit of an injected spike */
@@ -132,8 +135,8 @@ static void test_keeps_backend_limit(void **state)
 	probe_add(&rep, "gpu0", "power_spike_w", 300, PROBE_HIGH_BAD, 770, NAN,
 		  "W");
 	inject_file("n2", "gpu0.power_spike_w=900\n", 0644);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 1);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 1);
 	assert_true(probe_find(&rep, "gpu0", "power_spike_w")->warn == 770);
 	assert_int_equal(probe_judge(&rep), PROBE_WARN);
 }
@@ -144,8 +147,8 @@ static void test_refused(void **state)
 
 	/* world-writable file */
 	inject_file("n2", "temp_c=97\n", 0666);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 0);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 0);
 	assert_non_null(strstr(note, "injection refused"));
 	assert_non_null(strstr(note, "group- or world-writable"));
 	assert_int_equal(rep.n, 0);
@@ -179,16 +182,16 @@ static void test_refused(void **state)
 	}
 	/* and the same good file, trusted, is applied */
 	probe_report_init(&rep, "n2", PROBE_QUICK);
-	assert_int_equal(probe_inject(&conf, &rep, getuid(), note, sizeof(note)),
-			 1);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 1);
 }
 
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"temp_c=hot\n", "temperature=90\n", "gpu.temp_c=90\n",
-		"gpux.temp_c=90\n", "gpu64.temp_c=90\n", "compute=broken\n",
-		"temp_c\n",
+	    "temp_c=hot\n",	"temperature=90\n",  "gpu.temp_c=90\n",
+	    "gpux.temp_c=90\n", "gpu64.temp_c=90\n", "compute=broken\n",
+	    "temp_c\n",
 	};
 	char note[512];
 
@@ -205,12 +208,14 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_off_and_absent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_warning, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keeps_backend_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_off_and_absent, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_warning, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keeps_backend_limit, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

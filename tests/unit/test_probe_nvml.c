@@ -118,8 +118,8 @@ static void test_healthy(void **state)
 	assert_true(value("gpu0", "remap_failed") == 0);
 	assert_true(value("gpu0", "throttle_hw") == 0);
 	/* the spike limit follows the GPU's own power limit */
-	assert_true(fabs(probe_find(&rep, "gpu0", "power_spike_w")->warn - 770) <
-		    1e-6);
+	assert_true(
+	    fabs(probe_find(&rep, "gpu0", "power_spike_w")->warn - 770) < 1e-6);
 	probe_summary(&rep, s, sizeof(s));
 	assert_non_null(strstr(s, "sigma: probe quick: ok: g1, 2 GPUs"));
 }
@@ -128,11 +128,12 @@ static void test_faults(void **state)
 {
 	char s[512];
 
-	fake("count=2\ngpu0.temp_c=50\ngpu1.temp_c=50\ngpu1.ecc_uncorrected=2\n");
+	fake(
+	    "count=2\ngpu0.temp_c=50\ngpu1.temp_c=50\ngpu1.ecc_uncorrected=2\n");
 	assert_int_equal(rep.verdict, PROBE_FAIL);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: probe quick: gpu1 ecc_uncorrected=2 (limit 1)");
+	assert_string_equal(
+	    s, "sigma: probe quick: gpu1 ecc_uncorrected=2 (limit 1)");
 
 	fake("count=1\ngpu0.temp_c=97\n");
 	assert_int_equal(rep.verdict, PROBE_FAIL);
@@ -178,14 +179,16 @@ static void test_power_spike(void **state)
 {
 	char s[512];
 
-	fake("count=1\ngpu0.power_w=400\ngpu0.power_peak_w=800\ngpu0.limit_w=700\n");
+	fake(
+	    "count=1\ngpu0.power_w=400\ngpu0.power_peak_w=800\ngpu0.limit_w=700\n");
 	assert_true(value("gpu0", "power_spike_w") == 800);
 	/* the mean of three samples, one of them the peak */
 	assert_true(fabs(value("gpu0", "power_w") - 1600.0 / 3) < 1e-6);
 	assert_int_equal(rep.verdict, PROBE_WARN);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: warning: probe quick: gpu0 power_spike_w=800W (limit 770)");
+	assert_string_equal(
+	    s,
+	    "sigma: warning: probe quick: gpu0 power_spike_w=800W (limit 770)");
 	/* no known limit: the absolute power_spike_warn_w */
 	fake("count=1\ngpu0.power_w=400\ngpu0.power_peak_w=760\n");
 	assert_int_equal(rep.verdict, PROBE_WARN);
@@ -196,12 +199,12 @@ static void test_power_spike(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_no_library),
-		cmocka_unit_test(test_no_driver),
-		cmocka_unit_test(test_healthy),
-		cmocka_unit_test(test_faults),
-		cmocka_unit_test(test_bad_handle),
-		cmocka_unit_test(test_power_spike),
+	    cmocka_unit_test(test_no_library),
+	    cmocka_unit_test(test_no_driver),
+	    cmocka_unit_test(test_healthy),
+	    cmocka_unit_test(test_faults),
+	    cmocka_unit_test(test_bad_handle),
+	    cmocka_unit_test(test_power_spike),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -50,11 +50,13 @@ static void test_healthy(void **state)
 	assert_int_equal(probe_judge(&rep), PROBE_OK);
 	snprintf(rep.gpu_note, sizeof(rep.gpu_note), "no NVML");
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: probe quick: ok: n2, no GPUs, host only (no NVML), 4 readings");
+	assert_string_equal(
+	    s,
+	    "sigma: probe quick: ok: n2, no GPUs, host only (no NVML), 4 readings");
 	rep.ngpus = 8;
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s, "sigma: probe quick: ok: n2, 8 GPUs, 4 readings");
+	assert_string_equal(s,
+			    "sigma: probe quick: ok: n2, 8 GPUs, 4 readings");
 }
 
 static void test_thresholds(void **state)
@@ -99,12 +101,13 @@ static void test_fail_summary(void **state)
 	rep.level = PROBE_FULL;
 	add("host", "temp_c", 50);
 	add("gpu0", "ecc_uncorrected", 2);
-	add("gpu0", "temp_c", 88);		/* a warning: not listed */
+	add("gpu0", "temp_c", 88); /* a warning: not listed */
 	add("gpu1", "compute", 0);
 	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: probe full: gpu0 ecc_uncorrected=2 (limit 1); gpu1 compute=fail");
+	assert_string_equal(
+	    s,
+	    "sigma: probe full: gpu0 ecc_uncorrected=2 (limit 1); gpu1 compute=fail");
 	/* a short buffer truncates, never overflows */
 	probe_summary(&rep, s, 24);
 	assert_int_equal(strlen(s), 23);
@@ -118,13 +121,15 @@ static void test_warn_summary(void **state)
 	add("host", "temp_c", 40);
 	assert_int_equal(probe_judge(&rep), PROBE_WARN);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
+	assert_string_equal(
+	    s,
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
 	add("gpu2", "power_spike_w", 900);
 	probe_judge(&rep);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20); gpu2 power_spike_w=900W (limit 750)");
+	assert_string_equal(
+	    s,
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20); gpu2 power_spike_w=900W (limit 750)");
 }
 
 static void test_error_summary(void **state)
@@ -137,8 +142,9 @@ static void test_error_summary(void **state)
 	/* an error stays an error whatever the readings say */
 	assert_int_equal(probe_judge(&rep), PROBE_ERROR);
 	probe_summary(&rep, s, sizeof(s));
-	assert_string_equal(s,
-			    "sigma: probe quick: could not run: sigma.conf:3: unknown key 'x'");
+	assert_string_equal(
+	    s,
+	    "sigma: probe quick: could not run: sigma.conf:3: unknown key 'x'");
 }
 
 static void test_replace(void **state)
@@ -152,8 +158,8 @@ static void test_replace(void **state)
 		char key[32];
 
 		snprintf(key, sizeof(key), "k%d", i);
-		assert_non_null(probe_add(&rep, "host", key, i, PROBE_INFO, NAN,
-					  NAN, ""));
+		assert_non_null(
+		    probe_add(&rep, "host", key, i, PROBE_INFO, NAN, NAN, ""));
 	}
 	assert_null(probe_add(&rep, "host", "one_too_many", 1, PROBE_INFO, NAN,
 			      NAN, ""));
@@ -170,12 +176,18 @@ static void test_json(void **state)
 	probe_judge(&rep);
 	probe_print_json(&rep, f);
 	fclose(f);
-	assert_non_null(strstr(buf, "\"node\":\"n2\",\"level\":\"quick\",\"verdict\":\"fail\",\"exit\":1"));
-	assert_non_null(strstr(buf, "{\"component\":\"host\",\"key\":\"temp_c\",\"value\":97,\"warn\":85,\"fail\":95,\"bad_when\":\"above\",\"verdict\":\"fail\",\"source\":\"measured\"}"));
+	assert_non_null(strstr(
+	    buf,
+	    "\"node\":\"n2\",\"level\":\"quick\",\"verdict\":\"fail\",\"exit\":1"));
+	assert_non_null(strstr(
+	    buf,
+	    "{\"component\":\"host\",\"key\":\"temp_c\",\"value\":97,\"warn\":85,\"fail\":95,\"bad_when\":\"above\",\"verdict\":\"fail\",\"source\":\"measured\"}"));
 	/* no threshold is null, strings are escaped */
 	assert_non_null(strstr(buf, "\"component\":\"gpu\\\"0\""));
 	assert_non_null(strstr(buf, "\"warn\":null,\"fail\":1"));
-	assert_non_null(strstr(buf, "\"summary\":\"sigma: probe quick: host temp_c=97 (limit 95)\""));
+	assert_non_null(strstr(
+	    buf,
+	    "\"summary\":\"sigma: probe quick: host temp_c=97 (limit 95)\""));
 	assert_int_equal(buf[len - 1], '\n');
 	free(buf);
 }
@@ -188,10 +200,18 @@ static void test_metrics(void **state)
 	add("gpu1", "ecc_uncorrected", 0);
 	probe_judge(&rep);
 	assert_true(probe_format_metrics(&rep, buf, sizeof(buf)) > 0);
-	assert_non_null(strstr(buf, "# TYPE sigma_probe_verdict gauge\nsigma_probe_verdict{node=\"n2\",level=\"quick\"} 0\n"));
-	assert_non_null(strstr(buf, "sigma_probe_reading{node=\"n2\",component=\"host\",key=\"temp_c\"} 50\n"));
-	assert_non_null(strstr(buf, "sigma_probe_threshold{node=\"n2\",component=\"host\",key=\"temp_c\",kind=\"fail\"} 95\n"));
-	assert_non_null(strstr(buf, "sigma_probe_threshold{node=\"n2\",component=\"gpu1\",key=\"ecc_uncorrected\",kind=\"fail\"} 1\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "# TYPE sigma_probe_verdict gauge\nsigma_probe_verdict{node=\"n2\",level=\"quick\"} 0\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "sigma_probe_reading{node=\"n2\",component=\"host\",key=\"temp_c\"} 50\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "sigma_probe_threshold{node=\"n2\",component=\"host\",key=\"temp_c\",kind=\"fail\"} 95\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "sigma_probe_threshold{node=\"n2\",component=\"gpu1\",key=\"ecc_uncorrected\",kind=\"fail\"} 1\n"));
 	assert_null(strstr(buf, "key=\"ecc_uncorrected\",kind=\"warn\""));
 	assert_int_equal(probe_format_metrics(&rep, buf, 64), -ENOSPC);
 }
@@ -200,18 +220,22 @@ static void test_drain_policy(void **state)
 {
 	char why[300];
 	const char *fq = "sigma: probe quick: host temp_c=97 (limit 95)";
-	const char *wq = "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)";
+	const char *wq =
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)";
 	const char *ff = "sigma: probe full: host memtest=fail";
 
 	/* failure: drain a node in service, or replace a sigma warning */
 	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_FAIL, false, why, sizeof(why)),
+					    PROBE_FAIL, false, why,
+					    sizeof(why)),
 			 PROBE_DRAIN_SET);
 	assert_int_equal(probe_drain_decide(true, false, wq, PROBE_QUICK,
-					    PROBE_FAIL, false, why, sizeof(why)),
+					    PROBE_FAIL, false, why,
+					    sizeof(why)),
 			 PROBE_DRAIN_SET);
 	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_ERROR, false, why, sizeof(why)),
+					    PROBE_ERROR, false, why,
+					    sizeof(why)),
 			 PROBE_DRAIN_SET);
 	/* someone else's drain or down stands */
 	assert_int_equal(probe_drain_decide(true, false, "disk replacement",
@@ -229,19 +253,21 @@ static void test_drain_policy(void **state)
 			 PROBE_DRAIN_NONE);
 	/* an earlier sigma failure keeps its reason */
 	assert_int_equal(probe_drain_decide(true, false, ff, PROBE_QUICK,
-					    PROBE_FAIL, false, why, sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(true, false,
-					    "sigma: attempt 2: n3 requeued",
-					    PROBE_QUICK, PROBE_FAIL, false, why,
+					    PROBE_FAIL, false, why,
 					    sizeof(why)),
+			 PROBE_DRAIN_NONE);
+	assert_int_equal(probe_drain_decide(
+			     true, false, "sigma: attempt 2: n3 requeued",
+			     PROBE_QUICK, PROBE_FAIL, false, why, sizeof(why)),
 			 PROBE_DRAIN_NONE);
 	/* warning: only a node in service */
 	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_WARN, false, why, sizeof(why)),
+					    PROBE_WARN, false, why,
+					    sizeof(why)),
 			 PROBE_DRAIN_SET);
 	assert_int_equal(probe_drain_decide(true, false, fq, PROBE_QUICK,
-					    PROBE_WARN, false, why, sizeof(why)),
+					    PROBE_WARN, false, why,
+					    sizeof(why)),
 			 PROBE_DRAIN_NONE);
 	/* healthy: resume only when allowed and only our own reason */
 	assert_int_equal(probe_drain_decide(true, false, fq, PROBE_QUICK,
@@ -261,11 +287,10 @@ static void test_drain_policy(void **state)
 					    PROBE_OK, true, why, sizeof(why)),
 			 PROBE_DRAIN_RESUME);
 	/* nor what the controller wrote */
-	assert_int_equal(probe_drain_decide(true, false,
-					    "sigma: attempt 2: n3 requeued",
-					    PROBE_FULL, PROBE_OK, true, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
+	assert_int_equal(
+	    probe_drain_decide(true, false, "sigma: attempt 2: n3 requeued",
+			       PROBE_FULL, PROBE_OK, true, why, sizeof(why)),
+	    PROBE_DRAIN_NONE);
 	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
 					    PROBE_OK, true, why, sizeof(why)),
 			 PROBE_DRAIN_NONE);
@@ -274,15 +299,15 @@ static void test_drain_policy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_healthy, setup),
-		cmocka_unit_test_setup(test_thresholds, setup),
-		cmocka_unit_test_setup(test_fail_summary, setup),
-		cmocka_unit_test_setup(test_warn_summary, setup),
-		cmocka_unit_test_setup(test_error_summary, setup),
-		cmocka_unit_test_setup(test_replace, setup),
-		cmocka_unit_test_setup(test_json, setup),
-		cmocka_unit_test_setup(test_metrics, setup),
-		cmocka_unit_test(test_drain_policy),
+	    cmocka_unit_test_setup(test_healthy, setup),
+	    cmocka_unit_test_setup(test_thresholds, setup),
+	    cmocka_unit_test_setup(test_fail_summary, setup),
+	    cmocka_unit_test_setup(test_warn_summary, setup),
+	    cmocka_unit_test_setup(test_error_summary, setup),
+	    cmocka_unit_test_setup(test_replace, setup),
+	    cmocka_unit_test_setup(test_json, setup),
+	    cmocka_unit_test_setup(test_metrics, setup),
+	    cmocka_unit_test(test_drain_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

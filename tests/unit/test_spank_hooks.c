@@ -130,7 +130,8 @@ static void test_bad_plugstack(void **state)
 	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe,
 			      "default_probe=sometimes"),
 			 -1);
-	assert_true(fake_logged("error: sigma: plugstack.conf: default_probe=sometimes: expected one of off|quick|full"));
+	assert_true(fake_logged(
+	    "error: sigma: plugstack.conf: default_probe=sometimes: expected one of off|quick|full"));
 	/* nothing ran */
 	assert_string_equal(read_args(), "");
 }
@@ -138,20 +139,25 @@ static void test_bad_plugstack(void **state)
 static void test_prolog_verdicts(void **state)
 {
 	fake.context = S_CTX_JOB_SCRIPT;
-	make_probe("sigma: probe quick: ok: n2, no GPUs, host only, 3 readings", 0);
+	make_probe("sigma: probe quick: ok: n2, no GPUs, host only, 3 readings",
+		   0);
 	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), 0);
 	assert_string_equal(read_args(), "--node n2 --drain quick");
-	assert_true(fake_logged("info: sigma: job 42 prolog on n2: sigma: probe quick: ok: n2"));
+	assert_true(fake_logged(
+	    "info: sigma: job 42 prolog on n2: sigma: probe quick: ok: n2"));
 	/* not a sigma job: no block, no directory */
 	assert_int_equal(fake.comment_writes, 0);
 
 	make_probe("sigma: probe quick: host temp_c=97 (limit 95)", 1);
 	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), -1);
-	assert_true(fake_logged("error: sigma: job 42 prolog on n2: probe exit 1: sigma: probe quick: host temp_c=97 (limit 95)"));
+	assert_true(fake_logged(
+	    "error: sigma: job 42 prolog on n2: probe exit 1: sigma: probe quick: host temp_c=97 (limit 95)"));
 	/* the probe drains (--drain); the plugin does not */
 	assert_string_equal(fake.drained, "");
 
-	make_probe("sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)", 2);
+	make_probe(
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)",
+	    2);
 	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), 0);
 	make_probe("sigma: probe quick: could not run: bad sigma.conf", 3);
 	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), -1);
@@ -175,12 +181,12 @@ static void test_prolog_timeout(void **state)
 	assert_non_null(f);
 	fputs("#!/bin/sh\nsleep 20\n", f);
 	fclose(f);
-	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe,
-			      "probe_timeout=1"),
-			 -1);
+	assert_int_equal(
+	    hook(slurm_spank_job_prolog, 2, arg_probe, "probe_timeout=1"), -1);
 	/* no verdict: the plugin drains with a sigma: reason itself */
-	assert_string_equal(fake.drained,
-			    "n2: sigma: probe quick: could not run: timed out after 1 s");
+	assert_string_equal(
+	    fake.drained,
+	    "n2: sigma: probe quick: could not run: timed out after 1 s");
 }
 
 static void test_prolog_off(void **state)
@@ -192,9 +198,8 @@ static void test_prolog_off(void **state)
 	assert_string_equal(read_args(), "");
 	/* and default_probe=off for jobs that do not ask */
 	fake_reset();
-	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe,
-			      "default_probe=off"),
-			 0);
+	assert_int_equal(
+	    hook(slurm_spank_job_prolog, 2, arg_probe, "default_probe=off"), 0);
 	assert_string_equal(read_args(), "");
 }
 
@@ -208,22 +213,27 @@ static void test_prolog_sigma_job(void **state)
 	option("sigma-probe", "full");
 	option("sigma-spares", "2");
 	option("sigma-ckpt-every", "25");
-	sigma_strlcpy(fake.admin_comment, "ticket 7", sizeof(fake.admin_comment));
+	sigma_strlcpy(fake.admin_comment, "ticket 7",
+		      sizeof(fake.admin_comment));
 	assert_int_equal(hook(slurm_spank_job_prolog, 3, arg_probe, arg_root,
 			      "config=/etc/sigma/sigma.conf"),
 			 0);
-	snprintf(path, sizeof(path), "--node n2 --config /etc/sigma/sigma.conf --ckpt-root %s --drain full",
-		 ckpt_root);
+	snprintf(
+	    path, sizeof(path),
+	    "--node n2 --config /etc/sigma/sigma.conf --ckpt-root %s --drain full",
+	    ckpt_root);
 	assert_string_equal(read_args(), path);
-	assert_string_equal(fake.admin_comment,
-			    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25] ticket 7");
+	assert_string_equal(
+	    fake.admin_comment,
+	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25] ticket 7");
 	/* the directory, named after the job and owned by its user */
 	snprintf(path, sizeof(path), "%s/%s/train", ckpt_root, user);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_uid, getuid());
 	/* a requeue keeps the block as it is */
-	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root), 0);
+	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root),
+			 0);
 	assert_int_equal(fake.comment_writes, 1);
 }
 
@@ -233,7 +243,8 @@ static void test_prolog_not_first(void **state)
 	make_probe("sigma: probe quick: ok: n3", 0);
 	option("sigma-spares", "1");
 	setenv("SLURMD_NODENAME", "n3", 1);
-	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root), 0);
+	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root),
+			 0);
 	setenv("SLURMD_NODENAME", "n2", 1);
 	/* only the first node writes the block */
 	assert_int_equal(fake.comment_writes, 0);
@@ -249,14 +260,13 @@ static void test_epilog(void **state)
 	assert_true(fake_logged("job 42 epilog on n2: probe exit 1"));
 	/* epilog_probe overrides the job's level */
 	make_probe("sigma: probe quick: ok: n2", 0);
-	assert_int_equal(hook(slurm_spank_job_epilog, 2, arg_probe,
-			      "epilog_probe=quick"),
-			 0);
+	assert_int_equal(
+	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
+	    0);
 	assert_string_equal(read_args(), "--node n2 --drain quick");
 	unlink(args_file);
-	assert_int_equal(hook(slurm_spank_job_epilog, 2, arg_probe,
-			      "epilog_probe=off"),
-			 0);
+	assert_int_equal(
+	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=off"), 0);
 	assert_string_equal(read_args(), "");
 }
 
@@ -330,19 +340,19 @@ static void test_task_refuses_link(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_init, each),
-		cmocka_unit_test_setup(test_bad_plugstack, each),
-		cmocka_unit_test_setup(test_prolog_verdicts, each),
-		cmocka_unit_test_setup(test_prolog_drain_no, each),
-		cmocka_unit_test_setup(test_prolog_timeout, each),
-		cmocka_unit_test_setup(test_prolog_off, each),
-		cmocka_unit_test_setup(test_prolog_sigma_job, each),
-		cmocka_unit_test_setup(test_prolog_not_first, each),
-		cmocka_unit_test_setup(test_epilog, each),
-		cmocka_unit_test_setup(test_task_env, each),
-		cmocka_unit_test_setup(test_task_defaults, each),
-		cmocka_unit_test_setup(test_task_not_sigma, each),
-		cmocka_unit_test_setup(test_task_refuses_link, each),
+	    cmocka_unit_test_setup(test_init, each),
+	    cmocka_unit_test_setup(test_bad_plugstack, each),
+	    cmocka_unit_test_setup(test_prolog_verdicts, each),
+	    cmocka_unit_test_setup(test_prolog_drain_no, each),
+	    cmocka_unit_test_setup(test_prolog_timeout, each),
+	    cmocka_unit_test_setup(test_prolog_off, each),
+	    cmocka_unit_test_setup(test_prolog_sigma_job, each),
+	    cmocka_unit_test_setup(test_prolog_not_first, each),
+	    cmocka_unit_test_setup(test_epilog, each),
+	    cmocka_unit_test_setup(test_task_env, each),
+	    cmocka_unit_test_setup(test_task_defaults, each),
+	    cmocka_unit_test_setup(test_task_not_sigma, each),
+	    cmocka_unit_test_setup(test_task_refuses_link, each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -38,8 +38,8 @@ static int run_script(const char *body, long timeout,
 		      struct sigma_probe_result *res)
 {
 	char path[PATH_MAX + 16];
-	char *argv[] = { path, "--node", "n1", "quick", NULL };
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	char *argv[] = {path, "--node", "n1", "quick", NULL};
+	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 
 	snprintf(path, sizeof(path), "%s/probe", tmpdir);
 	write_script(path, body);
@@ -50,16 +50,19 @@ static void test_exit_codes(void **state)
 {
 	struct sigma_probe_result res;
 
-	assert_int_equal(run_script("echo 'sigma: probe quick: ok: n1'; exit 0",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script("echo 'sigma: probe quick: ok: n1'; exit 0", 10, &res),
+	    0);
 	assert_int_equal(res.status, 0);
 	assert_string_equal(res.line, "sigma: probe quick: ok: n1");
-	assert_int_equal(run_script("echo 'sigma: probe quick: host temp_c=97 (limit 95)'; exit 1",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script(
+		"echo 'sigma: probe quick: host temp_c=97 (limit 95)'; exit 1",
+		10, &res),
+	    0);
 	assert_int_equal(res.status, 1);
-	assert_string_equal(res.line, "sigma: probe quick: host temp_c=97 (limit 95)");
+	assert_string_equal(res.line,
+			    "sigma: probe quick: host temp_c=97 (limit 95)");
 	assert_int_equal(run_script("exit 2", 10, &res), 0);
 	assert_int_equal(res.status, 2);
 	assert_string_equal(res.line, "");
@@ -72,11 +75,12 @@ static void test_argv_env(void **state)
 {
 	struct sigma_probe_result res;
 
-	assert_int_equal(run_script("echo \"sigma: $1 $2 $3 PATH=$PATH HOME=${HOME-unset}\"",
-				    10, &res),
-			 0);
-	assert_string_equal(res.line,
-			    "sigma: --node n1 quick PATH=/usr/bin:/bin HOME=unset");
+	assert_int_equal(
+	    run_script("echo \"sigma: $1 $2 $3 PATH=$PATH HOME=${HOME-unset}\"",
+		       10, &res),
+	    0);
+	assert_string_equal(
+	    res.line, "sigma: --node n1 quick PATH=/usr/bin:/bin HOME=unset");
 }
 
 /* messages on stderr before the summary do not hide it */
@@ -84,22 +88,27 @@ static void test_summary_line(void **state)
 {
 	struct sigma_probe_result res;
 
-	assert_int_equal(run_script("echo 'sigma-probe: warning: injection refused' >&2; "
-				    "echo; echo 'sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)'; exit 2",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script(
+		"echo 'sigma-probe: warning: injection refused' >&2; "
+		"echo; echo 'sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)'; exit 2",
+		10, &res),
+	    0);
 	assert_int_equal(res.status, 2);
-	assert_string_equal(res.line,
-			    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
+	assert_string_equal(
+	    res.line,
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)");
 	/* without a summary, the first non-empty line */
-	assert_int_equal(run_script("printf '\\n\\nsomething broke\\n'; exit 3",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script("printf '\\n\\nsomething broke\\n'; exit 3", 10, &res),
+	    0);
 	assert_string_equal(res.line, "something broke");
 	/* a flood of output is cut, not blocking */
-	assert_int_equal(run_script("i=0; while [ $i -lt 2000 ]; do echo xxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; exit 1",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script(
+		"i=0; while [ $i -lt 2000 ]; do echo xxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; exit 1",
+		10, &res),
+	    0);
 	assert_int_equal(res.status, 1);
 }
 
@@ -121,9 +130,11 @@ static void test_timeout(void **state)
 			 -ETIMEDOUT);
 	assert_true(sigma_now_ms() - t0 < 20000);
 	/* nor does it lose a verdict that comes after */
-	assert_int_equal(run_script("echo 'sigma: probe quick: ok'; exec >&-; sleep 0.3; exit 2",
-				    10, &res),
-			 0);
+	assert_int_equal(
+	    run_script(
+		"echo 'sigma: probe quick: ok'; exec >&-; sleep 0.3; exit 2",
+		10, &res),
+	    0);
 	assert_int_equal(res.status, 2);
 	assert_string_equal(res.line, "sigma: probe quick: ok");
 }
@@ -131,9 +142,9 @@ static void test_timeout(void **state)
 static void test_exec_failure(void **state)
 {
 	struct sigma_probe_result res;
-	char *argv[] = { "/nonexistent/sigma-probe", NULL };
-	char *rel[] = { "sigma-probe", NULL };
-	char *envp[] = { NULL };
+	char *argv[] = {"/nonexistent/sigma-probe", NULL};
+	char *rel[] = {"sigma-probe", NULL};
+	char *envp[] = {NULL};
 
 	assert_int_equal(sigma_probe_run(argv, envp, 5, &res), -ENOEXEC);
 	assert_non_null(strstr(res.line, "cannot execute"));
@@ -150,33 +161,29 @@ static void test_ckpt_create(void **state)
 	snprintf(root, sizeof(root), "%s/ckpt", tmpdir);
 	assert_int_equal(mkdir(root, 01777), 0);
 	snprintf(path, sizeof(path), "%s/user/job1", root);
-	assert_int_equal(sigma_ckpt_create(path, root, uid, gid, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_uid, uid);
 	assert_int_equal(st.st_mode & 0777, 0700);
 	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), 0);
 	/* again: an existing directory is fine */
-	assert_int_equal(sigma_ckpt_create(path, root, uid, gid, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
 	/* a path outside ckpt_root, made whole by the user */
 	snprintf(path, sizeof(path), "%s/own/a/b", tmpdir);
-	assert_int_equal(sigma_ckpt_create(path, root, uid, gid, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
 	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), 0);
-	assert_int_equal(sigma_ckpt_create("relative", root, uid, gid, err,
-					   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    sigma_ckpt_create("relative", root, uid, gid, err, sizeof(err)),
+	    -EINVAL);
 }
 
 static void test_ckpt_symlink(void **state)
 {
-	char root[300], path[PATH_MAX], target[400],
-		err[512];
+	char root[300], path[PATH_MAX], target[400], err[512];
 	uid_t uid = getuid();
 	gid_t gid = getgid();
 
@@ -186,9 +193,8 @@ static void test_ckpt_symlink(void **state)
 	/* a link planted at the job's directory */
 	snprintf(path, sizeof(path), "%s/user/planted", root);
 	assert_int_equal(symlink(target, path), 0);
-	assert_int_equal(sigma_ckpt_create(path, root, uid, gid, err,
-					   sizeof(err)),
-			 -ELOOP);
+	assert_int_equal(
+	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), -ELOOP);
 	assert_non_null(strstr(err, "symbolic link"));
 	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), -ELOOP);
 	/* a link planted at ckpt_root/USER: root refuses to follow it */
@@ -225,9 +231,8 @@ static void test_ckpt_as_user(void **state)
 		skip();
 	snprintf(root, sizeof(root), "%s/ckpt", tmpdir);
 	snprintf(path, sizeof(path), "%s/nobody/run", root);
-	assert_int_equal(sigma_ckpt_create(path, root, uid, gid, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_uid, uid);
 	assert_int_equal(st.st_gid, gid);
@@ -235,8 +240,8 @@ static void test_ckpt_as_user(void **state)
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_uid, uid);
 	/* the user cannot create outside what it may write */
-	assert_true(sigma_ckpt_create("/root/sigma-test-denied", root, uid,
-				      gid, err, sizeof(err)) < 0);
+	assert_true(sigma_ckpt_create("/root/sigma-test-denied", root, uid, gid,
+				      err, sizeof(err)) < 0);
 	assert_int_equal(access("/root/sigma-test-denied", F_OK), -1);
 	/* ckpt_root/OTHER owned by someone else is refused */
 	snprintf(path, sizeof(path), "%s/user/x", root);
@@ -263,14 +268,14 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exit_codes),
-		cmocka_unit_test(test_argv_env),
-		cmocka_unit_test(test_summary_line),
-		cmocka_unit_test(test_timeout),
-		cmocka_unit_test(test_exec_failure),
-		cmocka_unit_test(test_ckpt_create),
-		cmocka_unit_test(test_ckpt_symlink),
-		cmocka_unit_test(test_ckpt_as_user),
+	    cmocka_unit_test(test_exit_codes),
+	    cmocka_unit_test(test_argv_env),
+	    cmocka_unit_test(test_summary_line),
+	    cmocka_unit_test(test_timeout),
+	    cmocka_unit_test(test_exec_failure),
+	    cmocka_unit_test(test_ckpt_create),
+	    cmocka_unit_test(test_ckpt_symlink),
+	    cmocka_unit_test(test_ckpt_as_user),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

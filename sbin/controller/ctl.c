@@ -570,10 +570,18 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 				ctl_decide(c, v, job, R, true, warn, nwarn, wwhat);
 			continue;
 		}
-		/* Slurm requeued it after a node failure: take over from there */
-		if (job->state == CTL_J_PENDING && R >= 1 &&
-		    job->begin_time > v->now + 1 &&
-		    !rec_find(c, job->id, R + 1, false)) {
+		/*
+		 * Slurm requeued it after a node failure: take over from there.
+		 * Or it ended NODE_FAIL and Slurm will not requeue it: do.
+		 */
+		bool slurm_requeued = job->state == CTL_J_PENDING && R >= 1 &&
+				      job->begin_time > v->now + 1 &&
+				      !rec_find(c, job->id, R + 1, false);
+		bool node_failed_end = job->state == CTL_J_ENDED && job->node_fail &&
+				       !rec_find(c, job->id, R + 2, false) &&
+				       !rec_find(c, job->id, R + 1, false);
+
+		if (slurm_requeued || node_failed_end) {
 			char tmp[CTL_LIST_MAX], *save = NULL, *tok;
 
 			sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
@@ -588,7 +596,8 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 			}
 			if (!nbad)
 				continue; /* not a node failure we can see */
-			ctl_decide(c, v, job, R - 1, false, bad, nbad, what);
+			ctl_decide(c, v, job, slurm_requeued ? R - 1 : R, false, bad,
+				   nbad, what);
 		}
 	}
 }

@@ -49,6 +49,7 @@ struct fjob {
 	char exc[CTL_LIST_MAX];
 	int nodes[4];
 	bool exits_on_usr1;
+	bool node_fail;
 };
 
 static struct {
@@ -162,6 +163,7 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature)
 	j->state = M.job.state;
 	j->restart_cnt = M.job.restart_cnt;
 	j->begin_time = M.job.begin;
+	j->node_fail = M.job.state == CTL_J_ENDED && M.job.node_fail;
 	sigma_strlcpy(j->comment, M.job.comment, sizeof(j->comment));
 	sigma_strlcpy(j->exc_nodes, M.job.exc, sizeof(j->exc_nodes));
 	if (M.job.state == CTL_J_RUNNING) {
@@ -532,6 +534,29 @@ static void test_max_restarts(void **state)
 	assert_true(M.n[4].flags & CTL_N_RESERVED);	/* no spare spent */
 }
 
+/* The job ended NODE_FAIL and Slurm did not requeue it: sigmad does. */
+static void test_node_fail_end(void **state)
+{
+	struct ctl *c = NULL;
+
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[3].flags |= CTL_N_DOWN;
+	strcpy(M.n[3].reason, "Not responding");
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED;
+	M.job.node_fail = true;
+	ticks(c, 6);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_false(job_on("n4"));
+	assert_true(job_on("n5"));
+	assert_true(M.n[3].flags & CTL_N_DRAIN);
+	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n4 Not responding -> requeued onto n5"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_failure_crash_everywhere),
 		cmocka_unit_test(test_warning_crash_everywhere),
 		cmocka_unit_test(test_max_restarts),
+		cmocka_unit_test(test_node_fail_end),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -107,8 +107,8 @@ int comm_create(struct comm **out, enum comm_backend be, struct boot *b,
 	else
 		c->opt = (struct comm_options){ COMM_TIMEOUT_DEFAULT, -1, NULL };
 	sigma_strlcpy(c->name, "world", sizeof(c->name));
-	if (c->opt.timeout_s > 0)
-		b->fence_timeout_s = (int)(c->opt.timeout_s + 0.999);
+	/* the PMIx fences of the back end's set-up follow the same timeout */
+	b->fence_timeout_s = c->opt.timeout_s > 0 ? (int)(c->opt.timeout_s + 0.999) : 0;
 	switch (be) {
 	case COMM_SELF:
 		rc = comm_self_init(c, err, len);

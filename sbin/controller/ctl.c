@@ -1012,6 +1012,10 @@ int ctl_create(struct ctl **out, const struct sigmad_config *cfg,
 		sigma_error("event log %s: %s", c->log_path, strerror(-rc));
 		goto out_free;
 	}
+	if (!cfg->spares[0] && !cfg->spare_feature[0])
+		sigma_warn("no sigmad_spares or sigmad_spare_feature: no hot spares, jobs are requeued onto free nodes");
+	if (!cfg->probe_command[0])
+		sigma_warn("no sigmad_probe_command: nodes sigma drains stay drained until an admin resumes them");
 	*out = c;
 	return 0;
 out_free:

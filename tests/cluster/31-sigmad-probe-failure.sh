@@ -44,4 +44,9 @@ done
 run_as_user "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" history --job "$jid" |
 	grep -q "complete.*job $jid attempt 2" || fail "the owner cannot see the history"
 grep -q "attempt 1 step" "$d/out" || fail "no steps of attempt 1: $(tail -3 "$d/out")"
+# sacct, where users look: a row per attempt, the account on the second
+scancel "$jid"
+until_true 30 sh -c "sacct -n -D -X -j $jid -o admincomment%400 | grep -q 'sigma: attempt 2: n3 .*-> requeued onto n[56]'" ||
+	fail "sacct -o admincomment does not tell the story: $(sacct -n -D -X -j "$jid" -o jobid,state,admincomment%200)"
+sacct -n -D -X -j "$jid" -o jobid,state,nodelist,admincomment%200
 log "ok"

@@ -37,19 +37,44 @@ long policy_pick_spare(const struct policy_spare *spares, size_t nspares,
 	return best;
 }
 
-/* Pick up to want spares; marks them in taken[] (caller-zeroed, nspares). */
+static bool policy_picked(const struct policy_plan *plan, size_t i)
+{
+	for (size_t k = 0; k < plan->npicked; k++)
+		if (plan->picked[k] == i)
+			return true;
+	return false;
+}
+
+/*
+ * Pick up to want spares into plan, best first (policy_pick_spare's order).
+ * No allocation: each round scans the pool once, skipping spares already
+ * picked; rounds are bounded by POLICY_MAX_PICK.
+ */
 static size_t policy_pick_many(const struct policy_spare *spares,
-			       size_t nspares, size_t want, bool *taken,
+			       size_t nspares, size_t want,
 			       struct policy_plan *plan)
 {
 	plan->npicked = 0;
 	while (plan->npicked < want && plan->npicked < POLICY_MAX_PICK) {
-		long i = policy_pick_spare(spares, nspares, taken);
+		long best = -1;
 
-		if (i < 0)
+		for (size_t i = 0; i < nspares; i++) {
+			const struct policy_spare *s = &spares[i], *b;
+
+			if (s->excluded || policy_picked(plan, i))
+				continue;
+			if (best < 0) {
+				best = (long)i;
+				continue;
+			}
+			b = &spares[best];
+			if (s->failures < b->failures ||
+			    (s->failures == b->failures && s->since < b->since))
+				best = (long)i;
+		}
+		if (best < 0)
 			break;
-		taken[i] = true;
-		plan->picked[plan->npicked++] = (size_t)i;
+		plan->picked[plan->npicked++] = (size_t)best;
 	}
 	return plan->npicked;
 }
@@ -72,25 +97,6 @@ static void policy_plan_reset(struct policy_plan *plan)
 	plan->why = "";
 }
 
-/*
- * taken[] for policy_pick_many: the pool is small next to the cluster
- * (hundreds of spares at most), and the policy allocates nothing, so a
- * bounded mark array on the stack; spares past the bound are not
- * considered (policy_pick_spare alone sees them all).
- */
-#define POLICY_SCAN_MAX 4096
-
-static size_t policy_pick_bounded(const struct policy_spare *spares,
-				  size_t nspares, size_t want,
-				  struct policy_plan *plan)
-{
-	bool taken[POLICY_SCAN_MAX] = { false };
-
-	if (nspares > POLICY_SCAN_MAX)
-		nspares = POLICY_SCAN_MAX;
-	return policy_pick_many(spares, nspares, want, taken, plan);
-}
-
 int policy_plan_failure(const struct policy_config *cfg,
 			const struct policy_job *job, size_t nbad,
 			const struct policy_spare *spares, size_t nspares,
@@ -111,7 +117,7 @@ int policy_plan_failure(const struct policy_config *cfg,
 		return 0;
 	}
 	plan->verdict = POLICY_REQUEUE;
-	policy_pick_bounded(spares, nspares, policy_allowance(job, nbad), plan);
+	policy_pick_many(spares, nspares, policy_allowance(job, nbad), plan);
 	if (plan->npicked == nbad)
 		plan->why = "requeued onto spares";
 	else if (job->spares - job->spares_used <= 0)
@@ -145,8 +151,8 @@ int policy_plan_warning(const struct policy_config *cfg,
 		return 0;
 	}
 	if (nbad > POLICY_MAX_PICK ||
-	    policy_pick_bounded(spares, nspares, policy_allowance(job, nbad),
-				plan) < nbad) {
+	    policy_pick_many(spares, nspares, policy_allowance(job, nbad),
+			     plan) < nbad) {
 		/* moving without a spare would stop a healthy run to wait */
 		plan->npicked = 0;
 		plan->verdict = POLICY_WATCH;

@@ -21,8 +21,8 @@
 
 static struct layout_params lp(int world, int dp, int ep, int pp, int E, int L)
 {
-	return (struct layout_params){ .world = world, .dp = dp, .ep = ep,
-				       .pp = pp, .E = E, .L = L };
+	return (struct layout_params){
+	    .world = world, .dp = dp, .ep = ep, .pp = pp, .E = E, .L = L};
 }
 
 /* check p is refused with a reason that contains why */
@@ -38,15 +38,10 @@ static void refused(struct layout_params p, const char *why)
 static void test_check_accepts(void **state)
 {
 	static const int ok[][6] = {
-		/* world dp ep pp E L */
-		{ 1, 1, 1, 1, 4, 2 },
-		{ 2, 2, 1, 1, 4, 2 },
-		{ 2, 2, 2, 1, 4, 2 },
-		{ 2, 1, 1, 2, 4, 2 },
-		{ 4, 4, 2, 1, 4, 2 },
-		{ 4, 2, 2, 2, 4, 2 },
-		{ 8, 4, 4, 2, 8, 4 },
-		{ 16, 8, 2, 2, 64, 32 },
+	    /* world dp ep pp E L */
+	    {1, 1, 1, 1, 4, 2}, {2, 2, 1, 1, 4, 2},    {2, 2, 2, 1, 4, 2},
+	    {2, 1, 1, 2, 4, 2}, {4, 4, 2, 1, 4, 2},    {4, 2, 2, 2, 4, 2},
+	    {8, 4, 4, 2, 8, 4}, {16, 8, 2, 2, 64, 32},
 	};
 	char err[256];
 	size_t i;
@@ -72,28 +67,37 @@ static void test_check_refusals(void **state)
 	refused(lp(2, 2, 0, 1, 4, 2), "ep=0 is out of range");
 	refused(lp(2, 2, 1, 0, 4, 2), "pp=0 is out of range");
 	refused(lp(2, 2, 1, 1, 0, 2), "E (experts per layer)=0");
-	refused(lp(2, 2, 1, 1, LAYOUT_MAX_EXPERTS + 1, 2), "E (experts per layer)");
+	refused(lp(2, 2, 1, 1, LAYOUT_MAX_EXPERTS + 1, 2),
+		"E (experts per layer)");
 	refused(lp(2, 2, 1, 1, 4, 0), "L (layers)=0");
 	refused(lp(2, 2, 1, 1, 4, -3), "L (layers)=-3");
 	/* dp x pp must be the job */
-	refused(lp(4, 2, 1, 1, 4, 2), "dp 2 x pp 1 = 2 ranks, but the job has 4 ranks");
+	refused(lp(4, 2, 1, 1, 4, 2),
+		"dp 2 x pp 1 = 2 ranks, but the job has 4 ranks");
 	refused(lp(3, 2, 1, 2, 4, 2), "must equal the number of tasks");
 	/* expert groups inside data-parallel groups */
 	refused(lp(4, 4, 3, 1, 6, 2), "ep 3 does not divide dp 4");
 	refused(lp(2, 1, 2, 2, 4, 2), "ep 2 does not divide dp 1");
 	/* experts shard evenly */
-	refused(lp(4, 4, 4, 1, 6, 2), "6 experts per layer cannot be sharded evenly over ep 4");
-	refused(lp(2, 2, 2, 1, 1, 2), "1 experts per layer cannot be sharded evenly over ep 2");
+	refused(lp(4, 4, 4, 1, 6, 2),
+		"6 experts per layer cannot be sharded evenly over ep 4");
+	refused(lp(2, 2, 2, 1, 1, 2),
+		"1 experts per layer cannot be sharded evenly over ep 2");
 	/* layers split evenly over stages */
-	refused(lp(4, 1, 1, 4, 4, 2), "2 layers cannot fill pp 4 pipeline stages");
-	refused(lp(3, 1, 1, 3, 4, 4), "4 layers cannot be split evenly over pp 3");
+	refused(lp(4, 1, 1, 4, 4, 2),
+		"2 layers cannot fill pp 4 pipeline stages");
+	refused(lp(3, 1, 1, 3, 4, 4),
+		"4 layers cannot be split evenly over pp 3");
 	/* batch and micro-batches */
 	p = lp(4, 4, 1, 1, 4, 2);
 	p.batch = 6;
-	refused(p, "global batch of 6 sequences cannot be split evenly over dp 4");
+	refused(p,
+		"global batch of 6 sequences cannot be split evenly over dp 4");
 	p.batch = 8;
 	p.micro = 3;
-	refused(p, "per-rank batch of 2 sequences (batch 8 / dp 4) cannot be cut into 3");
+	refused(
+	    p,
+	    "per-rank batch of 2 sequences (batch 8 / dp 4) cannot be cut into 3");
 	p.batch = -1;
 	p.micro = 0;
 	refused(p, "must not be negative");
@@ -166,7 +170,8 @@ static void check_groups(const struct layout_params *p)
 			struct layout_coords cr, cm;
 			int color, key, n;
 
-			assert_int_equal(layout_group_split(p, r, g, &color, &key), 0);
+			assert_int_equal(
+			    layout_group_split(p, r, g, &color, &key), 0);
 			n = layout_group_members(p, r, g, members, 64);
 			assert_int_equal(n, size);
 			assert_true(key >= 0 && key < size);
@@ -192,16 +197,16 @@ static void check_groups(const struct layout_params *p)
 	}
 	assert_int_equal(layout_group_size(p, LAYOUT_GROUP_DP), p->dp);
 	assert_int_equal(layout_group_size(p, LAYOUT_GROUP_EP), p->ep);
-	assert_int_equal(layout_group_size(p, LAYOUT_GROUP_EXPERT_DP), p->dp / p->ep);
+	assert_int_equal(layout_group_size(p, LAYOUT_GROUP_EXPERT_DP),
+			 p->dp / p->ep);
 	assert_int_equal(layout_group_size(p, LAYOUT_GROUP_PP), p->pp);
 }
 
 static void test_groups(void **state)
 {
 	struct layout_params ps[] = {
-		lp(1, 1, 1, 1, 4, 2), lp(4, 2, 2, 2, 4, 2),
-		lp(8, 4, 2, 2, 8, 4), lp(12, 6, 3, 2, 6, 4),
-		lp(16, 4, 4, 4, 8, 8), lp(6, 1, 1, 6, 2, 6),
+	    lp(1, 1, 1, 1, 4, 2),  lp(4, 2, 2, 2, 4, 2),  lp(8, 4, 2, 2, 8, 4),
+	    lp(12, 6, 3, 2, 6, 4), lp(16, 4, 4, 4, 8, 8), lp(6, 1, 1, 6, 2, 6),
 	};
 	struct layout_params p = lp(8, 4, 2, 2, 8, 4);
 	int members[8];
@@ -213,23 +218,30 @@ static void test_groups(void **state)
 		check_groups(&ps[i]);
 	}
 	/* stage-major: a data-parallel group is consecutive ranks */
-	assert_int_equal(layout_group_members(&p, 6, LAYOUT_GROUP_DP, members, 8), 4);
+	assert_int_equal(
+	    layout_group_members(&p, 6, LAYOUT_GROUP_DP, members, 8), 4);
 	assert_int_equal(members[0], 4);
 	assert_int_equal(members[3], 7);
-	assert_int_equal(layout_group_members(&p, 6, LAYOUT_GROUP_EP, members, 8), 2);
+	assert_int_equal(
+	    layout_group_members(&p, 6, LAYOUT_GROUP_EP, members, 8), 2);
 	assert_int_equal(members[0], 6);
 	assert_int_equal(members[1], 7);
-	assert_int_equal(layout_group_members(&p, 6, LAYOUT_GROUP_EXPERT_DP, members, 8), 2);
+	assert_int_equal(
+	    layout_group_members(&p, 6, LAYOUT_GROUP_EXPERT_DP, members, 8), 2);
 	assert_int_equal(members[0], 4);
 	assert_int_equal(members[1], 6);
-	assert_int_equal(layout_group_members(&p, 6, LAYOUT_GROUP_PP, members, 8), 2);
+	assert_int_equal(
+	    layout_group_members(&p, 6, LAYOUT_GROUP_PP, members, 8), 2);
 	assert_int_equal(members[0], 2);
 	assert_int_equal(members[1], 6);
 	/* too small an array, a bad group, a bad rank */
-	assert_int_equal(layout_group_members(&p, 6, LAYOUT_GROUP_DP, members, 3), -EINVAL);
-	assert_int_equal(layout_group_members(&p, 8, LAYOUT_GROUP_DP, members, 8), -EINVAL);
+	assert_int_equal(
+	    layout_group_members(&p, 6, LAYOUT_GROUP_DP, members, 3), -EINVAL);
+	assert_int_equal(
+	    layout_group_members(&p, 8, LAYOUT_GROUP_DP, members, 8), -EINVAL);
 	assert_int_equal(layout_group_size(&p, LAYOUT_GROUP_COUNT), -EINVAL);
-	assert_string_equal(layout_group_name(LAYOUT_GROUP_EXPERT_DP), "expert_dp");
+	assert_string_equal(layout_group_name(LAYOUT_GROUP_EXPERT_DP),
+			    "expert_dp");
 	assert_string_equal(layout_group_name(LAYOUT_GROUP_COUNT), "?");
 }
 
@@ -242,7 +254,8 @@ static void test_placement_blocks(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(layout_placement_init(&pl, 3, 8, 4, err, sizeof(err)), 0);
+	assert_int_equal(layout_placement_init(&pl, 3, 8, 4, err, sizeof(err)),
+			 0);
 	assert_int_equal(layout_placement_check(&pl, err, sizeof(err)), 0);
 	for (e = 0; e < 8; e++)
 		assert_int_equal(layout_placement_owner(&pl, 2, e), e / 2);
@@ -254,8 +267,10 @@ static void test_placement_blocks(void **state)
 	}
 	assert_int_equal(layout_placement_owner(&pl, 3, 0), -EINVAL);
 	assert_int_equal(layout_placement_owner(&pl, 0, 8), -EINVAL);
-	assert_int_equal(layout_placement_local(&pl, 0, 4, experts, 8), -EINVAL);
-	assert_int_equal(layout_placement_local(&pl, 0, 0, experts, 1), -EINVAL);
+	assert_int_equal(layout_placement_local(&pl, 0, 4, experts, 8),
+			 -EINVAL);
+	assert_int_equal(layout_placement_local(&pl, 0, 0, experts, 1),
+			 -EINVAL);
 
 	/* a rebalanced table: experts 0 and 7 swap ep ranks in layer 1 */
 	pl.owner[1 * 8 + 0] = 3;
@@ -267,18 +282,23 @@ static void test_placement_blocks(void **state)
 	assert_int_equal(experts[1], 7);
 	/* unbalanced: refused with the layer and the rank */
 	pl.owner[2 * 8 + 0] = 1;
-	assert_int_equal(layout_placement_check(&pl, err, sizeof(err)), -EINVAL);
+	assert_int_equal(layout_placement_check(&pl, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "layer 2 puts 1 experts on ep rank 0"));
 	pl.owner[2 * 8 + 0] = 4;
-	assert_int_equal(layout_placement_check(&pl, err, sizeof(err)), -EINVAL);
+	assert_int_equal(layout_placement_check(&pl, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "layer 2 expert 0 is on ep rank 4"));
 	layout_placement_fini(&pl);
 	layout_placement_fini(NULL);
 
-	assert_int_equal(layout_placement_init(&pl, 2, 6, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(layout_placement_init(&pl, 2, 6, 4, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "E a multiple of ep"));
-	assert_int_equal(layout_placement_init(&pl, 0, 8, 2, err, sizeof(err)), -EINVAL);
-	assert_int_equal(layout_placement_init(&pl, 2, 2, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(layout_placement_init(&pl, 0, 8, 2, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(layout_placement_init(&pl, 2, 2, 4, err, sizeof(err)),
+			 -EINVAL);
 }
 
 static void test_placement_roundtrip(void **state)
@@ -288,14 +308,17 @@ static void test_placement_roundtrip(void **state)
 	int l, e;
 
 	(void)state;
-	assert_int_equal(layout_placement_init(&pl, 2, 4, 2, err, sizeof(err)), 0);
+	assert_int_equal(layout_placement_init(&pl, 2, 4, 2, err, sizeof(err)),
+			 0);
 	pl.owner[0] = 1; /* layer 0: 1,0,0,1 */
 	pl.owner[3] = 1;
 	pl.owner[1] = 0;
 	pl.owner[2] = 0;
 	assert_int_equal(layout_placement_format(&pl, &text), 0);
-	assert_string_equal(text, "L=2\nE=4\nep=2\nlayer.0=1,0,0,1\nlayer.1=0,0,1,1\n");
-	assert_int_equal(layout_placement_parse(&back, text, err, sizeof(err)), 0);
+	assert_string_equal(
+	    text, "L=2\nE=4\nep=2\nlayer.0=1,0,0,1\nlayer.1=0,0,1,1\n");
+	assert_int_equal(layout_placement_parse(&back, text, err, sizeof(err)),
+			 0);
 	assert_int_equal(back.L, 2);
 	assert_int_equal(back.E, 4);
 	assert_int_equal(back.ep, 2);
@@ -308,9 +331,11 @@ static void test_placement_roundtrip(void **state)
 
 	/* a big table survives too */
 	layout_placement_fini(&pl);
-	assert_int_equal(layout_placement_init(&pl, 64, 256, 16, err, sizeof(err)), 0);
+	assert_int_equal(
+	    layout_placement_init(&pl, 64, 256, 16, err, sizeof(err)), 0);
 	assert_int_equal(layout_placement_format(&pl, &text), 0);
-	assert_int_equal(layout_placement_parse(&back, text, err, sizeof(err)), 0);
+	assert_int_equal(layout_placement_parse(&back, text, err, sizeof(err)),
+			 0);
 	assert_memory_equal(back.owner, pl.owner, 64 * 256 * sizeof(int16_t));
 	free(text);
 	layout_placement_fini(&back);
@@ -322,7 +347,8 @@ static void parse_refused(const char *text, const char *why)
 	struct layout_placement pl;
 	char err[256] = "";
 
-	assert_int_equal(layout_placement_parse(&pl, text, err, sizeof(err)), -EINVAL);
+	assert_int_equal(layout_placement_parse(&pl, text, err, sizeof(err)),
+			 -EINVAL);
 	assert_null(pl.owner);
 	if (!strstr(err, why))
 		fail_msg("reason '%s' does not say '%s'", err, why);
@@ -333,22 +359,28 @@ static void test_placement_parse_refusals(void **state)
 	(void)state;
 	parse_refused("L=1\nE=2\nep=2\n", "no layer lines");
 	parse_refused("L=2\nE=2\nep=2\nlayer.0=0,1\n", "layer.1 is missing");
-	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,1\nlayer.0=1,0\n", "layer.0 given twice");
+	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,1\nlayer.0=1,0\n",
+		      "layer.0 given twice");
 	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,2\n", "'2' is not an ep rank");
 	parse_refused("L=1\nE=2\nep=2\nlayer.0=0\n", "1 owners for 2 experts");
 	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,1,1\n", "more than 2 owners");
 	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,,\n", "expected an ep rank");
-	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,0\n", "puts 2 experts on ep rank 0");
-	parse_refused("L=1\nE=2\nep=2\nlayer.1=0,1\n", "layer index outside [0, 1)");
-	parse_refused("L=1\nE=2\nlayer.0=0,1\n", "must come before the layer lines");
-	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,1\nep=1\n", "after the first layer line");
+	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,0\n",
+		      "puts 2 experts on ep rank 0");
+	parse_refused("L=1\nE=2\nep=2\nlayer.1=0,1\n",
+		      "layer index outside [0, 1)");
+	parse_refused("L=1\nE=2\nlayer.0=0,1\n",
+		      "must come before the layer lines");
+	parse_refused("L=1\nE=2\nep=2\nlayer.0=0,1\nep=1\n",
+		      "after the first layer line");
 	parse_refused("L=1\nL=2\n", "L given twice");
 	parse_refused("L=0\n", "not a positive count");
 	parse_refused("L=1\nE=3\nep=2\nlayer.0=0,1,1\n", "E a multiple of ep");
 	parse_refused("colour=blue\n", "unknown key 'colour'");
 }
 
-/* ---- 1F1B schedule -------------------------------------------------------- */
+/* ---- 1F1B schedule --------------------------------------------------------
+ */
 
 static size_t sched(int s, int p, int m, struct pipe_action *out, size_t max)
 {
@@ -369,7 +401,8 @@ static void expect_ops(int s, int p, int m, const char *want)
 
 		if (a[i].micro2 >= 0)
 			snprintf(one, sizeof(one), "%s%s(%d,%d)", i ? " " : "",
-				 pipe_op_name(a[i].op), a[i].micro, a[i].micro2);
+				 pipe_op_name(a[i].op), a[i].micro,
+				 a[i].micro2);
 		else
 			snprintf(one, sizeof(one), "%s%s(%d)", i ? " " : "",
 				 pipe_op_name(a[i].op), a[i].micro);
@@ -392,8 +425,9 @@ static void test_schedule_small(void **state)
 	expect_ops(0, 4, 2,
 		   "fwd(0) send_act(0) fwd(1) send_act(1) recv_grad(0) bwd(0) "
 		   "recv_grad(1) bwd(1)");
-	expect_ops(1, 3, 1,
-		   "recv_act(0) fwd(0) send_act(0) recv_grad(0) bwd(0) send_grad(0)");
+	expect_ops(
+	    1, 3, 1,
+	    "recv_act(0) fwd(0) send_act(0) recv_grad(0) bwd(0) send_grad(0)");
 }
 
 static void test_schedule_errors(void **state)
@@ -411,7 +445,8 @@ static void test_schedule_errors(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(pipe_schedule_max(0), 0);
 	assert_int_equal(pipe_schedule_max(3), 18);
-	assert_string_equal(pipe_op_name(PIPE_SEND_GRAD_RECV_ACT), "send_grad_recv_act");
+	assert_string_equal(pipe_op_name(PIPE_SEND_GRAD_RECV_ACT),
+			    "send_grad_recv_act");
 	assert_string_equal(pipe_op_name((enum pipe_op)99), "?");
 }
 
@@ -426,24 +461,24 @@ static int action_xfers(const struct pipe_action *a, struct xfer x[2])
 {
 	switch (a->op) {
 	case PIPE_RECV_ACT:
-		x[0] = (struct xfer){ 'a', a->micro, false };
+		x[0] = (struct xfer){'a', a->micro, false};
 		return 1;
 	case PIPE_SEND_ACT:
-		x[0] = (struct xfer){ 'a', a->micro, true };
+		x[0] = (struct xfer){'a', a->micro, true};
 		return 1;
 	case PIPE_RECV_GRAD:
-		x[0] = (struct xfer){ 'g', a->micro, false };
+		x[0] = (struct xfer){'g', a->micro, false};
 		return 1;
 	case PIPE_SEND_GRAD:
-		x[0] = (struct xfer){ 'g', a->micro, true };
+		x[0] = (struct xfer){'g', a->micro, true};
 		return 1;
 	case PIPE_SEND_ACT_RECV_GRAD:
-		x[0] = (struct xfer){ 'a', a->micro, true };
-		x[1] = (struct xfer){ 'g', a->micro2, false };
+		x[0] = (struct xfer){'a', a->micro, true};
+		x[1] = (struct xfer){'g', a->micro2, false};
 		return 2;
 	case PIPE_SEND_GRAD_RECV_ACT:
-		x[0] = (struct xfer){ 'g', a->micro, true };
-		x[1] = (struct xfer){ 'a', a->micro2, false };
+		x[0] = (struct xfer){'g', a->micro, true};
+		x[1] = (struct xfer){'a', a->micro2, false};
 		return 2;
 	default:
 		return 0;
@@ -506,12 +541,14 @@ static void check_stage(int s, int p, int m, const struct pipe_action *a,
 			assert_true(peer >= 0 && peer < p);
 			assert_true(mi >= 0 && mi < m);
 			if (x[j].kind == 'a' && x[j].send) {
-				assert_true(mi < fwd_next); /* after its forward */
+				assert_true(mi <
+					    fwd_next); /* after its forward */
 				sent_act[mi]++;
 			} else if (x[j].kind == 'a') {
 				got_act[mi]++;
 			} else if (x[j].send) {
-				assert_true(mi < bwd_next); /* after its backward */
+				assert_true(mi <
+					    bwd_next); /* after its backward */
 				sent_grad[mi]++;
 			} else {
 				got_grad[mi]++;
@@ -573,7 +610,8 @@ static void run_pipeline(int p, int m)
 					continue;
 				ny = action_xfers(&a[q][pc[q]], y);
 				for (k = 0; k < ny; k++) {
-					if (!done[q][k] && y[k].kind == x[j].kind &&
+					if (!done[q][k] &&
+					    y[k].kind == x[j].kind &&
 					    y[k].micro == x[j].micro &&
 					    y[k].send != x[j].send &&
 					    xfer_peer(q, &y[k]) == s) {
@@ -602,7 +640,9 @@ static void run_pipeline(int p, int m)
 			}
 		}
 		if (!moved)
-			fail_msg("pipeline of %d stages, %d micro-batches deadlocks", p, m);
+			fail_msg(
+			    "pipeline of %d stages, %d micro-batches deadlocks",
+			    p, m);
 		assert_true(++rounds < 100000);
 	}
 	for (s = 0; s < p; s++)
@@ -622,16 +662,16 @@ static void test_schedule_properties(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_check_accepts),
-		cmocka_unit_test(test_check_refusals),
-		cmocka_unit_test(test_coords),
-		cmocka_unit_test(test_groups),
-		cmocka_unit_test(test_placement_blocks),
-		cmocka_unit_test(test_placement_roundtrip),
-		cmocka_unit_test(test_placement_parse_refusals),
-		cmocka_unit_test(test_schedule_small),
-		cmocka_unit_test(test_schedule_errors),
-		cmocka_unit_test(test_schedule_properties),
+	    cmocka_unit_test(test_check_accepts),
+	    cmocka_unit_test(test_check_refusals),
+	    cmocka_unit_test(test_coords),
+	    cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_placement_blocks),
+	    cmocka_unit_test(test_placement_roundtrip),
+	    cmocka_unit_test(test_placement_parse_refusals),
+	    cmocka_unit_test(test_schedule_small),
+	    cmocka_unit_test(test_schedule_errors),
+	    cmocka_unit_test(test_schedule_properties),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

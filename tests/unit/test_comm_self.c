@@ -81,8 +81,10 @@ static void test_boot_exchange_alone(void **state)
 	assert_int_equal(got, 2);
 	assert_memory_equal(back, "xy", 2);
 	assert_int_equal(boot_get(&b, 0, "k1", back, 1, &got), -EMSGSIZE);
-	assert_int_equal(boot_get(&b, 0, "nope", back, sizeof(back), &got), -ENOENT);
-	assert_int_equal(boot_get(&b, 1, "k1", back, sizeof(back), &got), -EINVAL);
+	assert_int_equal(boot_get(&b, 0, "nope", back, sizeof(back), &got),
+			 -ENOENT);
+	assert_int_equal(boot_get(&b, 1, "k1", back, sizeof(back), &got),
+			 -EINVAL);
 	assert_int_equal(boot_put(&b, "", blob, 1), -EINVAL);
 	assert_int_equal(boot_put(&b, "k", blob, BOOT_BLOB_MAX + 1), -EINVAL);
 	/* share: rank 0 keeps its data */
@@ -179,7 +181,8 @@ static void test_self_create(void **state)
 	/* the self back end refuses a job of several */
 	fake = w->b;
 	fake.size = 2;
-	assert_int_equal(comm_create(&c, COMM_SELF, &fake, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    comm_create(&c, COMM_SELF, &fake, NULL, err, sizeof(err)), -EINVAL);
 	assert_null(c);
 	assert_non_null(strstr(err, "the job has 2"));
 	comm_destroy(NULL);
@@ -189,8 +192,8 @@ static void test_self_collectives(void **state)
 {
 	struct world *w = *state;
 	struct comm_request req;
-	float f[5] = { 1, 2, 3, 4, 5 };
-	int32_t v[3] = { 7, 8, 9 };
+	float f[5] = {1, 2, 3, 4, 5};
+	int32_t v[3] = {7, 8, 9};
 
 	assert_int_equal(comm_allreduce_f32(w->c, f, 5), 0);
 	assert_true(f[0] == 1 && f[4] == 5); /* sum over one rank */
@@ -209,30 +212,40 @@ static void test_self_collectives(void **state)
 static void test_self_alltoallv(void **state)
 {
 	struct world *w = *state;
-	int32_t send[6] = { 0, 0, 11, 12, 13, 0 }, recv[6];
+	int32_t send[6] = {0, 0, 11, 12, 13, 0}, recv[6];
 	size_t sc = 3, sd = 2, rc = 3, rd = 1, bad = 2;
 	size_t huge = SIZE_MAX / 2;
 
 	memset(recv, 0xff, sizeof(recv));
-	assert_int_equal(comm_alltoallv(w->c, send, &sc, &sd, recv, &rc, &rd, COMM_I32), 0);
+	assert_int_equal(
+	    comm_alltoallv(w->c, send, &sc, &sd, recv, &rc, &rd, COMM_I32), 0);
 	assert_int_equal(recv[0], -1); /* before the block: untouched */
 	assert_int_equal(recv[1], 11);
 	assert_int_equal(recv[2], 12);
 	assert_int_equal(recv[3], 13);
 	assert_int_equal(recv[4], -1); /* after it too */
 	/* the counts must agree with oneself */
-	assert_int_equal(comm_alltoallv(w->c, send, &sc, &sd, recv, &bad, &rd, COMM_I32), -EINVAL);
-	assert_int_equal(comm_alltoallv(w->c, send, &huge, &huge, recv, &rc, &rd, COMM_I32), -EINVAL);
-	assert_int_equal(comm_alltoallv(w->c, NULL, &sc, &sd, recv, &rc, &rd, COMM_I32), -EINVAL);
-	assert_int_equal(comm_alltoallv(w->c, send, NULL, &sd, recv, &rc, &rd, COMM_I32), -EINVAL);
+	assert_int_equal(
+	    comm_alltoallv(w->c, send, &sc, &sd, recv, &bad, &rd, COMM_I32),
+	    -EINVAL);
+	assert_int_equal(
+	    comm_alltoallv(w->c, send, &huge, &huge, recv, &rc, &rd, COMM_I32),
+	    -EINVAL);
+	assert_int_equal(
+	    comm_alltoallv(w->c, NULL, &sc, &sd, recv, &rc, &rd, COMM_I32),
+	    -EINVAL);
+	assert_int_equal(
+	    comm_alltoallv(w->c, send, NULL, &sd, recv, &rc, &rd, COMM_I32),
+	    -EINVAL);
 }
 
 static void test_self_p2p(void **state)
 {
 	struct world *w = *state;
-	float a[3] = { 1, 2, 3 }, b[3] = { 4, 5, 6 }, r[3];
+	float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, r[3];
 
-	/* messages to oneself wait for the receive with the same tag, in order */
+	/* messages to oneself wait for the receive with the same tag, in order
+	 */
 	assert_int_equal(comm_send(w->c, a, 3, COMM_F32, 0, 1), 0);
 	assert_int_equal(comm_send(w->c, b, 3, COMM_F32, 0, 2), 0);
 	assert_int_equal(comm_send(w->c, b, 3, COMM_F32, 0, 1), 0);
@@ -283,7 +296,7 @@ static void test_self_split_and_stats(void **state)
 static void test_self_memory(void **state)
 {
 	struct world *w = *state;
-	float in[4] = { 1, 2, 3, 4 }, out[4] = { 0 };
+	float in[4] = {1, 2, 3, 4}, out[4] = {0};
 	float *d = comm_alloc(w->c, sizeof(in));
 
 	assert_non_null(d);
@@ -339,17 +352,23 @@ static void test_watchdog(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_boot_alone, setup_env),
-		cmocka_unit_test_setup(test_boot_exchange_alone, setup_env),
-		cmocka_unit_test(test_backends),
-		cmocka_unit_test_setup(test_options, setup_env),
-		cmocka_unit_test_setup_teardown(test_self_create, world_up, world_down),
-		cmocka_unit_test_setup_teardown(test_self_collectives, world_up, world_down),
-		cmocka_unit_test_setup_teardown(test_self_alltoallv, world_up, world_down),
-		cmocka_unit_test_setup_teardown(test_self_p2p, world_up, world_down),
-		cmocka_unit_test_setup_teardown(test_self_split_and_stats, world_up, world_down),
-		cmocka_unit_test_setup_teardown(test_self_memory, world_up, world_down),
-		cmocka_unit_test(test_watchdog),
+	    cmocka_unit_test_setup(test_boot_alone, setup_env),
+	    cmocka_unit_test_setup(test_boot_exchange_alone, setup_env),
+	    cmocka_unit_test(test_backends),
+	    cmocka_unit_test_setup(test_options, setup_env),
+	    cmocka_unit_test_setup_teardown(test_self_create, world_up,
+					    world_down),
+	    cmocka_unit_test_setup_teardown(test_self_collectives, world_up,
+					    world_down),
+	    cmocka_unit_test_setup_teardown(test_self_alltoallv, world_up,
+					    world_down),
+	    cmocka_unit_test_setup_teardown(test_self_p2p, world_up,
+					    world_down),
+	    cmocka_unit_test_setup_teardown(test_self_split_and_stats, world_up,
+					    world_down),
+	    cmocka_unit_test_setup_teardown(test_self_memory, world_up,
+					    world_down),
+	    cmocka_unit_test(test_watchdog),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

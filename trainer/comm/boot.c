@@ -40,8 +40,9 @@ int boot_init(struct boot *b, char *err, size_t len)
 	if (boot_under_pmix()) {
 		rc = boot_pmix_init(b, err, len);
 		if (rc == -ENOTSUP)
-			return sigma_set_err(err, len, ENOTSUP,
-					     "started under a PMIx server (PMIX_NAMESPACE is set) but built without PMIx: rebuild with --with-pmix");
+			return sigma_set_err(
+			    err, len, ENOTSUP,
+			    "started under a PMIx server (PMIX_NAMESPACE is set) but built without PMIx: rebuild with --with-pmix");
 		if (rc < 0)
 			return rc;
 		b->pmix = true;
@@ -51,9 +52,10 @@ int boot_init(struct boot *b, char *err, size_t len)
 	/* No PMIx: refuse to be one of several tasks that cannot meet. */
 	ntasks = getenv("SLURM_NTASKS");
 	if (ntasks && sigma_parse_long(ntasks, 1, LONG_MAX, &n) == 0 && n > 1)
-		return sigma_set_err(err, len, EINVAL,
-				     "started as one of %ld tasks without a PMIx server: run under srun --mpi=pmix",
-				     n);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "started as one of %ld tasks without a PMIx server: run under srun --mpi=pmix",
+		    n);
 	b->rank = 0;
 	b->size = 1;
 	b->local_rank = 0;
@@ -132,8 +134,8 @@ int boot_fence(struct boot *b)
 	return rc;
 }
 
-int boot_get(struct boot *b, int rank, const char *key, void *data,
-	     size_t max, size_t *got)
+int boot_get(struct boot *b, int rank, const char *key, void *data, size_t max,
+	     size_t *got)
 {
 	struct boot_item *it;
 

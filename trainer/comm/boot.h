@@ -5,7 +5,8 @@
  * runs alone. Plus a small key/blob exchange over PMIx (put, commit, fence,
  * get) used to hand the NCCL unique id from rank 0 to every rank.
  *
- *   boot_init -> [boot_put ... boot_commit -> boot_fence -> boot_get ...] -> boot_fini
+ *   boot_init -> [boot_put ... boot_commit -> boot_fence -> boot_get ...] ->
+ * boot_fini
  *
  * Nothing is parsed from SLURM_* variables when PMIx is there. Without a
  * PMIx server, a process that srun started as one of several tasks
@@ -18,20 +19,20 @@
 #include <stddef.h>
 
 #define BOOT_NODE_MAX 256
-#define BOOT_KEY_MAX 64 /* PMIx keys are at most 511 bytes; ours are short */
+#define BOOT_KEY_MAX  64 /* PMIx keys are at most 511 bytes; ours are short */
 #define BOOT_BLOB_MAX 65536
 
 struct boot {
-	int rank; /* [0, size) */
-	int size; /* processes in the job */
-	int local_rank; /* [0, local_size): index on this node */
-	int local_size; /* processes of the job on this node */
+	int rank;		  /* [0, size) */
+	int size;		  /* processes in the job */
+	int local_rank;		  /* [0, local_size): index on this node */
+	int local_size;		  /* processes of the job on this node */
 	char node[BOOT_NODE_MAX]; /* node name (PMIX_HOSTNAME) */
-	bool pmix; /* true when the values came from a PMIx server */
+	bool pmix;	     /* true when the values came from a PMIx server */
 	int fence_timeout_s; /* boot_fence gives up after this (0: never) */
-	unsigned long seq; /* exchanges done, to make keys unique */
-	void *impl; /* PMIx state, NULL without PMIx */
-	void *store; /* single process: what boot_put stored */
+	unsigned long seq;   /* exchanges done, to make keys unique */
+	void *impl;	     /* PMIx state, NULL without PMIx */
+	void *store;	     /* single process: what boot_put stored */
 };
 
 /*
@@ -56,8 +57,8 @@ int boot_fence(struct boot *b);
  * Read the blob rank published under key into data[max]; *got gets its
  * length. -ENOENT when absent, -EMSGSIZE when longer than max.
  */
-int boot_get(struct boot *b, int rank, const char *key, void *data,
-	     size_t max, size_t *got);
+int boot_get(struct boot *b, int rank, const char *key, void *data, size_t max,
+	     size_t *got);
 
 /*
  * Rank 0's data[len] handed to every rank: rank 0 puts it under a fresh

@@ -74,15 +74,15 @@ static int pmix_get_long(const pmix_proc_t *me, pmix_rank_t rank,
 	PMIX_LOAD_PROCID(&p, me->nspace, rank);
 	st = PMIx_Get(&p, key, NULL, 0, &v);
 	if (st != PMIX_SUCCESS || !v)
-		return sigma_set_err(err, len, EPROTO,
-				     "PMIx_Get(%s): %s", key,
+		return sigma_set_err(err, len, EPROTO, "PMIx_Get(%s): %s", key,
 				     PMIx_Error_string(st));
 	rc = pmix_value_long(v, out);
 	PMIX_VALUE_RELEASE(v);
 	if (rc < 0 || *out < min || *out > max)
-		return sigma_set_err(err, len, EPROTO,
-				     "PMIx_Get(%s): not an integer in [%ld, %ld]",
-				     key, min, max);
+		return sigma_set_err(
+		    err, len, EPROTO,
+		    "PMIx_Get(%s): not an integer in [%ld, %ld]", key, min,
+		    max);
 	return 0;
 }
 
@@ -100,9 +100,10 @@ int boot_pmix_init(struct boot *b, char *err, size_t len)
 	st = PMIx_Init(&px->me, NULL, 0);
 	if (st != PMIX_SUCCESS) {
 		free(px);
-		return sigma_set_err(err, len, EPROTO,
-				     "PMIx_Init: %s (is this process started by srun --mpi=pmix?)",
-				     PMIx_Error_string(st));
+		return sigma_set_err(
+		    err, len, EPROTO,
+		    "PMIx_Init: %s (is this process started by srun --mpi=pmix?)",
+		    PMIx_Error_string(st));
 	}
 	b->impl = px;
 	b->rank = (int)px->me.rank;
@@ -140,9 +141,8 @@ int boot_pmix_init(struct boot *b, char *err, size_t len)
 	    !v->data.string) {
 		if (v)
 			PMIX_VALUE_RELEASE(v);
-		rc = sigma_set_err(err, len, EPROTO,
-				   "PMIx_Get(%s): %s", PMIX_HOSTNAME,
-				   PMIx_Error_string(st));
+		rc = sigma_set_err(err, len, EPROTO, "PMIx_Get(%s): %s",
+				   PMIX_HOSTNAME, PMIx_Error_string(st));
 		goto out_fini;
 	}
 	sigma_strlcpy(b->node, v->data.string, sizeof(b->node));
@@ -163,8 +163,7 @@ void boot_pmix_fini(struct boot *b)
 	b->impl = NULL;
 }
 
-int boot_pmix_put(struct boot *b, const char *key, const void *data,
-		  size_t len)
+int boot_pmix_put(struct boot *b, const char *key, const void *data, size_t len)
 {
 	pmix_value_t v;
 	pmix_status_t st;

@@ -13,7 +13,7 @@
 #include "sigma.h"
 #include "comm_impl.h"
 
-static const char *const backend_names[] = { "self", "mpi", "nccl", NULL };
+static const char *const backend_names[] = {"self", "mpi", "nccl", NULL};
 
 const char *comm_backend_name(enum comm_backend be)
 {
@@ -75,9 +75,10 @@ int comm_options_default(struct comm_options *o, char *err, size_t len)
 	o->stream = NULL;
 	if (s && *s &&
 	    sigma_parse_double(s, 0, COMM_TIMEOUT_MAX, &o->timeout_s) < 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "SIGMA_COMM_TIMEOUT=%s: expected seconds in [0, %.0f] (0: no timeout)",
-				     s, COMM_TIMEOUT_MAX);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "SIGMA_COMM_TIMEOUT=%s: expected seconds in [0, %.0f] (0: no timeout)",
+		    s, COMM_TIMEOUT_MAX);
 	return 0;
 }
 
@@ -89,14 +90,15 @@ int comm_create(struct comm **out, enum comm_backend be, struct boot *b,
 
 	*out = NULL;
 	if (!comm_backend_available(be))
-		return sigma_set_err(err, len, ENOTSUP,
-				     "the %s back end is not in this build (configure found no %s)",
-				     comm_backend_name(be),
-				     be == COMM_MPI ? "MPI" : "NCCL");
+		return sigma_set_err(
+		    err, len, ENOTSUP,
+		    "the %s back end is not in this build (configure found no %s)",
+		    comm_backend_name(be), be == COMM_MPI ? "MPI" : "NCCL");
 	if (be == COMM_SELF && b->size != 1)
-		return sigma_set_err(err, len, EINVAL,
-				     "the self back end runs one process, the job has %d",
-				     b->size);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "the self back end runs one process, the job has %d",
+		    b->size);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
@@ -105,10 +107,11 @@ int comm_create(struct comm **out, enum comm_backend be, struct boot *b,
 	if (o)
 		c->opt = *o;
 	else
-		c->opt = (struct comm_options){ COMM_TIMEOUT_DEFAULT, -1, NULL };
+		c->opt = (struct comm_options){COMM_TIMEOUT_DEFAULT, -1, NULL};
 	sigma_strlcpy(c->name, "world", sizeof(c->name));
 	/* the PMIx fences of the back end's set-up follow the same timeout */
-	b->fence_timeout_s = c->opt.timeout_s > 0 ? (int)(c->opt.timeout_s + 0.999) : 0;
+	b->fence_timeout_s =
+	    c->opt.timeout_s > 0 ? (int)(c->opt.timeout_s + 0.999) : 0;
 	switch (be) {
 	case COMM_SELF:
 		rc = comm_self_init(c, err, len);
@@ -142,8 +145,8 @@ static int comm_begin(struct comm *c, const char *what, uint64_t *t0)
 	return 0;
 }
 
-static int comm_end(struct comm *c, const char *what, size_t bytes,
-		    uint64_t t0, int rc)
+static int comm_end(struct comm *c, const char *what, size_t bytes, uint64_t t0,
+		    int rc)
 {
 	comm_watch_leave();
 	if (rc == -EIO || rc == -ETIMEDOUT) {
@@ -294,8 +297,7 @@ int comm_allreduce_f32(struct comm *c, float *buf, size_t n)
 		return -EINVAL;
 	if (!n)
 		return 0;
-	COMM_CALL(c, "allreduce", n * 4,
-			 c->ops->allreduce_f32(c, buf, n));
+	COMM_CALL(c, "allreduce", n * 4, c->ops->allreduce_f32(c, buf, n));
 }
 
 int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
@@ -341,15 +343,14 @@ int comm_wait(struct comm_request *req)
 	return rc;
 }
 
-int comm_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
-	       int root)
+int comm_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t, int root)
 {
 	if (check_buf(buf, n, t) < 0 || root < 0 || root >= c->size)
 		return -EINVAL;
 	if (!n)
 		return 0;
 	COMM_CALL(c, "bcast", c->rank == root ? n * comm_dtype_size(t) : 0,
-			 c->ops->bcast(c, buf, n, t, root));
+		  c->ops->bcast(c, buf, n, t, root));
 }
 
 int comm_alltoallv(struct comm *c, const void *send, const size_t *scounts,
@@ -376,8 +377,8 @@ int comm_alltoallv(struct comm *c, const void *send, const size_t *scounts,
 	if ((stot && !send) || (rtot && !recv))
 		return -EINVAL;
 	COMM_CALL(c, "alltoallv", sent,
-			 c->ops->alltoallv(c, send, scounts, sdispls, recv,
-					   rcounts, rdispls, t));
+		  c->ops->alltoallv(c, send, scounts, sdispls, recv, rcounts,
+				    rdispls, t));
 }
 
 int comm_send(struct comm *c, const void *buf, size_t n, enum comm_dtype t,
@@ -386,11 +387,11 @@ int comm_send(struct comm *c, const void *buf, size_t n, enum comm_dtype t,
 	if (check_buf(buf, n, t) < 0 || peer < 0 || peer >= c->size || tag < 0)
 		return -EINVAL;
 	COMM_CALL(c, "send", n * comm_dtype_size(t),
-			 c->ops->send(c, buf, n, t, peer, tag));
+		  c->ops->send(c, buf, n, t, peer, tag));
 }
 
-int comm_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
-	      int peer, int tag)
+int comm_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t, int peer,
+	      int tag)
 {
 	if (check_buf(buf, n, t) < 0 || peer < 0 || peer >= c->size || tag < 0)
 		return -EINVAL;
@@ -404,9 +405,9 @@ int comm_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 	    speer < 0 || speer >= c->size || rpeer < 0 || rpeer >= c->size ||
 	    tag < 0)
 		return -EINVAL;
-	COMM_CALL(c, "sendrecv", sn * comm_dtype_size(t),
-			 c->ops->sendrecv(c, sbuf, sn, speer, rbuf, rn, rpeer,
-					  t, tag));
+	COMM_CALL(
+	    c, "sendrecv", sn * comm_dtype_size(t),
+	    c->ops->sendrecv(c, sbuf, sn, speer, rbuf, rn, rpeer, t, tag));
 }
 
 int comm_barrier(struct comm *c)

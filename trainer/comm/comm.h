@@ -45,7 +45,7 @@
 
 /* Default collective timeout in seconds (SIGMA_COMM_TIMEOUT overrides). */
 #define COMM_TIMEOUT_DEFAULT 300.0
-#define COMM_TIMEOUT_MAX 86400.0
+#define COMM_TIMEOUT_MAX     86400.0
 
 enum comm_backend {
 	COMM_SELF,
@@ -89,7 +89,7 @@ int comm_options_default(struct comm_options *o, char *err, size_t len);
 struct comm_stats {
 	uint64_t calls; /* collectives and point-to-point calls */
 	uint64_t bytes; /* bytes this rank sent (payload) */
-	uint64_t ns; /* wall time spent inside calls */
+	uint64_t ns;	/* wall time spent inside calls */
 };
 
 /* "self", "mpi", "nccl" */
@@ -177,15 +177,16 @@ int comm_alltoallv(struct comm *c, const void *send, const size_t *scounts,
  */
 int comm_send(struct comm *c, const void *buf, size_t n, enum comm_dtype t,
 	      int peer, int tag);
-int comm_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
-	      int peer, int tag);
+int comm_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t, int peer,
+	      int tag);
 /* Send sbuf[sn] to speer and receive rbuf[rn] from rpeer together. */
 int comm_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 		  void *rbuf, size_t rn, int rpeer, enum comm_dtype t, int tag);
 
 int comm_barrier(struct comm *c);
 
-/* ---- watchdog --------------------------------------------------------------- */
+/* ---- watchdog ---------------------------------------------------------------
+ */
 
 /*
  * Start the process's watchdog thread: when one collective (or boot_fence)

@@ -37,16 +37,15 @@ struct comm_ops {
 		    enum comm_dtype t, int peer, int tag);
 	int (*recv)(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 		    int peer, int tag);
-	int (*sendrecv)(struct comm *c, const void *sbuf, size_t sn,
-			int speer, void *rbuf, size_t rn, int rpeer,
-			enum comm_dtype t, int tag);
+	int (*sendrecv)(struct comm *c, const void *sbuf, size_t sn, int speer,
+			void *rbuf, size_t rn, int rpeer, enum comm_dtype t,
+			int tag);
 	int (*barrier)(struct comm *c);
 	/* device memory; NULL for host back ends (comm.c uses the heap) */
 	void *(*alloc)(struct comm *c, size_t n);
 	void (*free)(struct comm *c, void *p);
 	int (*to_host)(struct comm *c, void *host, const void *src, size_t n);
-	int (*from_host)(struct comm *c, void *dst, const void *host,
-			 size_t n);
+	int (*from_host)(struct comm *c, void *dst, const void *host, size_t n);
 };
 
 struct comm {
@@ -65,7 +64,8 @@ struct comm {
 /* monotonic nanoseconds */
 uint64_t comm_now_ns(void);
 
-/* ---- watchdog (watchdog.c) ------------------------------------------------ */
+/* ---- watchdog (watchdog.c) ------------------------------------------------
+ */
 
 /* A call on comm name starts / ends (what: a static string). */
 void comm_watch_enter(const char *what, const char *name);
@@ -103,7 +103,8 @@ static inline int comm_nccl_init(struct comm *c, struct boot *b, char *err,
 }
 #endif
 
-/* ---- PMIx (boot_pmix.c): b->impl is its state ------------------------------ */
+/* ---- PMIx (boot_pmix.c): b->impl is its state ------------------------------
+ */
 
 #ifdef HAVE_PMIX
 int boot_pmix_init(struct boot *b, char *err, size_t len);

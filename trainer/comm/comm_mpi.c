@@ -34,7 +34,8 @@ static int mpi_users;
 static bool mpi_we_initialised;
 static bool mpi_failed; /* after a failure MPI_Finalize may never return */
 
-_Static_assert(sizeof(MPI_Request) <= sizeof(((struct comm_request *)0)->handle),
+_Static_assert(sizeof(MPI_Request) <=
+		   sizeof(((struct comm_request *)0)->handle),
 	       "MPI_Request does not fit in comm_request");
 
 static int mpi_fail(const char *what, int code)
@@ -261,17 +262,17 @@ static int mpi_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 	return mpi_check_count(&s, t, n);
 }
 
-static int mpi_sendrecv(struct comm *c, const void *sbuf, size_t sn,
-			int speer, void *rbuf, size_t rn, int rpeer,
-			enum comm_dtype t, int tag)
+static int mpi_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
+			void *rbuf, size_t rn, int rpeer, enum comm_dtype t,
+			int tag)
 {
 	MPI_Status s;
 	int rc;
 
 	if (sn > INT_MAX || rn > INT_MAX)
 		return -EOVERFLOW;
-	rc = MPI_Sendrecv(sbuf, (int)sn, mpi_type(t), speer, tag, rbuf,
-			  (int)rn, mpi_type(t), rpeer, tag, mpi_comm(c), &s);
+	rc = MPI_Sendrecv(sbuf, (int)sn, mpi_type(t), speer, tag, rbuf, (int)rn,
+			  mpi_type(t), rpeer, tag, mpi_comm(c), &s);
 	if (rc == MPI_ERR_TRUNCATE)
 		return -EMSGSIZE;
 	if (rc != MPI_SUCCESS)
@@ -289,17 +290,17 @@ static int mpi_barrier(struct comm *c)
 }
 
 static const struct comm_ops mpi_ops = {
-	.split = mpi_split,
-	.destroy = mpi_destroy,
-	.allreduce_f32 = mpi_allreduce,
-	.iallreduce_f32 = mpi_iallreduce,
-	.wait = mpi_wait,
-	.bcast = mpi_bcast,
-	.alltoallv = mpi_alltoallv,
-	.send = mpi_send,
-	.recv = mpi_recv,
-	.sendrecv = mpi_sendrecv,
-	.barrier = mpi_barrier,
+    .split = mpi_split,
+    .destroy = mpi_destroy,
+    .allreduce_f32 = mpi_allreduce,
+    .iallreduce_f32 = mpi_iallreduce,
+    .wait = mpi_wait,
+    .bcast = mpi_bcast,
+    .alltoallv = mpi_alltoallv,
+    .send = mpi_send,
+    .recv = mpi_recv,
+    .sendrecv = mpi_sendrecv,
+    .barrier = mpi_barrier,
 };
 
 int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
@@ -309,23 +310,27 @@ int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
 
 	MPI_Initialized(&inited);
 	if (!inited) {
-		rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+		rc =
+		    MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
 		if (rc != MPI_SUCCESS)
-			return sigma_set_err(err, len, EIO, "MPI_Init_thread failed (%d)", rc);
+			return sigma_set_err(err, len, EIO,
+					     "MPI_Init_thread failed (%d)", rc);
 		mpi_we_initialised = true;
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (rank != b->rank || size != b->size) {
-		rc = sigma_set_err(err, len, EPROTO,
-				   "MPI sees rank %d of %d, PMIx rank %d of %d: MPI and the bootstrap disagree (start with srun --mpi=pmix)",
-				   rank, size, b->rank, b->size);
+		rc = sigma_set_err(
+		    err, len, EPROTO,
+		    "MPI sees rank %d of %d, PMIx rank %d of %d: MPI and the bootstrap disagree (start with srun --mpi=pmix)",
+		    rank, size, b->rank, b->size);
 		goto out_fini;
 	}
 	rc = MPI_Comm_dup(MPI_COMM_WORLD, &world);
 	if (rc != MPI_SUCCESS) {
-		rc = sigma_set_err(err, len, EIO, "MPI_Comm_dup failed (%d)", rc);
+		rc = sigma_set_err(err, len, EIO, "MPI_Comm_dup failed (%d)",
+				   rc);
 		goto out_fini;
 	}
 	c->rank = rank;
@@ -333,7 +338,8 @@ int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
 	rc = mpi_state_new(c, world);
 	if (rc < 0) {
 		MPI_Comm_free(&world);
-		sigma_set_err(err, len, -rc, "MPI communicator: %s", strerror(-rc));
+		sigma_set_err(err, len, -rc, "MPI communicator: %s",
+			      strerror(-rc));
 		goto out_fini;
 	}
 	c->ops = &mpi_ops;

@@ -37,14 +37,15 @@
 #include "comm_impl.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
-#error "sigma needs NCCL 2.18 or later (ncclCommSplit, non-blocking communicators)"
+#error                                                                         \
+    "sigma needs NCCL 2.18 or later (ncclCommSplit, non-blocking communicators)"
 #endif
 
 struct nccl_state {
-	ncclComm_t comm; /* NULL once aborted */
+	ncclComm_t comm;     /* NULL once aborted */
 	cudaStream_t stream; /* the communicator's own stream */
-	cudaEvent_t ready; /* recorded on the caller's stream */
-	cudaStream_t user; /* the caller's stream (options.stream) */
+	cudaEvent_t ready;   /* recorded on the caller's stream */
+	cudaStream_t user;   /* the caller's stream (options.stream) */
 	int device;
 	float *scratch; /* one float on the device, for the barrier */
 };
@@ -71,7 +72,7 @@ static uint64_t nccl_deadline(const struct comm *c)
 
 static void nccl_pause(void)
 {
-	struct timespec ts = { 0, 20000 }; /* 20 us */
+	struct timespec ts = {0, 20000}; /* 20 us */
 
 	nanosleep(&ts, NULL);
 }
@@ -114,8 +115,9 @@ static int nccl_settle(struct comm *c, struct nccl_state *st, ncclComm_t comm,
 		if (state != ncclInProgress)
 			break;
 		if (comm_now_ns() > deadline) {
-			sigma_error("%s: no progress in %.1f s, aborting the communicator",
-				    what, c->opt.timeout_s);
+			sigma_error(
+			    "%s: no progress in %.1f s, aborting the communicator",
+			    what, c->opt.timeout_s);
 			if (comm != st->comm)
 				ncclCommAbort(comm);
 			nccl_abort(st);
@@ -151,8 +153,9 @@ static int nccl_sync(struct comm *c, struct nccl_state *st, const char *what)
 		if (ae != ncclSuccess && ae != ncclInProgress)
 			return nccl_fail(st, what, ae);
 		if (comm_now_ns() > deadline) {
-			sigma_error("%s: not finished after %.1f s, aborting the communicator",
-				    what, c->opt.timeout_s);
+			sigma_error(
+			    "%s: not finished after %.1f s, aborting the communicator",
+			    what, c->opt.timeout_s);
 			nccl_abort(st);
 			return -ETIMEDOUT;
 		}
@@ -346,8 +349,8 @@ static int nccl_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 	if ((rc = nccl_prepare(st)) < 0)
 		return rc;
 	return nccl_run(c, "ncclBroadcast",
-			ncclBroadcast(buf, buf, n, nccl_type(t), root,
-				      st->comm, st->stream));
+			ncclBroadcast(buf, buf, n, nccl_type(t), root, st->comm,
+				      st->stream));
 }
 
 /* End the group opened for r's calls (always), settle, wait. */
@@ -355,7 +358,8 @@ static int nccl_group_end(struct comm *c, const char *what, ncclResult_t r)
 {
 	ncclResult_t e = ncclGroupEnd();
 
-	return nccl_run(c, what, r != ncclSuccess && r != ncclInProgress ? r : e);
+	return nccl_run(c, what,
+			r != ncclSuccess && r != ncclInProgress ? r : e);
 }
 
 static int nccl_alltoallv(struct comm *c, const void *send,
@@ -381,9 +385,8 @@ static int nccl_alltoallv(struct comm *c, const void *send,
 				     scounts[p], nccl_type(t), p, st->comm,
 				     st->stream);
 		if (rcounts[p] && (r == ncclSuccess || r == ncclInProgress))
-			r = ncclRecv((char *)recv + rdispls[p] * es,
-				     rcounts[p], nccl_type(t), p, st->comm,
-				     st->stream);
+			r = ncclRecv((char *)recv + rdispls[p] * es, rcounts[p],
+				     nccl_type(t), p, st->comm, st->stream);
 	}
 	return nccl_group_end(c, "all-to-all (ncclSend/ncclRecv)", r);
 }
@@ -397,9 +400,9 @@ static int nccl_send(struct comm *c, const void *buf, size_t n,
 	(void)tag;
 	if ((rc = nccl_prepare(st)) < 0)
 		return rc;
-	return nccl_run(c, "ncclSend",
-			ncclSend(buf, n, nccl_type(t), peer, st->comm,
-				 st->stream));
+	return nccl_run(
+	    c, "ncclSend",
+	    ncclSend(buf, n, nccl_type(t), peer, st->comm, st->stream));
 }
 
 static int nccl_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
@@ -411,14 +414,14 @@ static int nccl_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 	(void)tag;
 	if ((rc = nccl_prepare(st)) < 0)
 		return rc;
-	return nccl_run(c, "ncclRecv",
-			ncclRecv(buf, n, nccl_type(t), peer, st->comm,
-				 st->stream));
+	return nccl_run(
+	    c, "ncclRecv",
+	    ncclRecv(buf, n, nccl_type(t), peer, st->comm, st->stream));
 }
 
-static int nccl_sendrecv(struct comm *c, const void *sbuf, size_t sn,
-			 int speer, void *rbuf, size_t rn, int rpeer,
-			 enum comm_dtype t, int tag)
+static int nccl_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
+			 void *rbuf, size_t rn, int rpeer, enum comm_dtype t,
+			 int tag)
 {
 	struct nccl_state *st = c->impl;
 	ncclResult_t r;
@@ -483,8 +486,7 @@ static int nccl_to_host(struct comm *c, void *host, const void *src, size_t n)
 	return e == cudaSuccess ? 0 : cuda_fail("cudaMemcpy to host", e);
 }
 
-static int nccl_from_host(struct comm *c, void *dst, const void *host,
-			  size_t n)
+static int nccl_from_host(struct comm *c, void *dst, const void *host, size_t n)
 {
 	struct nccl_state *st = c->impl;
 	cudaError_t e = cudaSetDevice(st->device);
@@ -495,21 +497,21 @@ static int nccl_from_host(struct comm *c, void *dst, const void *host,
 }
 
 static const struct comm_ops nccl_ops = {
-	.split = nccl_split,
-	.destroy = nccl_destroy,
-	.allreduce_f32 = nccl_allreduce,
-	.iallreduce_f32 = nccl_iallreduce,
-	.wait = nccl_wait,
-	.bcast = nccl_bcast,
-	.alltoallv = nccl_alltoallv,
-	.send = nccl_send,
-	.recv = nccl_recv,
-	.sendrecv = nccl_sendrecv,
-	.barrier = nccl_barrier,
-	.alloc = nccl_alloc,
-	.free = nccl_free,
-	.to_host = nccl_to_host,
-	.from_host = nccl_from_host,
+    .split = nccl_split,
+    .destroy = nccl_destroy,
+    .allreduce_f32 = nccl_allreduce,
+    .iallreduce_f32 = nccl_iallreduce,
+    .wait = nccl_wait,
+    .bcast = nccl_bcast,
+    .alltoallv = nccl_alltoallv,
+    .send = nccl_send,
+    .recv = nccl_recv,
+    .sendrecv = nccl_sendrecv,
+    .barrier = nccl_barrier,
+    .alloc = nccl_alloc,
+    .free = nccl_free,
+    .to_host = nccl_to_host,
+    .from_host = nccl_from_host,
 };
 
 int comm_nccl_init(struct comm *c, struct boot *b, char *err, size_t len)
@@ -524,14 +526,15 @@ int comm_nccl_init(struct comm *c, struct boot *b, char *err, size_t len)
 
 	e = cudaGetDeviceCount(&ndev);
 	if (e != cudaSuccess || ndev < 1)
-		return sigma_set_err(err, len, ENODEV,
-				     "NCCL back end: no CUDA device (%s)",
-				     e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		return sigma_set_err(
+		    err, len, ENODEV, "NCCL back end: no CUDA device (%s)",
+		    e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 	dev = c->opt.device >= 0 ? c->opt.device : b->local_rank % ndev;
 	if (dev >= ndev)
-		return sigma_set_err(err, len, ENODEV,
-				     "NCCL back end: device %d asked for, %d visible",
-				     dev, ndev);
+		return sigma_set_err(
+		    err, len, ENODEV,
+		    "NCCL back end: device %d asked for, %d visible", dev,
+		    ndev);
 	e = cudaSetDevice(dev);
 	if (e != cudaSuccess)
 		return sigma_set_err(err, len, EIO, "cudaSetDevice(%d): %s",
@@ -548,31 +551,34 @@ int comm_nccl_init(struct comm *c, struct boot *b, char *err, size_t len)
 	}
 	rc = boot_share(b, "nccl.id", &id, sizeof(id));
 	if (rc < 0)
-		return sigma_set_err(err, len, -rc,
-				     "handing out the NCCL unique id through PMIx: %s",
-				     strerror(-rc));
+		return sigma_set_err(
+		    err, len, -rc,
+		    "handing out the NCCL unique id through PMIx: %s",
+		    strerror(-rc));
 
 	r = ncclCommInitRankConfig(&nc, b->size, id, b->rank, &cfg);
 	if (r != ncclSuccess && r != ncclInProgress)
-		return sigma_set_err(err, len, EIO,
-				     "ncclCommInitRankConfig (rank %d of %d, device %d): %s",
-				     b->rank, b->size, dev,
-				     ncclGetErrorString(r));
+		return sigma_set_err(
+		    err, len, EIO,
+		    "ncclCommInitRankConfig (rank %d of %d, device %d): %s",
+		    b->rank, b->size, dev, ncclGetErrorString(r));
 	rc = nccl_state_new(c, nc, dev, &st);
 	if (rc < 0) {
 		ncclCommAbort(nc);
-		return sigma_set_err(err, len, -rc,
-				     "NCCL back end: stream, event or scratch on device %d",
-				     dev);
+		return sigma_set_err(
+		    err, len, -rc,
+		    "NCCL back end: stream, event or scratch on device %d",
+		    dev);
 	}
 	c->impl = st;
 	rc = nccl_settle(c, st, nc, r, "ncclCommInitRankConfig");
 	if (rc < 0) {
 		nccl_state_free(st);
 		c->impl = NULL;
-		return sigma_set_err(err, len, -rc,
-				     "ncclCommInitRankConfig (rank %d of %d, device %d) did not complete",
-				     b->rank, b->size, dev);
+		return sigma_set_err(
+		    err, len, -rc,
+		    "ncclCommInitRankConfig (rank %d of %d, device %d) did not complete",
+		    b->rank, b->size, dev);
 	}
 	c->ops = &nccl_ops;
 	c->be = COMM_NCCL;

@@ -153,9 +153,9 @@ static int self_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 	return 0;
 }
 
-static int self_sendrecv(struct comm *c, const void *sbuf, size_t sn,
-			 int speer, void *rbuf, size_t rn, int rpeer,
-			 enum comm_dtype t, int tag)
+static int self_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
+			 void *rbuf, size_t rn, int rpeer, enum comm_dtype t,
+			 int tag)
 {
 	int rc = self_send(c, sbuf, sn, t, speer, tag);
 
@@ -169,17 +169,17 @@ static int self_barrier(struct comm *c)
 }
 
 static const struct comm_ops self_ops = {
-	.split = self_split,
-	.destroy = self_destroy,
-	.allreduce_f32 = self_allreduce,
-	.iallreduce_f32 = self_iallreduce,
-	.wait = self_wait,
-	.bcast = self_bcast,
-	.alltoallv = self_alltoallv,
-	.send = self_send,
-	.recv = self_recv,
-	.sendrecv = self_sendrecv,
-	.barrier = self_barrier,
+    .split = self_split,
+    .destroy = self_destroy,
+    .allreduce_f32 = self_allreduce,
+    .iallreduce_f32 = self_iallreduce,
+    .wait = self_wait,
+    .bcast = self_bcast,
+    .alltoallv = self_alltoallv,
+    .send = self_send,
+    .recv = self_recv,
+    .sendrecv = self_sendrecv,
+    .barrier = self_barrier,
 };
 
 int comm_self_init(struct comm *c, char *err, size_t len)

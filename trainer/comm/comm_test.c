@@ -58,8 +58,9 @@ static void die(const char *fmt, ...)
 static void check_rc(int rc, const char *what)
 {
 	if (rc == -EIO || rc == -ETIMEDOUT) {
-		fprintf(stderr, "sigma-comm-test: rank %d: %s: %s: exiting %d\n",
-			me, what, strerror(-rc), COMM_EXIT_PEER);
+		fprintf(stderr,
+			"sigma-comm-test: rank %d: %s: %s: exiting %d\n", me,
+			what, strerror(-rc), COMM_EXIT_PEER);
 		exit(COMM_EXIT_PEER);
 	}
 	if (rc < 0)
@@ -122,7 +123,8 @@ static void buf_free(struct buf *b)
 	free(b->host);
 }
 
-/* ---- check ---------------------------------------------------------------- */
+/* ---- check ----------------------------------------------------------------
+ */
 
 static void check_allreduce(struct comm *c, size_t n, bool nonblocking)
 {
@@ -145,15 +147,18 @@ static void check_allreduce(struct comm *c, size_t n, bool nonblocking)
 	}
 	buf_pull(&b);
 	for (i = 0; i < n; i++) {
-		float want = (float)(1000L * s * (s - 1) / 2 + (long)s * (long)(i % 4096));
+		float want = (float)(1000L * s * (s - 1) / 2 +
+				     (long)s * (long)(i % 4096));
 
 		if (h[i] != want)
 			die("%s %s of %zu floats: [%zu] = %.1f, want %.1f",
-			    comm_name(c), nonblocking ? "iallreduce" : "allreduce",
-			    n, i, (double)h[i], (double)want);
+			    comm_name(c),
+			    nonblocking ? "iallreduce" : "allreduce", n, i,
+			    (double)h[i], (double)want);
 	}
 	buf_free(&b);
-	pass("%s %s n=%zu", comm_name(c), nonblocking ? "iallreduce" : "allreduce", n);
+	pass("%s %s n=%zu", comm_name(c),
+	     nonblocking ? "iallreduce" : "allreduce", n);
 }
 
 static void check_bcast(struct comm *c, size_t n)
@@ -173,8 +178,8 @@ static void check_bcast(struct comm *c, size_t n)
 		buf_pull(&b);
 		for (i = 0; i < n; i++)
 			if (h[i] != (int32_t)(root * 7919 + i))
-				die("%s bcast from %d: [%zu] = %d", comm_name(c),
-				    root, i, h[i]);
+				die("%s bcast from %d: [%zu] = %d",
+				    comm_name(c), root, i, h[i]);
 	}
 	buf_free(&b);
 	pass("%s bcast n=%zu from every root", comm_name(c), n);
@@ -200,7 +205,8 @@ static void check_alltoallv(struct comm *c, int salt, enum comm_dtype t)
 	struct buf sb, rb;
 	const int32_t SENTINEL = -7;
 
-	/* blocks with a gap of one element after each, filled with a sentinel */
+	/* blocks with a gap of one element after each, filled with a sentinel
+	 */
 	for (p = 0; p < s; p++) {
 		sc[p] = a2a_count(r, p, salt);
 		sd[p] = stot;
@@ -217,7 +223,8 @@ static void check_alltoallv(struct comm *c, int salt, enum comm_dtype t)
 			int32_t v = a2a_value(r, p, j);
 
 			if (t == COMM_F32)
-				((float *)sb.host)[sd[p] + j] = (float)(v % 1000000 + r);
+				((float *)sb.host)[sd[p] + j] =
+				    (float)(v % 1000000 + r);
 			else
 				((int32_t *)sb.host)[sd[p] + j] = v;
 		}
@@ -256,8 +263,10 @@ static void check_alltoallv(struct comm *c, int salt, enum comm_dtype t)
 	buf_free(&sb);
 	buf_free(&rb);
 	free(sc);
-	pass("%s alltoallv %s uneven salt=%d (%zu elements out, %zu empty blocks)",
-	     comm_name(c), t == COMM_F32 ? "f32" : "i32", salt, stot - (size_t)s, zeros);
+	pass(
+	    "%s alltoallv %s uneven salt=%d (%zu elements out, %zu empty blocks)",
+	    comm_name(c), t == COMM_F32 ? "f32" : "i32", salt, stot - (size_t)s,
+	    zeros);
 }
 
 static void check_p2p(struct comm *c, size_t n)
@@ -296,8 +305,9 @@ static void check_p2p(struct comm *c, size_t n)
 	/* the other way round in one sendrecv */
 	memset(rb.host, 0, rb.bytes);
 	buf_push(&rb);
-	check_rc(comm_sendrecv(c, sb.dev, n, prev, rb.dev, n, next, COMM_I32, 12),
-		 "sendrecv");
+	check_rc(
+	    comm_sendrecv(c, sb.dev, n, prev, rb.dev, n, next, COMM_I32, 12),
+	    "sendrecv");
 	buf_pull(&rb);
 	for (i = 0; i < n; i++)
 		if (h[i] != (int32_t)(next * 100000 + i))
@@ -363,15 +373,16 @@ static void check_groups(struct comm *world, const struct layout_params *lp)
 		float sum = (float)me, want = 0;
 
 		layout_group_split(lp, me, g, &color, &key);
-		check_rc(comm_split(world, color, key, layout_group_name(g), &sub),
-			 "split");
+		check_rc(
+		    comm_split(world, color, key, layout_group_name(g), &sub),
+		    "split");
 		if (!sub)
 			die("split %s: no communicator", layout_group_name(g));
 		n = layout_group_members(lp, me, g, members, 64);
 		if (comm_size(sub) != n || comm_rank(sub) != key)
 			die("split %s: rank %d of %d, layout says %d of %d",
-			    layout_group_name(g), comm_rank(sub), comm_size(sub),
-			    key, n);
+			    layout_group_name(g), comm_rank(sub),
+			    comm_size(sub), key, n);
 		for (i = 0; i < n; i++)
 			want += (float)members[i];
 		/* the sum of the members' world ranks proves who is in it */
@@ -381,7 +392,8 @@ static void check_groups(struct comm *world, const struct layout_params *lp)
 			buf_new(&b, sub, sizeof(float));
 			*(float *)b.host = sum;
 			buf_push(&b);
-			check_rc(comm_allreduce_f32(sub, b.dev, 1), "allreduce");
+			check_rc(comm_allreduce_f32(sub, b.dev, 1),
+				 "allreduce");
 			buf_pull(&b);
 			sum = *(float *)b.host;
 			buf_free(&b);
@@ -389,8 +401,8 @@ static void check_groups(struct comm *world, const struct layout_params *lp)
 		if (sum != want)
 			die("split %s: members' ranks sum to %.0f, want %.0f",
 			    layout_group_name(g), (double)sum, (double)want);
-		pass("split %s: rank %d of %d, members ok", layout_group_name(g),
-		     comm_rank(sub), comm_size(sub));
+		pass("split %s: rank %d of %d, members ok",
+		     layout_group_name(g), comm_rank(sub), comm_size(sub));
 		check_all(sub);
 		comm_destroy(sub);
 	}
@@ -400,7 +412,8 @@ static void check_groups(struct comm *world, const struct layout_params *lp)
 		struct comm *odd = NULL;
 
 		check_rc(comm_split(world, me % 2 ? COMM_COLOR_NONE : 0, me,
-				    "even", &odd), "split");
+				    "even", &odd),
+			 "split");
 		if ((me % 2 == 1) != (odd == NULL))
 			die("split with COMM_COLOR_NONE: rank %d got %s", me,
 			    odd ? "a communicator" : "none");
@@ -427,19 +440,35 @@ static void check_exchange(struct comm *c)
 	long check = 0;
 
 	snprintf(mine, sizeof(mine), "rank %d on %s", me, boot.node);
-	check_rc(boot_put(&boot, "sigma.test.who", mine, strlen(mine) + 1), "boot_put");
+	check_rc(boot_put(&boot, "sigma.test.who", mine, strlen(mine) + 1),
+		 "boot_put");
 	check_rc(boot_commit(&boot), "boot_commit");
 	check_rc(boot_fence(&boot), "boot_fence");
-	check_rc(boot_get(&boot, next, "sigma.test.who", got, sizeof(got), &n), "boot_get");
-	if (n == 0 || got[n - 1] != '\0' || strncmp(got, "rank ", 5) ||
-	    atoi(got + 5) != next)
-		die("PMIx exchange: rank %d published '%.*s'", next, (int)n, got);
+	check_rc(boot_get(&boot, next, "sigma.test.who", got, sizeof(got), &n),
+		 "boot_get");
+	if (n == 0 || got[n - 1] != '\0' || strncmp(got, "rank ", 5))
+		die("PMIx exchange: rank %d published '%.*s'", next, (int)n,
+		    got);
+	{
+		char num[16];
+		size_t k = strcspn(got + 5, " ");
+		long who = -1;
+
+		if (k >= sizeof(num))
+			k = sizeof(num) - 1;
+		memcpy(num, got + 5, k);
+		num[k] = '\0';
+		if (sigma_parse_long(num, 0, LAYOUT_MAX_RANKS, &who) < 0 ||
+		    who != next)
+			die("PMIx exchange: rank %d published '%s'", next, got);
+	}
 	pass("pmix put/commit/fence/get: rank %d says '%s'", next, got);
 
 	/* a pattern only rank 0 has: its pid */
 	for (i = 0; i < (int)sizeof(blob); i++)
 		blob[i] = me == 0 ? (unsigned char)(i * 31 + getpid()) : 0;
-	check_rc(boot_share(&boot, "test.blob", blob, sizeof(blob)), "boot_share");
+	check_rc(boot_share(&boot, "test.blob", blob, sizeof(blob)),
+		 "boot_share");
 	for (i = 0; i < (int)sizeof(blob); i++)
 		check = (check * 131 + blob[i]) % 1000003;
 	/* every rank's checksum equals rank 0's: their sum is size times it */
@@ -453,15 +482,17 @@ static void check_exchange(struct comm *c)
 	buf_push(&sum);
 	check_rc(comm_allreduce_f32(c, sum.dev, 1), "allreduce");
 	buf_pull(&sum);
-	if (*(float *)sum.host != (float)(sums * s) || (float)check != (float)sums)
-		die("boot_share: checksum %ld here, %.0f on rank 0", check, sums);
+	if (*(float *)sum.host != (float)(sums * s) ||
+	    (float)check != (float)sums)
+		die("boot_share: checksum %ld here, %.0f on rank 0", check,
+		    sums);
 	buf_free(&sum);
 	pass("pmix share: %zu bytes from rank 0", sizeof(blob));
 }
 
 static int run_check(struct comm *world)
 {
-	struct layout_params lp = { 0 };
+	struct layout_params lp = {0};
 	struct comm_stats st;
 	int s = comm_size(world);
 
@@ -491,7 +522,8 @@ static int run_check(struct comm *world)
 	return 0;
 }
 
-/* ---- loop (failure tests) -------------------------------------------------- */
+/* ---- loop (failure tests) --------------------------------------------------
+ */
 
 static int run_loop(struct comm *c, size_t n, int kill_rank, int stop_rank,
 		    long after)
@@ -505,12 +537,16 @@ static int run_loop(struct comm *c, size_t n, int kill_rank, int stop_rank,
 	fflush(stdout);
 	for (k = 0;; k++) {
 		if (k == after && me == kill_rank) {
-			printf("rank %d: SIGKILL to myself after %ld all-reduces\n", me, k);
+			printf(
+			    "rank %d: SIGKILL to myself after %ld all-reduces\n",
+			    me, k);
 			fflush(stdout);
 			raise(SIGKILL);
 		}
 		if (k == after && me == stop_rank) {
-			printf("rank %d: SIGSTOP to myself after %ld all-reduces\n", me, k);
+			printf(
+			    "rank %d: SIGSTOP to myself after %ld all-reduces\n",
+			    me, k);
 			fflush(stdout);
 			raise(SIGSTOP);
 		}
@@ -523,7 +559,8 @@ static int run_loop(struct comm *c, size_t n, int kill_rank, int stop_rank,
 	return 0;
 }
 
-/* ---- bench ------------------------------------------------------------------ */
+/* ---- bench ------------------------------------------------------------------
+ */
 
 /* The sum of v over the ranks of c (through the back end's memory). */
 static double sum_scalar(struct buf *one, double v)
@@ -539,7 +576,7 @@ static double sum_scalar(struct buf *one, double v)
  * which each rank sends bytes / size to every rank (itself included). */
 struct bench_op {
 	bool alltoall;
-	struct buf *b, *r; /* r: all-to-all receive buffer */
+	struct buf *b, *r;	 /* r: all-to-all receive buffer */
 	size_t *counts, *displs; /* [size] each, in floats */
 };
 
@@ -565,7 +602,7 @@ static int run_bench(struct comm *c, size_t max_bytes, double min_time,
 {
 	int s = comm_size(c);
 	struct buf b, r, one;
-	struct bench_op op = { .alltoall = alltoall, .b = &b, .r = &r };
+	struct bench_op op = {.alltoall = alltoall, .b = &b, .r = &r};
 	size_t bytes;
 
 	op.counts = xmalloc((size_t)s * sizeof(size_t));
@@ -576,18 +613,21 @@ static int run_bench(struct comm *c, size_t max_bytes, double min_time,
 	buf_push(&b);
 	if (me == 0) {
 		if (alltoall)
-			printf("# all-to-all (fp32, bytes / %d to every rank), %d ranks, back end %s\n"
-			       "# busbw = algbw * (n - 1) / n; times are the mean over ranks\n",
-			       s, s, comm_backend_name(comm_backend_of(c)));
+			printf(
+			    "# all-to-all (fp32, bytes / %d to every rank), %d ranks, back end %s\n"
+			    "# busbw = algbw * (n - 1) / n; times are the mean over ranks\n",
+			    s, s, comm_backend_name(comm_backend_of(c)));
 		else
-			printf("# all-reduce (fp32 sum, in place), %d ranks, back end %s\n"
-			       "# busbw = algbw * 2 (n - 1) / n; times are the mean over ranks\n",
-			       s, comm_backend_name(comm_backend_of(c)));
+			printf(
+			    "# all-reduce (fp32 sum, in place), %d ranks, back end %s\n"
+			    "# busbw = algbw * 2 (n - 1) / n; times are the mean over ranks\n",
+			    s, comm_backend_name(comm_backend_of(c)));
 		printf("%12s %10s %8s %12s %12s %12s\n", "bytes", "floats",
 		       "iters", "time_us", "algbw_GB/s", "busbw_GB/s");
 		fflush(stdout);
 	}
-	for (bytes = alltoall ? 4 * (size_t)s : 4; bytes <= max_bytes; bytes *= 4) {
+	for (bytes = alltoall ? 4 * (size_t)s : 4; bytes <= max_bytes;
+	     bytes *= 4) {
 		size_t n = bytes / sizeof(float);
 		long iters, target;
 		double t0, dt;
@@ -631,26 +671,27 @@ static int run_bench(struct comm *c, size_t max_bytes, double min_time,
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sigma-comm-test [--backend self|mpi|nccl] check\n"
-		"       sigma-comm-test [--backend B] loop [--count N] [--kill-rank R] [--stop-rank R] [--after K]\n"
-		"       sigma-comm-test [--backend B] bench [--op allreduce|alltoall] [--max-bytes N] [--min-time S]\n"
-		"Environment: SIGMA_COMM_TIMEOUT (seconds, watchdog and NCCL timeout).\n");
+	fprintf(
+	    f,
+	    "usage: sigma-comm-test [--backend self|mpi|nccl] check\n"
+	    "       sigma-comm-test [--backend B] loop [--count N] [--kill-rank R] [--stop-rank R] [--after K]\n"
+	    "       sigma-comm-test [--backend B] bench [--op allreduce|alltoall] [--max-bytes N] [--min-time S]\n"
+	    "Environment: SIGMA_COMM_TIMEOUT (seconds, watchdog and NCCL timeout).\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "kill-rank", required_argument, NULL, 'k' },
-		{ "stop-rank", required_argument, NULL, 's' },
-		{ "after", required_argument, NULL, 'a' },
-		{ "max-bytes", required_argument, NULL, 'm' },
-		{ "min-time", required_argument, NULL, 't' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"backend", required_argument, NULL, 'b'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"kill-rank", required_argument, NULL, 'k'},
+	    {"stop-rank", required_argument, NULL, 's'},
+	    {"after", required_argument, NULL, 'a'},
+	    {"max-bytes", required_argument, NULL, 'm'},
+	    {"min-time", required_argument, NULL, 't'},
+	    {"op", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	enum comm_backend be = COMM_MPI;
 	bool be_set = false, alltoall = false;
@@ -664,7 +705,8 @@ int main(int argc, char **argv)
 	int ch, rc;
 
 	sigma_log_init("sigma-comm-test", SIGMA_LOG_INFO);
-	while ((ch = getopt_long(argc, argv, "b:n:k:s:a:m:t:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "b:n:k:s:a:m:t:o:h", opts,
+				 NULL)) != -1) {
 		const char *bad = NULL;
 
 		switch (ch) {
@@ -678,11 +720,13 @@ int main(int argc, char **argv)
 				bad = "--count";
 			break;
 		case 'k':
-			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS, &kill_rank) < 0)
+			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS,
+					     &kill_rank) < 0)
 				bad = "--kill-rank";
 			break;
 		case 's':
-			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS, &stop_rank) < 0)
+			if (sigma_parse_long(optarg, 0, LAYOUT_MAX_RANKS,
+					     &stop_rank) < 0)
 				bad = "--stop-rank";
 			break;
 		case 'a':
@@ -690,7 +734,8 @@ int main(int argc, char **argv)
 				bad = "--after";
 			break;
 		case 'm':
-			if (sigma_parse_long(optarg, 4, 1L << 30, &max_bytes) < 0)
+			if (sigma_parse_long(optarg, 4, 1L << 30, &max_bytes) <
+			    0)
 				bad = "--max-bytes";
 			break;
 		case 't':
@@ -711,7 +756,8 @@ int main(int argc, char **argv)
 			return 64;
 		}
 		if (bad) {
-			fprintf(stderr, "sigma-comm-test: %s %s: bad value\n", bad, optarg);
+			fprintf(stderr, "sigma-comm-test: %s %s: bad value\n",
+				bad, optarg);
 			return 64;
 		}
 	}
@@ -720,7 +766,8 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	mode = argv[optind];
-	if (strcmp(mode, "check") && strcmp(mode, "loop") && strcmp(mode, "bench")) {
+	if (strcmp(mode, "check") && strcmp(mode, "loop") &&
+	    strcmp(mode, "bench")) {
 		usage(stderr);
 		return 64;
 	}

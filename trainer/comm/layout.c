@@ -14,10 +14,10 @@
 #include "layout.h"
 
 static const char *const group_names[LAYOUT_GROUP_COUNT] = {
-	[LAYOUT_GROUP_DP] = "dp",
-	[LAYOUT_GROUP_EP] = "ep",
-	[LAYOUT_GROUP_EXPERT_DP] = "expert_dp",
-	[LAYOUT_GROUP_PP] = "pp",
+    [LAYOUT_GROUP_DP] = "dp",
+    [LAYOUT_GROUP_EP] = "ep",
+    [LAYOUT_GROUP_EXPERT_DP] = "expert_dp",
+    [LAYOUT_GROUP_PP] = "pp",
 };
 
 const char *layout_group_name(enum layout_group g)
@@ -27,8 +27,8 @@ const char *layout_group_name(enum layout_group g)
 	return group_names[g];
 }
 
-static int check_range(const char *what, long v, long min, long max,
-		       char *err, size_t len)
+static int check_range(const char *what, long v, long min, long max, char *err,
+		       size_t len)
 {
 	if (v < min || v > max)
 		return sigma_set_err(err, len, EINVAL,
@@ -41,47 +41,57 @@ int layout_check(const struct layout_params *p, char *err, size_t len)
 {
 	int rc;
 
-	if ((rc = check_range("world size", p->world, 1, LAYOUT_MAX_RANKS, err, len)) ||
+	if ((rc = check_range("world size", p->world, 1, LAYOUT_MAX_RANKS, err,
+			      len)) ||
 	    (rc = check_range("dp", p->dp, 1, LAYOUT_MAX_RANKS, err, len)) ||
 	    (rc = check_range("ep", p->ep, 1, LAYOUT_MAX_RANKS, err, len)) ||
 	    (rc = check_range("pp", p->pp, 1, LAYOUT_MAX_RANKS, err, len)) ||
-	    (rc = check_range("E (experts per layer)", p->E, 1, LAYOUT_MAX_EXPERTS, err, len)) ||
-	    (rc = check_range("L (layers)", p->L, 1, LAYOUT_MAX_LAYERS, err, len)))
+	    (rc = check_range("E (experts per layer)", p->E, 1,
+			      LAYOUT_MAX_EXPERTS, err, len)) ||
+	    (rc = check_range("L (layers)", p->L, 1, LAYOUT_MAX_LAYERS, err,
+			      len)))
 		return rc;
 	if ((long)p->dp * p->pp != p->world)
-		return sigma_set_err(err, len, EINVAL,
-				     "dp %d x pp %d = %ld ranks, but the job has %d ranks: dp x pp must equal the number of tasks",
-				     p->dp, p->pp, (long)p->dp * p->pp, p->world);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "dp %d x pp %d = %ld ranks, but the job has %d ranks: dp x pp must equal the number of tasks",
+		    p->dp, p->pp, (long)p->dp * p->pp, p->world);
 	if (p->dp % p->ep != 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "ep %d does not divide dp %d: expert groups are made of ep ranks of one data-parallel group",
-				     p->ep, p->dp);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "ep %d does not divide dp %d: expert groups are made of ep ranks of one data-parallel group",
+		    p->ep, p->dp);
 	if (p->E % p->ep != 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "%d experts per layer cannot be sharded evenly over ep %d ranks: E must be a multiple of ep",
-				     p->E, p->ep);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "%d experts per layer cannot be sharded evenly over ep %d ranks: E must be a multiple of ep",
+		    p->E, p->ep);
 	if (p->L < p->pp)
-		return sigma_set_err(err, len, EINVAL,
-				     "%d layers cannot fill pp %d pipeline stages: every stage needs at least one layer",
-				     p->L, p->pp);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "%d layers cannot fill pp %d pipeline stages: every stage needs at least one layer",
+		    p->L, p->pp);
 	if (p->L % p->pp != 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "%d layers cannot be split evenly over pp %d pipeline stages: L must be a multiple of pp",
-				     p->L, p->pp);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "%d layers cannot be split evenly over pp %d pipeline stages: L must be a multiple of pp",
+		    p->L, p->pp);
 	if (p->batch < 0 || p->micro < 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "batch %ld and micro-batches %d must not be negative",
-				     p->batch, p->micro);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "batch %ld and micro-batches %d must not be negative",
+		    p->batch, p->micro);
 	if (p->batch > 0) {
 		if (p->batch % p->dp != 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "global batch of %ld sequences cannot be split evenly over dp %d ranks",
-					     p->batch, p->dp);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "global batch of %ld sequences cannot be split evenly over dp %d ranks",
+			    p->batch, p->dp);
 		if (p->micro > 0 && (p->batch / p->dp) % p->micro != 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "per-rank batch of %ld sequences (batch %ld / dp %d) cannot be cut into %d equal micro-batches",
-					     p->batch / p->dp, p->batch, p->dp,
-					     p->micro);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "per-rank batch of %ld sequences (batch %ld / dp %d) cannot be cut into %d equal micro-batches",
+			    p->batch / p->dp, p->batch, p->dp, p->micro);
 	}
 	return 0;
 }
@@ -187,10 +197,10 @@ int layout_placement_init(struct layout_placement *pl, int L, int E, int ep,
 	memset(pl, 0, sizeof(*pl));
 	if (L < 1 || L > LAYOUT_MAX_LAYERS || E < 1 || E > LAYOUT_MAX_EXPERTS ||
 	    ep < 1 || ep > E || E % ep != 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "expert placement of L=%d E=%d over ep=%d: need 1 <= L <= %d, 1 <= E <= %d, E a multiple of ep",
-				     L, E, ep, LAYOUT_MAX_LAYERS,
-				     LAYOUT_MAX_EXPERTS);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "expert placement of L=%d E=%d over ep=%d: need 1 <= L <= %d, 1 <= E <= %d, E a multiple of ep",
+		    L, E, ep, LAYOUT_MAX_LAYERS, LAYOUT_MAX_EXPERTS);
 	pl->owner = calloc((size_t)L * E, sizeof(*pl->owner));
 	if (!pl->owner)
 		return sigma_set_err(err, len, ENOMEM,
@@ -222,9 +232,10 @@ int layout_placement_check(const struct layout_placement *pl, char *err,
 	if (!pl->owner || pl->L < 1 || pl->L > LAYOUT_MAX_LAYERS || pl->E < 1 ||
 	    pl->E > LAYOUT_MAX_EXPERTS || pl->ep < 1 || pl->ep > pl->E ||
 	    pl->E % pl->ep != 0)
-		return sigma_set_err(err, len, EINVAL,
-				     "expert placement: bad shape L=%d E=%d ep=%d",
-				     pl->L, pl->E, pl->ep);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "expert placement: bad shape L=%d E=%d ep=%d", pl->L, pl->E,
+		    pl->ep);
 	count = calloc((size_t)pl->ep, sizeof(*count));
 	if (!count)
 		return sigma_set_err(err, len, ENOMEM,
@@ -236,9 +247,10 @@ int layout_placement_check(const struct layout_placement *pl, char *err,
 			r = pl->owner[(size_t)l * pl->E + e];
 			if (r < 0 || r >= pl->ep) {
 				free(count);
-				return sigma_set_err(err, len, EINVAL,
-						     "expert placement: layer %d expert %d is on ep rank %d, outside [0, %d)",
-						     l, e, r, pl->ep);
+				return sigma_set_err(
+				    err, len, EINVAL,
+				    "expert placement: layer %d expert %d is on ep rank %d, outside [0, %d)",
+				    l, e, r, pl->ep);
 			}
 			count[r]++;
 		}
@@ -247,9 +259,10 @@ int layout_placement_check(const struct layout_placement *pl, char *err,
 				int c = count[r];
 
 				free(count);
-				return sigma_set_err(err, len, EINVAL,
-						     "expert placement: layer %d puts %d experts on ep rank %d, every ep rank must hold E/ep = %d",
-						     l, c, r, per);
+				return sigma_set_err(
+				    err, len, EINVAL,
+				    "expert placement: layer %d puts %d experts on ep rank %d, every ep rank must hold E/ep = %d",
+				    l, c, r, per);
 			}
 		}
 	}
@@ -328,34 +341,38 @@ static int placement_layer(struct placement_parse *pp, long l,
 	int e, rc;
 
 	if (pp->seen[l])
-		return sigma_set_err(err, len, EINVAL, "layer.%ld given twice", l);
+		return sigma_set_err(err, len, EINVAL, "layer.%ld given twice",
+				     l);
 	for (e = 0; e < pl->E; e++) {
 		size_t k = strcspn(s, ",");
 
 		if (k == 0 || k >= sizeof(num))
-			return sigma_set_err(err, len, EINVAL,
-					     "layer.%ld: expert %d: expected an ep rank",
-					     l, e);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "layer.%ld: expert %d: expected an ep rank", l, e);
 		memcpy(num, s, k);
 		num[k] = '\0';
 		rc = sigma_parse_long(num, 0, pl->ep - 1, &r);
 		if (rc < 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "layer.%ld: expert %d: '%s' is not an ep rank in [0, %d)",
-					     l, e, num, pl->ep);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "layer.%ld: expert %d: '%s' is not an ep rank in [0, %d)",
+			    l, e, num, pl->ep);
 		pl->owner[(size_t)l * pl->E + e] = (int16_t)r;
 		s += k;
 		if (e + 1 < pl->E) {
 			if (*s != ',')
-				return sigma_set_err(err, len, EINVAL,
-						     "layer.%ld: %d owners for %d experts",
-						     l, e + 1, pl->E);
+				return sigma_set_err(
+				    err, len, EINVAL,
+				    "layer.%ld: %d owners for %d experts", l,
+				    e + 1, pl->E);
 			s++;
 		}
 	}
 	if (*s != '\0')
 		return sigma_set_err(err, len, EINVAL,
-				     "layer.%ld: more than %d owners", l, pl->E);
+				     "layer.%ld: more than %d owners", l,
+				     pl->E);
 	pp->seen[l] = true;
 	return 0;
 }
@@ -369,25 +386,31 @@ static int placement_kv(const char *key, const char *value, void *arg,
 	int rc;
 
 	if (!strcmp(key, "L") || !strcmp(key, "E") || !strcmp(key, "ep")) {
-		int *dst = key[0] == 'L' ? &pp->L : key[0] == 'E' ? &pp->E : &pp->ep;
+		int *dst = key[0] == 'L'   ? &pp->L
+			   : key[0] == 'E' ? &pp->E
+					   : &pp->ep;
 
 		if (pl->owner)
 			return sigma_set_err(err, len, EINVAL,
-					     "%s after the first layer line", key);
+					     "%s after the first layer line",
+					     key);
 		if (*dst)
-			return sigma_set_err(err, len, EINVAL, "%s given twice", key);
+			return sigma_set_err(err, len, EINVAL, "%s given twice",
+					     key);
 		rc = sigma_parse_long(value, 1, LAYOUT_MAX_EXPERTS, &v);
 		if (rc < 0)
 			return sigma_set_err(err, len, EINVAL,
-					     "%s=%s: not a positive count", key, value);
+					     "%s=%s: not a positive count", key,
+					     value);
 		*dst = (int)v;
 		return 0;
 	}
 	if (!strncmp(key, "layer.", 6)) {
 		if (!pl->owner) {
 			if (!pp->L || !pp->E || !pp->ep)
-				return sigma_set_err(err, len, EINVAL,
-						     "L, E and ep must come before the layer lines");
+				return sigma_set_err(
+				    err, len, EINVAL,
+				    "L, E and ep must come before the layer lines");
 			rc = layout_placement_init(pl, pp->L, pp->E, pp->ep,
 						   err, len);
 			if (rc < 0)
@@ -410,7 +433,7 @@ static int placement_kv(const char *key, const char *value, void *arg,
 int layout_placement_parse(struct layout_placement *pl, const char *text,
 			   char *err, size_t len)
 {
-	struct placement_parse pp = { .pl = pl };
+	struct placement_parse pp = {.pl = pl};
 	int rc, l;
 
 	memset(pl, 0, sizeof(*pl));
@@ -425,9 +448,9 @@ int layout_placement_parse(struct layout_placement *pl, const char *text,
 	}
 	for (l = 0; l < pl->L; l++) {
 		if (!pp.seen[l]) {
-			rc = sigma_set_err(err, len, EINVAL,
-					   "expert placement: layer.%d is missing",
-					   l);
+			rc = sigma_set_err(
+			    err, len, EINVAL,
+			    "expert placement: layer.%d is missing", l);
 			goto out_fini;
 		}
 	}
@@ -443,17 +466,18 @@ out_fini:
 	return rc;
 }
 
-/* ---- 1F1B schedule -------------------------------------------------------- */
+/* ---- 1F1B schedule --------------------------------------------------------
+ */
 
 static const char *const pipe_op_names[] = {
-	[PIPE_FWD] = "fwd",
-	[PIPE_BWD] = "bwd",
-	[PIPE_RECV_ACT] = "recv_act",
-	[PIPE_SEND_ACT] = "send_act",
-	[PIPE_RECV_GRAD] = "recv_grad",
-	[PIPE_SEND_GRAD] = "send_grad",
-	[PIPE_SEND_ACT_RECV_GRAD] = "send_act_recv_grad",
-	[PIPE_SEND_GRAD_RECV_ACT] = "send_grad_recv_act",
+    [PIPE_FWD] = "fwd",
+    [PIPE_BWD] = "bwd",
+    [PIPE_RECV_ACT] = "recv_act",
+    [PIPE_SEND_ACT] = "send_act",
+    [PIPE_RECV_GRAD] = "recv_grad",
+    [PIPE_SEND_GRAD] = "send_grad",
+    [PIPE_SEND_ACT_RECV_GRAD] = "send_act_recv_grad",
+    [PIPE_SEND_GRAD_RECV_ACT] = "send_grad_recv_act",
 };
 
 const char *pipe_op_name(enum pipe_op op)
@@ -480,13 +504,13 @@ static void emit(struct sched *s, enum pipe_op op, int micro, int micro2)
 		s->err = -ENOSPC;
 		return;
 	}
-	s->out[s->n++] = (struct pipe_action){ op, micro, micro2 };
+	s->out[s->n++] = (struct pipe_action){op, micro, micro2};
 }
 
 int pipe_schedule_1f1b(int stage, int stages, int micro,
 		       struct pipe_action *out, size_t max, size_t *n)
 {
-	struct sched s = { .out = out, .max = max };
+	struct sched s = {.out = out, .max = max};
 	bool first, last;
 	int warmup, steady, i;
 

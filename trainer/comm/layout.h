@@ -28,16 +28,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LAYOUT_MAX_RANKS 65536
+#define LAYOUT_MAX_RANKS   65536
 #define LAYOUT_MAX_EXPERTS 4096
-#define LAYOUT_MAX_LAYERS 4096
+#define LAYOUT_MAX_LAYERS  4096
 
 /* What a layout is asked for, and what it must fit. */
 struct layout_params {
-	int world; /* ranks in the job (PMIx job size) */
+	int world;	/* ranks in the job (PMIx job size) */
 	int dp, ep, pp; /* --dp --ep --pp */
-	int E; /* experts per MoE layer */
-	int L; /* layers */
+	int E;		/* experts per MoE layer */
+	int L;		/* layers */
 	/* optional (0: not checked): global batch in sequences per step and
 	 * micro-batches per step and rank */
 	long batch;
@@ -47,10 +47,10 @@ struct layout_params {
 /* One rank's place in a checked layout. */
 struct layout_coords {
 	int rank;
-	int stage; /* pipeline stage, [0, pp) */
-	int dp_index; /* index in the stage's data-parallel group, [0, dp) */
-	int ep_group; /* expert group within the stage, [0, dp / ep) */
-	int ep_rank; /* index within the expert group, [0, ep) */
+	int stage;	 /* pipeline stage, [0, pp) */
+	int dp_index;	 /* index in the stage's data-parallel group, [0, dp) */
+	int ep_group;	 /* expert group within the stage, [0, dp / ep) */
+	int ep_rank;	 /* index within the expert group, [0, ep) */
 	int layer_first; /* first layer of the stage */
 	int layer_count; /* L / pp */
 };
@@ -60,7 +60,7 @@ enum layout_group {
 	LAYOUT_GROUP_DP, /* the dp ranks of a stage: dense gradients */
 	LAYOUT_GROUP_EP, /* the ep ranks of an expert group: all-to-all */
 	LAYOUT_GROUP_EXPERT_DP, /* same stage and ep_rank: expert gradients */
-	LAYOUT_GROUP_PP, /* same dp_index, every stage: the pipeline */
+	LAYOUT_GROUP_PP,	/* same dp_index, every stage: the pipeline */
 	LAYOUT_GROUP_COUNT,
 };
 
@@ -135,7 +135,8 @@ int layout_placement_format(const struct layout_placement *pl, char **out);
 int layout_placement_parse(struct layout_placement *pl, const char *text,
 			   char *err, size_t len);
 
-/* ---- 1F1B pipeline schedule ----------------------------------------------- */
+/* ---- 1F1B pipeline schedule -----------------------------------------------
+ */
 
 /*
  * The actions of one stage for one step of m micro-batches, in order. The
@@ -151,19 +152,21 @@ int layout_placement_parse(struct layout_placement *pl, const char *text,
  * stage the schedule is m forwards each followed by its backward.
  */
 enum pipe_op {
-	PIPE_FWD, /* forward of micro */
-	PIPE_BWD, /* backward of micro */
-	PIPE_RECV_ACT, /* receive micro's input activation from stage - 1 */
-	PIPE_SEND_ACT, /* send micro's output activation to stage + 1 */
+	PIPE_FWD,	/* forward of micro */
+	PIPE_BWD,	/* backward of micro */
+	PIPE_RECV_ACT,	/* receive micro's input activation from stage - 1 */
+	PIPE_SEND_ACT,	/* send micro's output activation to stage + 1 */
 	PIPE_RECV_GRAD, /* receive micro's output gradient from stage + 1 */
 	PIPE_SEND_GRAD, /* send micro's input gradient to stage - 1 */
-	PIPE_SEND_ACT_RECV_GRAD, /* to/from stage + 1: act of micro, grad of micro2 */
-	PIPE_SEND_GRAD_RECV_ACT, /* to/from stage - 1: grad of micro, act of micro2 */
+	PIPE_SEND_ACT_RECV_GRAD, /* to/from stage + 1: act of micro, grad of
+				    micro2 */
+	PIPE_SEND_GRAD_RECV_ACT, /* to/from stage - 1: grad of micro, act of
+				    micro2 */
 };
 
 struct pipe_action {
 	enum pipe_op op;
-	int micro; /* the computed or sent micro-batch */
+	int micro;  /* the computed or sent micro-batch */
 	int micro2; /* the received micro-batch of a fused op, else -1 */
 };
 

@@ -68,10 +68,11 @@ static void *watch_main(void *arg)
 			const char *name = atomic_load(&watch_name);
 
 			/* one line, then out: no atexit handler may block */
-			sigma_error("comm watchdog: %s on communicator %s has not returned after %.1f s (timeout %.1f s): a peer rank died or stopped; exiting %d",
-				    what ? what : "?", name ? name : "?",
-				    (double)(now - since) / 1e9,
-				    (double)timeout / 1e9, COMM_EXIT_PEER);
+			sigma_error(
+			    "comm watchdog: %s on communicator %s has not returned after %.1f s (timeout %.1f s): a peer rank died or stopped; exiting %d",
+			    what ? what : "?", name ? name : "?",
+			    (double)(now - since) / 1e9, (double)timeout / 1e9,
+			    COMM_EXIT_PEER);
 			fflush(stderr);
 			_exit(COMM_EXIT_PEER);
 		}

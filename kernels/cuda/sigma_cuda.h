@@ -6,9 +6,25 @@
 #ifndef SIGMA_CUDA_H
 #define SIGMA_CUDA_H
 
+#include <errno.h>
+#include <stddef.h>
+
+#include "ops.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * Precision of the CUDA path's matrix products (every other op is fp32):
+ *   SIGMA_CUDA_FP32  fp32 inputs, fp32 arithmetic (no TF32): the reference
+ *   SIGMA_CUDA_BF16  inputs rounded to bf16 on the tensor cores, fp32
+ *                    accumulation and fp32 outputs
+ */
+enum sigma_cuda_precision {
+	SIGMA_CUDA_FP32 = 0,
+	SIGMA_CUDA_BF16 = 1,
+};
 
 #ifdef HAVE_CUDA
 /*
@@ -17,7 +33,54 @@ extern "C" {
  * when it cannot tell.
  */
 int sigma_cuda_device_count(char *why, unsigned long whylen);
+
+/*
+ * The CUDA op table (kernels/cuda/ops_cuda.cu): device memory, cuBLAS for
+ * the matrix products, CUDA C kernels for the rest. Call its init before
+ * any other op; init uses the first visible device (CUDA_VISIBLE_DEVICES).
+ */
+extern const struct sigma_ops sigma_ops_cuda;
+
+/* The CUDA table, or NULL in a build without the CUDA path. */
+static inline const struct sigma_ops *sigma_cuda_ops(void)
+{
+	return &sigma_ops_cuda;
+}
+
+/*
+ * Select the precision of later matrix products (default fp32; the
+ * environment variable SIGMA_CUDA_PRECISION=fp32|bf16 sets it at init).
+ * 0, or -EINVAL for an unknown value.
+ */
+int sigma_cuda_set_precision(enum sigma_cuda_precision p);
+enum sigma_cuda_precision sigma_cuda_get_precision(void);
+/* Parse "fp32" or "bf16"; 0 or -EINVAL. */
+int sigma_cuda_parse_precision(const char *s, enum sigma_cuda_precision *p);
 #else
+static inline const struct sigma_ops *sigma_cuda_ops(void)
+{
+	return NULL;
+}
+
+static inline int sigma_cuda_set_precision(enum sigma_cuda_precision p)
+{
+	(void)p;
+	return -ENOSYS;
+}
+
+static inline enum sigma_cuda_precision sigma_cuda_get_precision(void)
+{
+	return SIGMA_CUDA_FP32;
+}
+
+static inline int sigma_cuda_parse_precision(const char *s,
+					     enum sigma_cuda_precision *p)
+{
+	(void)s;
+	(void)p;
+	return -ENOSYS;
+}
+
 static inline int sigma_cuda_device_count(char *why, unsigned long whylen)
 {
 	(void)why;

@@ -1,0 +1,419 @@
+/*
+ * attention.cu - fused causal attention on the GPU, memory-efficient in the
+ * manner of FlashAttention: keys and values stream through shared memory
+ * in tiles of ATT_BK, each query row keeps a running maximum and sum
+ * (online softmax), and no T x T matrix is needed by either pass.
+ *
+ * Layout: q, k, v, out [B, T, H*Dh]; one warp owns one row (a query row in
+ * the forward and dq passes, a key row in the dk/dv pass); a block holds
+ * ATT_ROWS rows of one (batch, head). Lane j of a warp scores key (or
+ * query) j of the tile; the Dh outputs of a row are spread over the lanes
+ * (d = lane + 32 r), so Dh may be at most 32 * ATT_DPL.
+ *
+ * ops.h asks the forward to also write att[B,H,T,T], the probabilities the
+ * CPU backward reads: a second sweep writes them from the final maximum and
+ * sum when att is not NULL. The backward here never reads att or scratch:
+ * it recomputes the row statistics (maximum, 1/sum, and D = sum_j p dp)
+ * into a workspace of 3 B H T floats, then dq per query row and dk, dv per
+ * key row, each summed in a fixed order without atomics.
+ *
+ * Arithmetic is fp32 with the CPU's formulas: s = scale (q . k),
+ * p = exp(s - max) * (1 / sum), out = sum_j p v_j (computed as
+ * (sum_j exp(s - max) v_j) / sum), dp = dout . v, ds = p (dp - D),
+ * dq = scale ds k, dk = scale ds^T q, dv = p^T dout.
+ */
+#include <cmath>
+#include <cstdio>
+#include <cuda_runtime.h>
+
+#include "cuda_internal.h"
+
+#define ATT_ROWS 8  /* warps (rows) per block */
+#define ATT_BK	 32 /* keys or queries per shared tile */
+#define ATT_DPL	 8  /* outputs per lane: Dh <= 256 */
+#define ATT_DMAX (32 * ATT_DPL)
+
+struct att_dims {
+	int T, H, Dh, D; /* D = H * Dh, the row stride */
+	float scale;
+};
+
+/* offset of row t of (batch b, head h) in a [B, T, H*Dh] tensor */
+__device__ __forceinline__ size_t att_row(const att_dims &a, int b, int h,
+					  int t)
+{
+	return ((size_t)b * a.T + t) * a.D + (size_t)h * a.Dh;
+}
+
+/* dot of a warp-shared row (smem, stride 1) with tile row lane (stride Dh+1) */
+__device__ __forceinline__ float att_dot(const float *row, const float *tile,
+					 int lane, int Dh)
+{
+	const float *t = tile + (size_t)lane * (Dh + 1);
+	float s = 0.0f;
+
+	for (int d = 0; d < Dh; d++)
+		s += row[d] * t[d];
+	return s;
+}
+
+/* load rows j0..j0+ATT_BK-1 of x (zeros past T) into a padded tile */
+__device__ __forceinline__ void att_load_tile(float *tile, const float *x,
+					      const att_dims &a, int b, int h,
+					      int j0)
+{
+	int n = ATT_BK * a.Dh;
+
+	for (int t = threadIdx.x; t < n; t += blockDim.x) {
+		int jj = t / a.Dh, d = t % a.Dh, j = j0 + jj;
+
+		tile[jj * (a.Dh + 1) + d] =
+		    j < a.T ? x[att_row(a, b, h, j) + d] : 0.0f;
+	}
+}
+
+/* a warp copies one row of x into its own shared row */
+__device__ __forceinline__ void att_load_row(float *row, const float *x,
+					     const att_dims &a, int b, int h,
+					     int t, int lane)
+{
+	for (int d = lane; d < a.Dh; d += 32)
+		row[d] = t < a.T ? x[att_row(a, b, h, t) + d] : 0.0f;
+}
+
+/*
+ * Forward: grid (ceil(T / ATT_ROWS), B*H). Shared: K and V tiles, then one
+ * q row per warp.
+ */
+__global__ void k_att_forward(float *out, float *att, const float *q,
+			      const float *k, const float *v, att_dims a)
+{
+	extern __shared__ float sm[];
+	float *Ks = sm, *Vs = Ks + ATT_BK * (a.Dh + 1);
+	int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	float *Qr = Vs + ATT_BK * (a.Dh + 1) + warp * a.Dh;
+	int bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+	int i = blockIdx.x * ATT_ROWS + warp;
+	int ilast = min(a.T - 1, (int)blockIdx.x * ATT_ROWS + ATT_ROWS - 1);
+	float acc[ATT_DPL], m = -INFINITY, l = 0.0f;
+
+#pragma unroll
+	for (int r = 0; r < ATT_DPL; r++)
+		acc[r] = 0.0f;
+	att_load_row(Qr, q, a, b, h, i, lane);
+	for (int j0 = 0; j0 <= ilast; j0 += ATT_BK) {
+		__syncthreads(); /* the previous tile is no longer read */
+		att_load_tile(Ks, k, a, b, h, j0);
+		att_load_tile(Vs, v, a, b, h, j0);
+		__syncthreads();
+		if (i >= a.T || j0 > i)
+			continue;
+		int j = j0 + lane;
+		float s =
+		    j <= i ? a.scale * att_dot(Qr, Ks, lane, a.Dh) : -INFINITY;
+		float mn = fmaxf(m, warp_max(s)); /* finite: key j0 <= i */
+		float p = j <= i ? expf(s - mn) : 0.0f;
+		float corr = expf(m - mn); /* 0 on the first tile */
+		int jn = min(ATT_BK, i - j0 + 1);
+
+		l = l * corr + warp_sum(p);
+		m = mn;
+#pragma unroll
+		for (int r = 0; r < ATT_DPL; r++)
+			acc[r] *= corr;
+		for (int jj = 0; jj < jn; jj++) {
+			float pj = __shfl_sync(0xffffffffu, p, jj);
+			const float *vr = Vs + jj * (a.Dh + 1);
+
+#pragma unroll
+			for (int r = 0; r < ATT_DPL; r++) {
+				int d = lane + 32 * r;
+
+				if (d < a.Dh)
+					acc[r] += pj * vr[d];
+			}
+		}
+	}
+	if (i < a.T) {
+#pragma unroll
+		for (int r = 0; r < ATT_DPL; r++) {
+			int d = lane + 32 * r;
+
+			if (d < a.Dh)
+				out[att_row(a, b, h, i) + d] = acc[r] / l;
+		}
+	}
+	if (!att)
+		return;
+	/* the probabilities ops.h keeps for a backward that reads them */
+	float inv = 1.0f / l;
+
+	for (int j0 = 0; j0 < a.T; j0 += ATT_BK) {
+		if (j0 <= ilast) {
+			__syncthreads();
+			att_load_tile(Ks, k, a, b, h, j0);
+			__syncthreads();
+		}
+		int j = j0 + lane;
+
+		if (i >= a.T || j >= a.T)
+			continue;
+		float pv = 0.0f;
+
+		if (j <= i)
+			pv = expf(a.scale * att_dot(Qr, Ks, lane, a.Dh) - m) *
+			     inv;
+		att[((size_t)bh * a.T + i) * a.T + j] = pv;
+	}
+}
+
+/*
+ * Backward, pass 1: per query row, the statistics (max m, 1/sum, D) and
+ * dq. Shared: K and V tiles, then a q row and a dout row per warp.
+ */
+__global__ void k_att_backward_q(float *dq, float *stats, const float *dout,
+				 const float *q, const float *k, const float *v,
+				 att_dims a)
+{
+	extern __shared__ float sm[];
+	float *Ks = sm, *Vs = Ks + ATT_BK * (a.Dh + 1);
+	int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	float *Qr = Vs + ATT_BK * (a.Dh + 1) + warp * 2 * a.Dh;
+	float *Gr = Qr + a.Dh;
+	int bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+	int i = blockIdx.x * ATT_ROWS + warp;
+	int ilast = min(a.T - 1, (int)blockIdx.x * ATT_ROWS + ATT_ROWS - 1);
+	float acc[ATT_DPL], m = -INFINITY, l = 0.0f, dacc = 0.0f;
+
+#pragma unroll
+	for (int r = 0; r < ATT_DPL; r++)
+		acc[r] = 0.0f;
+	att_load_row(Qr, q, a, b, h, i, lane);
+	att_load_row(Gr, dout, a, b, h, i, lane);
+	/* sweep 1: m, l and the unnormalised D, online */
+	for (int j0 = 0; j0 <= ilast; j0 += ATT_BK) {
+		__syncthreads();
+		att_load_tile(Ks, k, a, b, h, j0);
+		att_load_tile(Vs, v, a, b, h, j0);
+		__syncthreads();
+		if (i >= a.T || j0 > i)
+			continue;
+		int j = j0 + lane;
+		float s =
+		    j <= i ? a.scale * att_dot(Qr, Ks, lane, a.Dh) : -INFINITY;
+		float dp = j <= i ? att_dot(Gr, Vs, lane, a.Dh) : 0.0f;
+		float mn = fmaxf(m, warp_max(s));
+		float p = j <= i ? expf(s - mn) : 0.0f;
+		float corr = expf(m - mn);
+
+		l = l * corr + warp_sum(p);
+		dacc = dacc * corr + warp_sum(p * dp);
+		m = mn;
+	}
+	float inv = 1.0f / l, Dn = dacc * inv;
+
+	if (i < a.T && lane == 0) {
+		size_t st = ((size_t)bh * a.T + i) * 3;
+
+		stats[st] = m;
+		stats[st + 1] = inv;
+		stats[st + 2] = Dn;
+	}
+	/* sweep 2: ds = p (dp - D); dq = scale ds k */
+	for (int j0 = 0; j0 <= ilast; j0 += ATT_BK) {
+		__syncthreads();
+		att_load_tile(Ks, k, a, b, h, j0);
+		att_load_tile(Vs, v, a, b, h, j0);
+		__syncthreads();
+		if (i >= a.T || j0 > i)
+			continue;
+		int j = j0 + lane;
+		float ds = 0.0f;
+		int jn = min(ATT_BK, i - j0 + 1);
+
+		if (j <= i) {
+			float p =
+			    expf(a.scale * att_dot(Qr, Ks, lane, a.Dh) - m) *
+			    inv;
+
+			ds = p * (att_dot(Gr, Vs, lane, a.Dh) - Dn);
+		}
+		for (int jj = 0; jj < jn; jj++) {
+			float dsj = __shfl_sync(0xffffffffu, ds, jj);
+			const float *kr = Ks + jj * (a.Dh + 1);
+
+#pragma unroll
+			for (int r = 0; r < ATT_DPL; r++) {
+				int d = lane + 32 * r;
+
+				if (d < a.Dh)
+					acc[r] += dsj * kr[d];
+			}
+		}
+	}
+	if (i < a.T) {
+#pragma unroll
+		for (int r = 0; r < ATT_DPL; r++) {
+			int d = lane + 32 * r;
+
+			if (d < a.Dh)
+				dq[att_row(a, b, h, i) + d] = a.scale * acc[r];
+		}
+	}
+}
+
+/*
+ * Backward, pass 2: per key row j, dk and dv over the queries i >= j in
+ * increasing order. Shared: q and dout tiles, their statistics, then a k
+ * row and a v row per warp.
+ */
+__global__ void k_att_backward_kv(float *dk, float *dv, const float *stats,
+				  const float *dout, const float *q,
+				  const float *k, const float *v, att_dims a)
+{
+	extern __shared__ float sm[];
+	float *Qs = sm, *Gs = Qs + ATT_BK * (a.Dh + 1);
+	float *St = Gs + ATT_BK * (a.Dh + 1); /* [ATT_BK][3] */
+	int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	float *Kr = St + ATT_BK * 3 + warp * 2 * a.Dh;
+	float *Vr = Kr + a.Dh;
+	int bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+	int jfirst = blockIdx.x * ATT_ROWS;
+	int j = jfirst + warp;
+	float ak[ATT_DPL], av[ATT_DPL];
+
+#pragma unroll
+	for (int r = 0; r < ATT_DPL; r++) {
+		ak[r] = 0.0f;
+		av[r] = 0.0f;
+	}
+	att_load_row(Kr, k, a, b, h, j, lane);
+	att_load_row(Vr, v, a, b, h, j, lane);
+	for (int i0 = jfirst - jfirst % ATT_BK; i0 < a.T; i0 += ATT_BK) {
+		__syncthreads();
+		att_load_tile(Qs, q, a, b, h, i0);
+		att_load_tile(Gs, dout, a, b, h, i0);
+		for (int t = threadIdx.x; t < ATT_BK * 3; t += blockDim.x) {
+			int ii = i0 + t / 3;
+
+			St[t] = ii < a.T ? stats[((size_t)bh * a.T) * 3 +
+						 (size_t)i0 * 3 + t]
+					 : 0.0f;
+		}
+		__syncthreads();
+		if (j >= a.T || i0 + ATT_BK - 1 < j)
+			continue;
+		int i = i0 + lane;
+		float p = 0.0f, ds = 0.0f;
+
+		if (i >= j && i < a.T) {
+			float s = a.scale * att_dot(Kr, Qs, lane, a.Dh);
+
+			p = expf(s - St[lane * 3]) * St[lane * 3 + 1];
+			ds = p *
+			     (att_dot(Vr, Gs, lane, a.Dh) - St[lane * 3 + 2]);
+		}
+		int ii0 = j > i0 ? j - i0 : 0; /* queries before j give 0 */
+
+		for (int ii = ii0; ii < ATT_BK && i0 + ii < a.T; ii++) {
+			float pi = __shfl_sync(0xffffffffu, p, ii);
+			float dsi = __shfl_sync(0xffffffffu, ds, ii);
+			const float *qr = Qs + ii * (a.Dh + 1);
+			const float *gr = Gs + ii * (a.Dh + 1);
+
+#pragma unroll
+			for (int r = 0; r < ATT_DPL; r++) {
+				int d = lane + 32 * r;
+
+				if (d < a.Dh) {
+					av[r] += pi * gr[d];
+					ak[r] += dsi * qr[d];
+				}
+			}
+		}
+	}
+	if (j < a.T) {
+#pragma unroll
+		for (int r = 0; r < ATT_DPL; r++) {
+			int d = lane + 32 * r;
+
+			if (d < a.Dh) {
+				dv[att_row(a, b, h, j) + d] = av[r];
+				dk[att_row(a, b, h, j) + d] = a.scale * ak[r];
+			}
+		}
+	}
+}
+
+static att_dims att_make(int T, int H, int Dh)
+{
+	att_dims a;
+
+	if (Dh < 1 || Dh > ATT_DMAX)
+		cuda_fatal(__FILE__, __LINE__, "attention",
+			   "head dimension outside 1..256");
+	a.T = T;
+	a.H = H;
+	a.Dh = Dh;
+	a.D = H * Dh;
+	a.scale = 1.0f / sqrtf((float)Dh);
+	return a;
+}
+
+/* dynamic shared memory above the 48 KiB default must be opted into */
+template <typename K> static void att_smem(K kernel, size_t bytes)
+{
+	if (bytes > 48 * 1024)
+		CUDA_CHECK(cudaFuncSetAttribute(
+		    kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    (int)bytes));
+}
+
+void cuda_attention_forward(float *out, float *att, const float *q,
+			    const float *k, const float *v, int B, int T, int H,
+			    int Dh)
+{
+	att_dims a;
+	size_t sm;
+	dim3 grid;
+
+	if (B <= 0 || T <= 0 || H <= 0)
+		return;
+	a = att_make(T, H, Dh);
+	sm = sizeof(float) * (2 * ATT_BK * (Dh + 1) + ATT_ROWS * Dh);
+	grid = dim3((T + ATT_ROWS - 1) / ATT_ROWS, B * H);
+	att_smem(k_att_forward, sm);
+	k_att_forward<<<grid, 32 * ATT_ROWS, sm, CUDA_STREAM>>>(out, att, q, k,
+								v, a);
+	CUDA_LAUNCHED();
+}
+
+void cuda_attention_backward(float *dq, float *dk, float *dv, float *scratch,
+			     const float *dout, const float *q, const float *k,
+			     const float *v, const float *att, int B, int T,
+			     int H, int Dh)
+{
+	att_dims a;
+	size_t smq, smkv;
+	float *stats;
+	dim3 grid;
+
+	(void)scratch; /* recomputed instead: see the top of this file */
+	(void)att;
+	if (B <= 0 || T <= 0 || H <= 0)
+		return;
+	a = att_make(T, H, Dh);
+	stats = (float *)cuda_workspace(sizeof(float) * 3 * (size_t)B * H * T);
+	grid = dim3((T + ATT_ROWS - 1) / ATT_ROWS, B * H);
+	smq = sizeof(float) * (2 * ATT_BK * (Dh + 1) + ATT_ROWS * 2 * Dh);
+	att_smem(k_att_backward_q, smq);
+	k_att_backward_q<<<grid, 32 * ATT_ROWS, smq, CUDA_STREAM>>>(
+	    dq, stats, dout, q, k, v, a);
+	CUDA_LAUNCHED();
+	smkv = sizeof(float) *
+	       (2 * ATT_BK * (Dh + 1) + ATT_BK * 3 + ATT_ROWS * 2 * Dh);
+	att_smem(k_att_backward_kv, smkv);
+	k_att_backward_kv<<<grid, 32 * ATT_ROWS, smkv, CUDA_STREAM>>>(
+	    dk, dv, stats, dout, q, k, v, a);
+	CUDA_LAUNCHED();
+}

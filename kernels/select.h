@@ -1,0 +1,24 @@
+/*
+ * select.h - pick the op table for a device name (sigma-train --device).
+ */
+#ifndef SIGMA_KERNELS_SELECT_H
+#define SIGMA_KERNELS_SELECT_H
+
+#include <stddef.h>
+
+#include "ops.h"
+
+/*
+ * The op table for device:
+ *   "cpu"                    sigma_ops_cpu
+ *   "cuda" or "cuda:fp32"    sigma_ops_cuda, fp32 matrix products
+ *   "cuda:bf16"              sigma_ops_cuda, bf16 inputs, fp32 accumulation
+ * NULL with a message in err (bounded by errlen) for an unknown name, a
+ * build without the CUDA path, or no usable CUDA device. The table is not
+ * initialised: call its init next. Selecting a CUDA precision changes the
+ * CUDA table's setting for the whole process.
+ */
+const struct sigma_ops *sigma_ops_select(const char *device, char *err,
+					 size_t errlen);
+
+#endif /* SIGMA_KERNELS_SELECT_H */

@@ -187,10 +187,19 @@ int data_check_len(const struct data_file *df, int T, char *err, size_t len)
 void data_batch(const struct data_file *df, uint64_t seed, uint64_t step,
 		int B, int T, int32_t *tok, int32_t *tgt)
 {
+	data_batch_range(df, seed, step, 0, B, T, tok, tgt);
+}
+
+void data_batch_range(const struct data_file *df, uint64_t seed,
+		      uint64_t step, int first, int B, int T, int32_t *tok,
+		      int32_t *tgt)
+{
 	uint64_t span = df->ntokens - (uint64_t)T;
 
 	for (int b = 0; b < B; b++) {
-		uint64_t start = rng_hash3(seed, step, (uint64_t)b) % span;
+		uint64_t start = rng_hash3(seed, step,
+					   (uint64_t)first + (uint64_t)b) %
+				 span;
 
 		for (int t = 0; t < T; t++) {
 			tok[b * T + t] = (int32_t)data_token(df, start + t);

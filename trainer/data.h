@@ -54,6 +54,14 @@ static inline uint32_t data_token(const struct data_file *df, uint64_t i)
  */
 void data_batch(const struct data_file *df, uint64_t seed, uint64_t step,
 		int B, int T, int32_t *tok, int32_t *tgt);
+/*
+ * Sequences [first, first + B) of the batch of step `step`, exactly as
+ * data_batch draws them for a larger B: a data-parallel rank's share of
+ * the global batch, the same whatever the number of ranks.
+ */
+void data_batch_range(const struct data_file *df, uint64_t seed,
+		      uint64_t step, int first, int B, int T, int32_t *tok,
+		      int32_t *tgt);
 /* 0, or -EINVAL when the file is too short for sequences of T */
 int data_check_len(const struct data_file *df, int T, char *err, size_t len);
 

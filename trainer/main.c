@@ -24,6 +24,7 @@
 #include "sigma.h"
 #include "ckpt.h"
 #include "data.h"
+#include "dist.h"
 #include "exitcodes.h"
 #include "model.h"
 #include "rng.h"
@@ -47,6 +48,8 @@ struct train_opts {
 	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
 	bool resume;
 	bool vocab_set;
+	int dp, ep, pp; /* layout; dp 0: the job size */
+	double bucket_mb; /* gradient all-reduce bucket */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -86,6 +89,11 @@ static void usage(FILE *f)
 		"  --weight-decay W      (default 0.1)  --clip C  (default 1.0, 0: off)\n"
 		"  --seed S              weights and batch order (default 1)\n"
 		"  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all)\n"
+		"Parallel (one process per rank under srun --mpi=pmix):\n"
+		"  --dp N                data-parallel ranks (default: all ranks); the\n"
+		"                        global --batch is split evenly over them\n"
+		"  --ep N --pp N         expert and pipeline parallel ranks (1)\n"
+		"  --grad-bucket-mb M    gradient all-reduce bucket (default 16)\n"
 		"Reporting:\n"
 		"  --log-every N         progress line every N steps (default 10)\n"
 		"  --eval-every N        validation loss every N steps (default 100; 0: never)\n"
@@ -95,7 +103,8 @@ static void usage(FILE *f)
 		"\n"
 		"Exit: 0 done, 64 usage, 65 bad data or checkpoint, 66 missing input,\n"
 		"69 stop requested without a checkpoint dir, 70 diverged, 71 system error,\n"
-		"73 cannot write, 75 stopped on request after a checkpoint (requeue).\n");
+		"73 cannot write, 75 stopped on request after a checkpoint (requeue),\n"
+		"76 a peer rank failed or a collective timed out (requeue).\n");
 }
 
 #define DIE(code, ...)                                                        \
@@ -262,6 +271,7 @@ enum {
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
 	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
+	OPT_DP, OPT_EP, OPT_PP, OPT_BUCKET,
 };
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
@@ -326,6 +336,10 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "eval-batches", required_argument, NULL, OPT_EVALB },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "stop-at", required_argument, NULL, OPT_STOP_AT },
+		{ "dp", required_argument, NULL, OPT_DP },
+		{ "ep", required_argument, NULL, OPT_EP },
+		{ "pp", required_argument, NULL, OPT_PP },
+		{ "grad-bucket-mb", required_argument, NULL, OPT_BUCKET },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -457,6 +471,24 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				return -EINVAL;
 			o->stop_at = v;
 			break;
+		case OPT_DP:
+		case OPT_EP:
+		case OPT_PP:
+			if (parse_int(c == OPT_DP   ? "--dp"
+				      : c == OPT_EP ? "--ep"
+						    : "--pp",
+				      optarg, 1, LAYOUT_MAX_RANKS, &v))
+				return -EINVAL;
+			*(c == OPT_DP	? &o->dp
+			  : c == OPT_EP ? &o->ep
+					: &o->pp) = (int)v;
+			break;
+		case OPT_BUCKET:
+			if (parse_real("--grad-bucket-mb", optarg, 0.001, 4096,
+				       &d))
+				return -EINVAL;
+			o->bucket_mb = d;
+			break;
 		case OPT_CKPT_KEEP:
 			if (parse_int("--ckpt-keep", optarg, 1, 1000, &v))
 				return -EINVAL;
@@ -565,19 +597,26 @@ static void print_config(const struct train_opts *o, const struct model *m,
 	fflush(stdout);
 }
 
-static double evaluate(struct model *m, const struct data_file *val,
-		       uint64_t seed, int nb, int32_t *tok, int32_t *tgt)
+/* Mean validation cross-entropy; a data-parallel rank evaluates its share
+ * of each batch. NAN when the ranks cannot agree (a peer failed). */
+static double evaluate(struct model *m, struct dist *d,
+		       const struct data_file *val, uint64_t seed, int nb,
+		       int32_t *tok, int32_t *tgt)
 {
 	double s = 0.0;
 
 	/* the same batches every time: a fixed stream of the seed */
 	for (int i = 0; i < nb; i++) {
-		data_batch(val, seed ^ 0x76616c69646174ULL, (uint64_t)i, m->B,
-			   m->cfg.T, tok, tgt);
+		data_batch_range(val, seed ^ 0x76616c69646174ULL, (uint64_t)i,
+				 d->me.dp_index * m->B, m->B, m->cfg.T, tok,
+				 tgt);
 		model_forward(m, tok, tgt);
 		s += m->ce;
 	}
-	return s / nb;
+	s /= nb;
+	if (dist_forward_error(d) || dist_mean(d, &s, 1))
+		return NAN;
+	return s;
 }
 
 static void fmt_eta(char *buf, size_t len, double sec)
@@ -612,7 +651,7 @@ static int save(const struct train_opts *o, const struct model *m,
 	return 0;
 }
 
-static int train(struct train_opts *o)
+static int train(struct train_opts *o, struct dist *d)
 {
 	struct data_file train_df, val_df;
 	struct model *m = NULL;
@@ -625,8 +664,9 @@ static int train(struct train_opts *o)
 	bool have_val = false;
 	long start = 0;
 	double flops_tok, entropy;
-	uint64_t t_start, t_last;
+	uint64_t t_start, t_last, comm_last = 0;
 	long s_last;
+	int B;
 
 	rc = data_open(&train_df, o->train_path, err, sizeof(err));
 	if (rc)
@@ -663,9 +703,10 @@ static int train(struct train_opts *o)
 		code = TRAIN_EXIT_USAGE;
 		goto out;
 	}
+	B = o->batch / d->lp.dp; /* dist_init checked it divides */
 	rc = sigma_ops_cpu.init(o->threads);
 	if (rc == 0)
-		rc = model_create(&m, &o->model, o->batch, &sigma_ops_cpu, err,
+		rc = model_create(&m, &o->model, B, &sigma_ops_cpu, err,
 				  sizeof(err));
 	if (rc) {
 		sigma_error("model: %s", err);
@@ -673,6 +714,7 @@ static int train(struct train_opts *o)
 		goto out;
 	}
 	model_init_weights(m, o->seed);
+	dist_attach(d, m);
 	st.seed = o->seed;
 	st.rng = o->seed;
 	st.batch = o->batch;
@@ -681,7 +723,17 @@ static int train(struct train_opts *o)
 	st.data_checksum = train_df.checksum;
 
 	if (*o->init_from) {
-		rc = ckpt_read_weights(o->init_from, m, err, sizeof(err));
+		rc = d->rank == 0 ? ckpt_read_weights(o->init_from, m, err,
+						       sizeof(err))
+				  : 0;
+		if (dist_bcast_int(d, &rc) || (rc == 0 &&
+					       dist_sync_model(d, m, NULL, 0))) {
+			code = TRAIN_EXIT_PEER;
+			goto out;
+		}
+		if (rc && d->rank != 0)
+			sigma_strlcpy(err, "rank 0 could not read the file",
+				      sizeof(err));
 		if (rc) {
 			sigma_error("--init-from: %s", err);
 			code = rc == -ENOENT ? TRAIN_EXIT_NOINPUT
@@ -691,11 +743,25 @@ static int train(struct train_opts *o)
 		printf("weights from %s\n", o->init_from);
 	}
 	if (o->resume && *o->ckpt_dir) {
-		char path[PATH_MAX];
+		char path[PATH_MAX] = "rank 0's checkpoint";
 		struct ckpt_state rs;
 
-		rc = ckpt_load_latest(o->ckpt_dir, m, &rs, path, sizeof(path),
-				      err, sizeof(err));
+		/* rank 0 reads the checkpoint; every rank gets its tensors
+		 * and state (whatever layout wrote it: tensors are whole) */
+		memset(&rs, 0, sizeof(rs));
+		rc = d->rank == 0 ? ckpt_load_latest(o->ckpt_dir, m, &rs, path,
+						      sizeof(path), err,
+						      sizeof(err))
+				  : 0;
+		if (dist_bcast_int(d, &rc) ||
+		    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs)))) {
+			code = TRAIN_EXIT_PEER;
+			goto out;
+		}
+		if (rc && d->rank != 0)
+			sigma_strlcpy(err,
+				      "rank 0 found no valid checkpoint there",
+				      sizeof(err));
 		if (rc == -ENOENT) {
 			printf("resume: no checkpoint in %s, starting at step 0\n",
 			       o->ckpt_dir);
@@ -730,7 +796,7 @@ static int train(struct train_opts *o)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	if (*o->metrics_path) {
+	if (*o->metrics_path && d->rank == 0) {
 		bool fresh = access(o->metrics_path, F_OK) != 0 || start == 0;
 
 		metrics = fopen(o->metrics_path, fresh ? "w" : "a");
@@ -742,7 +808,7 @@ static int train(struct train_opts *o)
 		}
 		if (fresh)
 			fprintf(metrics,
-				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s\n");
+				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms\n");
 	}
 	tok = malloc(sizeof(int32_t) * m->B * m->cfg.T);
 	tgt = malloc(sizeof(int32_t) * m->B * m->cfg.T);
@@ -755,15 +821,37 @@ static int train(struct train_opts *o)
 	s_last = start;
 
 	for (long s = start; s < o->optim.steps; s++) {
-		double gn, val_ce = NAN;
+		double gn, val_ce = NAN, red[3];
 		float lr, scale;
 		long done = s + 1;
 		int stop;
 
-		data_batch(&train_df, st.seed, (uint64_t)s, m->B, m->cfg.T, tok,
-			   tgt);
+		/* this rank's share of the global batch of step s */
+		data_batch_range(&train_df, st.seed, (uint64_t)s,
+				 d->me.dp_index * m->B, m->B, m->cfg.T, tok,
+				 tgt);
 		model_forward(m, tok, tgt);
+		dist_grad_begin(d, m);
 		model_backward(m);
+		rc = dist_forward_error(d);
+		/* gradients and losses averaged over the data-parallel ranks,
+		 * and whether any rank was asked to stop */
+		red[0] = m->ce;
+		red[1] = m->aux;
+		red[2] = stop_signal ? 1.0 : 0.0;
+		if (rc == 0)
+			rc = dist_grad_finish(d);
+		if (rc == 0)
+			rc = dist_mean(d, red, 3);
+		if (rc) {
+			sigma_error("step %ld: gradient all-reduce failed: %s",
+				    done, strerror(-rc));
+			code = TRAIN_EXIT_PEER;
+			goto out;
+		}
+		m->ce = red[0];
+		m->aux = red[1];
+		m->loss = m->ce + m->cfg.aux_coef * m->aux;
 		gn = model_grad_norm(m);
 		if (!isfinite(m->loss) || !isfinite(gn)) {
 			sigma_error("step %ld: loss %g, gradient norm %g: diverged",
@@ -776,13 +864,19 @@ static int train(struct train_opts *o)
 		st.step = done;
 		stop = stop_signal ? stop_signal
 				   : (o->stop_at == done ? -1 : 0);
+		if (!stop && red[2] > 0)
+			stop = -2; /* a signal reached another rank */
 
 		if (have_val && o->eval_every > 0 &&
 		    (done % o->eval_every == 0 || done == o->optim.steps)) {
 			double ce = m->ce, aux = m->aux, loss = m->loss;
 
-			val_ce = evaluate(m, &val_df, st.seed, o->eval_batches,
-					  tok, tgt);
+			val_ce = evaluate(m, d, &val_df, st.seed,
+					  o->eval_batches, tok, tgt);
+			if (isnan(val_ce)) {
+				code = TRAIN_EXIT_PEER;
+				goto out;
+			}
 			printf("step %ld val_ce %.4f\n", done, val_ce);
 			m->ce = ce, m->aux = aux, m->loss = loss;
 		}
@@ -799,12 +893,18 @@ static int train(struct train_opts *o)
 						       (o->optim.steps - done)
 					     : NAN;
 			char etas[32];
+			/* per step over the interval: wall time and the part
+			 * spent waiting for communication (this rank) */
+			double nst = done > s_last ? (double)(done - s_last) : 1;
+			double step_ms = dt * 1000.0 / nst;
+			double comm_ms = (double)(d->comm_ns - comm_last) /
+					 1e6 / nst;
 
 			fmt_eta(etas, sizeof(etas), eta);
-			printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s\n",
+			printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s step_ms %.1f comm_ms %.1f\n",
 			       done, o->optim.steps, m->loss, m->ce, m->aux,
 			       (double)lr, gn, tps, tps * flops_tok / 1e9,
-			       etas);
+			       etas, step_ms, comm_ms);
 			fflush(stdout);
 			if (metrics) {
 				fprintf(metrics,
@@ -814,23 +914,33 @@ static int train(struct train_opts *o)
 					tps * flops_tok / 1e9);
 				if (!isnan(val_ce))
 					fprintf(metrics, "%.6f", val_ce);
-				fprintf(metrics, ",%.3f\n", el);
+				fprintf(metrics, ",%.3f,%.3f,%.3f\n", el,
+					step_ms, comm_ms);
 				fflush(metrics);
 			}
+			comm_last = d->comm_ns;
 			t_last = now;
 			s_last = done;
 		}
 		if (*o->ckpt_dir &&
 		    ((o->ckpt_every > 0 && done % o->ckpt_every == 0) ||
 		     done == o->optim.steps || stop)) {
-			if (save(o, m, &st)) {
+			/* every rank holds the whole model: rank 0 writes */
+			if (d->rank == 0 && save(o, m, &st)) {
 				code = TRAIN_EXIT_CANTCREAT;
+				goto out;
+			}
+			/* no rank ends before the checkpoint is complete */
+			if ((stop || done == o->optim.steps) &&
+			    dist_barrier(d)) {
+				code = TRAIN_EXIT_PEER;
 				goto out;
 			}
 		}
 		if (stop && done < o->optim.steps) {
-			const char *why = stop > 0 ? strsignal(stop)
-						   : "--stop-at";
+			const char *why = stop > 0    ? strsignal(stop)
+					  : stop == -1 ? "--stop-at"
+						       : "a signal to another rank";
 
 			if (*o->ckpt_dir) {
 				printf("stopped by %s at step %ld after a checkpoint: exit %d (requeue)\n",
@@ -868,6 +978,10 @@ int main(int argc, char **argv)
 {
 	struct train_opts o;
 
+	struct dist d;
+	char err[1024];
+	int code;
+
 	sigma_log_init("sigma-train", SIGMA_LOG_INFO);
 	if (argc > 1 && !strcmp(argv[1], "prepare"))
 		return cmd_prepare(argc - 1, argv + 1);
@@ -883,7 +997,32 @@ int main(int argc, char **argv)
 	o.eval_every = 100;
 	o.eval_batches = 4;
 	o.log_every = 10;
+	o.bucket_mb = 16.0;
 	if (read_env(&o) || parse_opts(&o, argc, argv))
 		return TRAIN_EXIT_USAGE;
-	return train(&o);
+	code = dist_init(&d, o.dp, o.ep, o.pp, o.model.E, o.model.L, o.batch,
+			 err, sizeof(err));
+	if (code) {
+		sigma_error("%s", err);
+		return code == -EINVAL || code == -ENOTSUP ? TRAIN_EXIT_USAGE
+							   : TRAIN_EXIT_PEER;
+	}
+	d.bucket = (size_t)(o.bucket_mb * (1 << 20) / sizeof(float));
+	if (d.bucket < 1)
+		d.bucket = 1;
+	if (d.size > 1)
+		sigma_info("rank %d of %d on %s, pid %d: dp %d ep %d pp %d, dp_index %d, %d of %d sequences per step",
+			   d.rank, d.size, d.boot.node, (int)getpid(),
+			   d.lp.dp, d.lp.ep, d.lp.pp, d.me.dp_index,
+			   o.batch / d.lp.dp, o.batch);
+	/* progress and metrics come from rank 0 only; errors from every rank */
+	if (d.rank != 0 && !freopen("/dev/null", "w", stdout))
+		sigma_warn("cannot silence stdout of rank %d", d.rank);
+	code = train(&o, &d);
+	/* the communicators are torn down together only when every rank got
+	 * here the same way; after a failure the process just ends */
+	if (code == TRAIN_EXIT_OK || code == TRAIN_EXIT_REQUEUE ||
+	    d.size == 1)
+		dist_fini(&d);
+	return code;
 }

@@ -200,6 +200,7 @@ static void carve_acts(struct model *m, struct carver *cv)
 		la->gate = CARVE_F(cv, N * c->K);
 		la->idx = CARVE_I(cv, N * c->K);
 		la->counts = CARVE_I(cv, E);
+		la->gcounts = CARVE_I(cv, E);
 		la->offs = CARVE_I(cv, E + 1);
 		la->perm = CARVE_I(cv, NK);
 		la->pos = CARVE_I(cv, NK);
@@ -350,6 +351,18 @@ void model_init_weights(struct model *m, uint64_t seed)
 
 /* ---- forward ------------------------------------------------------------- */
 
+/* the table for layer l's forward (l = L: the output head) */
+static const struct sigma_ops *layer_ops(struct model *m, int l)
+{
+	if (!m->bf16 || !m->prec || !m->prec[l])
+		return m->ops;
+	m->bf16->begin(m->overflow ? &m->overflow[l] : NULL,
+		       m->inject_overflow == l + 1);
+	if (m->inject_overflow == l + 1)
+		m->inject_overflow = 0;
+	return m->bf16->ops;
+}
+
 void model_forward(struct model *m, const int32_t *tokens,
 		   const int32_t *targets)
 {
@@ -371,6 +384,7 @@ void model_forward(struct model *m, const int32_t *tokens,
 		struct model_layer_acts *la = &a->layer[l];
 		float *x = a->x + l * ND, *xnext = a->x + (l + 1) * ND;
 
+		o = layer_ops(m, l);
 		/* attention block */
 		o->rmsnorm_forward(la->a, la->a_rstd, x, w->attn_norm, N, D);
 		o->matmul_forward(la->q, la->a, w->wq, N, D, D, 0);
@@ -390,7 +404,22 @@ void model_forward(struct model *m, const int32_t *tokens,
 		o->softmax_forward(la->p, la->p, N, E);
 		o->moe_route(la->idx, la->gate, la->counts, la->offs, la->perm,
 			     la->pos, la->p, N, E, K);
-		o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E, K);
+		if (m->counts_reduce && m->count_ranks > 1) {
+			/* the load-balancing loss of the global batch: token
+			 * counts summed over the data-parallel ranks, so
+			 * f_e = counts / (ranks N K); the mean of the ranks'
+			 * losses is then the global one */
+			int hc[MODEL_MAX_E];
+
+			o->to_host(hc, la->counts, sizeof(int) * E);
+			m->counts_reduce(m->counts_ctx, hc, E);
+			o->from_host(la->gcounts, hc, sizeof(int) * E);
+			o->moe_aux_loss(&a->aux[l], la->p, la->gcounts, N, E,
+					K * m->count_ranks);
+		} else {
+			o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E,
+					K);
+		}
 		o->moe_gather(la->xe, la->m, la->perm, N, K, D);
 		o->grouped_matmul_forward(la->h1, la->xe, w->w1, la->offs, E,
 					  D, F);
@@ -403,6 +432,7 @@ void model_forward(struct model *m, const int32_t *tokens,
 		o->moe_combine(xnext, la->eo, la->gate, la->pos, N, K, D);
 	}
 
+	o = layer_ops(m, c->L);
 	o->rmsnorm_forward(a->fn, a->fn_rstd, a->x + (size_t)c->L * ND,
 			   m->P.final_norm, N, D);
 	o->matmul_forward(a->logits, a->fn, m->P.w_out, N, D, V, 0);
@@ -441,6 +471,9 @@ void model_backward(struct model *m)
 	o->rmsnorm_backward(a->dx, m->G.final_norm, a->dtmp,
 			    a->x + (size_t)c->L * ND, m->P.final_norm,
 			    a->fn_rstd, N, D);
+	if (m->grad_ready)
+		m->grad_ready(m->grad_ready_ctx,
+			      (size_t)(m->G.final_norm - m->grads));
 
 	for (int l = c->L - 1; l >= 0; l--) {
 		const struct model_layer_ptrs *w = &m->P.layer[l];
@@ -461,9 +494,16 @@ void model_backward(struct model *m)
 					   la->offs, E, D, F, 1);
 		o->moe_gather_backward(a->dtmp, a->dxe, la->pos, N, K, D);
 		/* router: gates and the load-balancing loss */
-		o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,
-				       la->gate, la->counts, aux_scale, N, E,
-				       K);
+		if (m->counts_reduce && m->count_ranks > 1)
+			/* global counts: f_e scaled by 1 / ranks */
+			o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,
+					       la->gate, la->gcounts,
+					       aux_scale / (float)m->count_ranks,
+					       N, E, K);
+		else
+			o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,
+					       la->gate, la->counts, aux_scale,
+					       N, E, K);
 		o->softmax_backward(a->dr, a->dp, la->p, N, E);
 		o->matmul_backward(a->dtmp, g->router, a->dr, la->m, w->router,
 				   N, D, E, 1);
@@ -488,8 +528,13 @@ void model_backward(struct model *m)
 		o->copy(a->dx, a->dmid, ND);
 		o->rmsnorm_backward(a->dx, g->attn_norm, a->dtmp, x,
 				    w->attn_norm, la->a_rstd, N, D);
+		if (m->grad_ready)
+			m->grad_ready(m->grad_ready_ctx,
+				      (size_t)(g->attn_norm - m->grads));
 	}
 	o->embedding_backward(m->G.tok_emb, a->dx, a->tokens, N, V, D);
+	if (m->grad_ready)
+		m->grad_ready(m->grad_ready_ctx, 0);
 }
 
 double model_grad_norm(struct model *m)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bf16.h"
 #include "ops.h"
 
 /* Shapes and loss settings: what a checkpoint must match. */
@@ -100,6 +101,7 @@ struct model_layer_acts {
 	float *gate; /* [N, K] */
 	int *idx; /* [N, K] */
 	int *counts; /* [E] */
+	int *gcounts; /* [E] counts summed over data-parallel ranks */
 	int *offs; /* [E + 1] */
 	int *perm; /* [NK] */
 	int *pos; /* [NK] */
@@ -150,6 +152,38 @@ struct model {
 
 	/* results of the last forward */
 	double ce, aux, loss;
+
+	/*
+	 * Precision of the forward matrix products (docs/guardrails.md).
+	 * bf16: a table whose products run in bf16 (kernels/bf16.h), NULL
+	 * for fp32 only; prec[L + 1]: 1 where layer l (index L: the output
+	 * head) uses it; overflow[L + 1]: bf16 outputs of each layer that
+	 * overflowed (adds); inject_overflow: test hook, layer + 1 whose next
+	 * bf16 forward is made to overflow, 0 none. All set by the guard.
+	 */
+	const struct sigma_bf16 *bf16;
+	uint8_t *prec;
+	uint64_t *overflow;
+	int inject_overflow;
+
+	/*
+	 * Optional: called by model_backward each time the gradients of
+	 * the parameters [offset, nparams) are final (after the head, after
+	 * each layer from the last, after the embedding with offset 0), so a
+	 * data-parallel trainer can start reducing them while the backward
+	 * pass goes on. NULL: not called.
+	 */
+	void (*grad_ready)(void *ctx, size_t offset);
+	void *grad_ready_ctx;
+	/*
+	 * Optional, data parallel over count_ranks ranks of equal batches:
+	 * sums a layer's expert token counts (host ints [E]) over the ranks
+	 * in place, so that the load-balancing loss and its gradient are
+	 * those of the global batch. NULL or count_ranks <= 1: local counts.
+	 */
+	void (*counts_reduce)(void *ctx, int *counts, int E);
+	void *counts_ctx;
+	int count_ranks;
 };
 
 /* AdamW and schedule settings (docs/model.md defaults). */

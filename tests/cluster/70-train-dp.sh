@@ -1,0 +1,85 @@
+#!/bin/bash
+# sigma-train data parallel under srun --mpi=pmix across two nodes: the same
+# global batch and seed give the same losses as one process (within fp32
+# reordering) for 20 steps and the same weights; two dp 2 runs give the same
+# bits; only rank 0 prints progress; a layout that cannot work is refused.
+# Small gradient buckets make the backward pass start several all-reduces.
+. "$SIGMA_SRCDIR/tests/cluster/lib.sh"
+TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
+F=/usr/share/games/fortunes
+[ -x "$TRAIN" ] || skip "sigma-train not built"
+[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
+grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
+grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+command -v h5diff >/dev/null || skip "h5diff not installed"
+
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=60
+d=$(workdir train-dp)
+"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" "$F/fortunes" >/dev/null ||
+	fail "prepare failed"
+ARGS="--train $d/train.tok --val $d/val.tok --preset small --batch 8 --steps 20
+	--warmup 2 --seed 5 --threads 1 --log-every 1 --eval-every 10 --eval-batches 2"
+
+# run NAME NODES TASKS [FLAGS]: train into $d/NAME (checkpoint, metrics, output)
+run() {
+	local name=$1 nodes=$2 tasks=$3
+	shift 3
+	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N"$nodes" -n"$tasks" \
+		"$TRAIN" $ARGS --ckpt-dir "$d/$name" --metrics "$d/$name.csv" "$@" \
+		> "$d/$name.out" 2> "$d/$name.err"
+	local rc=$?
+	[ "$rc" = 0 ] || fail "$name: srun exited $rc: $(tail -n 5 "$d/$name.err")"
+}
+# losses NAME: "step loss" of every step from the metrics file
+losses() { awk -F, 'NR > 1 { print $1, $2 }' "$d/$1.csv"; }
+
+log "one process, then dp 2 on two nodes (twice)"
+run one 1 1
+run dp2a 2 2 --dp 2 --grad-bucket-mb 0.02
+run dp2b 2 2 --dp 2 --grad-bucket-mb 0.02
+grep '^step 20/20' "$d/one.out"
+grep '^step 20/20' "$d/dp2a.out"
+
+[ "$(grep -c '^step [0-9]*/20 ' "$d/dp2a.out")" = 20 ] ||
+	fail "dp 2 printed $(grep -c '^step [0-9]*/20 ' "$d/dp2a.out") progress lines for 20 steps (only rank 0 prints)"
+grep -q 'rank 1 of 2' "$d/dp2a.err" || fail "rank 1 did not report itself: $(cat "$d/dp2a.err")"
+[ "$(losses one | wc -l)" = 20 ] || fail "one process: $(losses one | wc -l) metric rows"
+
+log "losses: dp 2 against one process, within 1e-3 relative"
+paste -d' ' <(losses one) <(losses dp2a) | awk '
+	{ rel = ($2 - $4) / $2; if (rel < 0) rel = -rel; if (rel > worst) worst = rel }
+	$1 != $3 || rel > 1e-3 { print "step " $1 ": one " $2 ", dp 2 " $4; bad = 1 }
+	END { printf "largest relative difference %.2g\n", worst; exit bad }' ||
+	fail "dp 2 losses differ from one process"
+vone=$(grep 'val_ce' "$d/one.out" | tail -1 | awk '{print $4}')
+vdp=$(grep 'val_ce' "$d/dp2a.out" | tail -1 | awk '{print $4}')
+awk -v a="$vone" -v b="$vdp" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }' ||
+	fail "validation ce: one process $vone, dp 2 $vdp"
+
+log "weights after 20 steps: dp 2 against one process, within 1e-4"
+ck=ckpt-00000020.h5
+h5diff -d 1e-4 "$d/one/$ck" "$d/dp2a/$ck" /model /model >/dev/null ||
+	fail "weights differ by more than 1e-4: $(h5diff -d 1e-4 "$d/one/$ck" "$d/dp2a/$ck" /model /model | tail -3)"
+
+log "two dp 2 runs: the same bits"
+cmp <(losses dp2a) <(losses dp2b) || fail "two dp 2 runs printed different losses"
+for g in /model /optim/m /optim/v; do
+	h5diff "$d/dp2a/$ck" "$d/dp2b/$ck" $g $g >/dev/null ||
+		fail "two dp 2 runs: $g differs: $(h5diff "$d/dp2a/$ck" "$d/dp2b/$ck" $g $g | tail -3)"
+done
+
+log "step timing in the metrics"
+head -1 "$d/dp2a.csv" | grep -q ',step_ms,comm_ms$' || fail "metrics header: $(head -1 "$d/dp2a.csv")"
+awk -F, 'NR > 1 && !($13 >= 0 && $12 >= $13) { bad = 1 } END { exit bad }' "$d/dp2a.csv" ||
+	fail "comm_ms must be within step_ms: $(tail -2 "$d/dp2a.csv")"
+
+log "a layout that cannot work is refused (exit 64, says why)"
+timeout 60 srun --mpi=pmix -N2 -n2 "$TRAIN" $ARGS --dp 4 > "$d/bad.out" 2>&1
+rc=$?
+[ "$rc" = 64 ] || fail "--dp 4 on 2 ranks: exit $rc, want 64"
+grep -q 'dp x pp must equal the number of tasks' "$d/bad.out" || fail "no reason given: $(cat "$d/bad.out")"
+timeout 60 srun --mpi=pmix -N2 -n2 "$TRAIN" $ARGS --batch 7 > "$d/bad.out" 2>&1
+rc=$?
+[ "$rc" = 64 ] || fail "--batch 7 over dp 2: exit $rc, want 64"
+grep -q 'cannot be split evenly over dp 2' "$d/bad.out" || fail "no reason given: $(cat "$d/bad.out")"
+log "ok"

@@ -27,13 +27,14 @@
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sigmactl [--socket PATH] [--config FILE] COMMAND\n"
-		"  status                          spares, managed jobs, nodes in repair\n"
-		"  spares [add|remove NODE]        the hot-spare pool\n"
-		"  history [--job ID] [--node NAME] [--since TIME] [--json]\n"
-		"  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
-		"  resume NODE                     put it back (root, SlurmUser)\n");
+	fprintf(
+	    f,
+	    "usage: sigmactl [--socket PATH] [--config FILE] COMMAND\n"
+	    "  status                          spares, managed jobs, nodes in repair\n"
+	    "  spares [add|remove NODE]        the hot-spare pool\n"
+	    "  history [--job ID] [--node NAME] [--since TIME] [--json]\n"
+	    "  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
+	    "  resume NODE                     put it back (root, SlurmUser)\n");
 }
 
 /* Socket: --socket, else sigmad_socket of the config file, else default. */
@@ -62,8 +63,9 @@ static int ctl_socket_path(const char *opt, const char *config, char *out,
 /* TIME: epoch seconds, N[smhd] ago, or YYYY-MM-DD[THH:MM[:SS]] local time. */
 static int ctl_parse_since(const char *s, long *out)
 {
-	static const char *const fmts[] = { "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S",
-					    "%Y-%m-%dT%H:%M", "%Y-%m-%d", NULL };
+	static const char *const fmts[] = {"%Y-%m-%dT%H:%M:%S",
+					   "%Y-%m-%d %H:%M:%S",
+					   "%Y-%m-%dT%H:%M", "%Y-%m-%d", NULL};
 	size_t n = strlen(s);
 	long v;
 
@@ -73,8 +75,10 @@ static int ctl_parse_since(const char *s, long *out)
 	}
 	if (n >= 2 && strchr("smhd", s[n - 1])) {
 		char num[32];
-		long unit = s[n - 1] == 's' ? 1 : s[n - 1] == 'm' ? 60
-			  : s[n - 1] == 'h' ? 3600 : 86400;
+		long unit = s[n - 1] == 's'   ? 1
+			    : s[n - 1] == 'm' ? 60
+			    : s[n - 1] == 'h' ? 3600
+					      : 86400;
 
 		if (n - 1 < sizeof(num)) {
 			memcpy(num, s, n - 1);
@@ -86,7 +90,7 @@ static int ctl_parse_since(const char *s, long *out)
 		}
 	}
 	for (int i = 0; fmts[i]; i++) {
-		struct tm tm = { 0 };
+		struct tm tm = {0};
 		const char *end = strptime(s, fmts[i], &tm);
 
 		if (end && !*end) {
@@ -127,14 +131,16 @@ static void ctl_print_event(const struct evlog_event *ev)
 }
 
 /* Send one request, print the reply. Returns the exit code. */
-static int ctl_request(const char *path, const char *req, bool history, bool json)
+static int ctl_request(const char *path, const char *req, bool history,
+		       bool json)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char line[EVLOG_LINE_MAX + 2];
 	FILE *in;
 	int fd, rc = 0;
 
-	if (sigma_strlcpy(sa.sun_path, path, sizeof(sa.sun_path)) >= sizeof(sa.sun_path)) {
+	if (sigma_strlcpy(sa.sun_path, path, sizeof(sa.sun_path)) >=
+	    sizeof(sa.sun_path)) {
 		fprintf(stderr, "sigmactl: socket path too long: %s\n", path);
 		return 1;
 	}
@@ -143,15 +149,22 @@ static int ctl_request(const char *path, const char *req, bool history, bool jso
 		int e = errno;
 
 		if (e == ENOENT || e == ECONNREFUSED)
-			fprintf(stderr, "sigmactl: sigmad is not running (nothing answers on %s)\n", path);
+			fprintf(
+			    stderr,
+			    "sigmactl: sigmad is not running (nothing answers on %s)\n",
+			    path);
 		else
-			fprintf(stderr, "sigmactl: cannot reach sigmad on %s: %s\n", path, strerror(e));
+			fprintf(stderr,
+				"sigmactl: cannot reach sigmad on %s: %s\n",
+				path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return 1;
 	}
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) || write(fd, "\n", 1) != 1) {
-		fprintf(stderr, "sigmactl: cannot send to sigmad: %s\n", strerror(errno));
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) ||
+	    write(fd, "\n", 1) != 1) {
+		fprintf(stderr, "sigmactl: cannot send to sigmad: %s\n",
+			strerror(errno));
 		close(fd);
 		return 1;
 	}
@@ -186,16 +199,16 @@ static int ctl_request(const char *path, const char *req, bool history, bool jso
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 'S' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "since", required_argument, NULL, 's' },
-		{ "reason", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	    {"socket", required_argument, NULL, 'S'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"job", required_argument, NULL, 'j'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"since", required_argument, NULL, 's'},
+	    {"reason", required_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'J'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *sock = NULL, *config = NULL, *node = NULL, *reason = NULL;
 	long job = 0, since = -1;
@@ -208,11 +221,22 @@ int main(int argc, char **argv)
 	/* options before the command; "+" stops at the command word */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'S': sock = optarg; break;
-		case 'c': config = optarg; break;
-		case 'h': ctl_usage(stdout); return 0;
-		case 'V': printf("sigmactl %s (git %s)\n", PACKAGE_VERSION, SIGMA_GIT_REVISION); return 0;
-		default: ctl_usage(stderr); return 64;
+		case 'S':
+			sock = optarg;
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return 0;
+		case 'V':
+			printf("sigmactl %s (git %s)\n", PACKAGE_VERSION,
+			       SIGMA_GIT_REVISION);
+			return 0;
+		default:
+			ctl_usage(stderr);
+			return 64;
 		}
 	}
 	if (optind >= argc) {
@@ -233,7 +257,7 @@ int main(int argc, char **argv)
 		sub[0] = (char *)cmd;
 		for (int i = 1; i < sub_argc; i++)
 			sub[i] = argv[optind + i - 1];
-		optind = 0;	/* 0: glibc starts afresh on a new argv */
+		optind = 0; /* 0: glibc starts afresh on a new argv */
 		for (;;) {
 			c = getopt_long(sub_argc, sub, "-h", opts, NULL);
 			if (c == -1)
@@ -243,33 +267,58 @@ int main(int argc, char **argv)
 				if (npos < 8)
 					pos[npos++] = optarg;
 				else {
-					fprintf(stderr, "sigmactl: too many arguments\n");
+					fprintf(
+					    stderr,
+					    "sigmactl: too many arguments\n");
 					free(sub);
 					return 64;
 				}
 				break;
-			case 'S': sock = optarg; break;
-			case 'c': config = optarg; break;
+			case 'S':
+				sock = optarg;
+				break;
+			case 'c':
+				config = optarg;
+				break;
 			case 'j':
-				if (sigma_parse_long(optarg, 1, UINT32_MAX, &job)) {
-					fprintf(stderr, "sigmactl: --job: '%s' is not a job id\n", optarg);
+				if (sigma_parse_long(optarg, 1, UINT32_MAX,
+						     &job)) {
+					fprintf(
+					    stderr,
+					    "sigmactl: --job: '%s' is not a job id\n",
+					    optarg);
 					free(sub);
 					return 64;
 				}
 				break;
-			case 'n': node = optarg; break;
+			case 'n':
+				node = optarg;
+				break;
 			case 's':
 				if (ctl_parse_since(optarg, &since)) {
-					fprintf(stderr, "sigmactl: --since: '%s' is not epoch seconds, "
-						"N[smhd] or YYYY-MM-DD[THH:MM[:SS]]\n", optarg);
+					fprintf(
+					    stderr,
+					    "sigmactl: --since: '%s' is not epoch seconds, "
+					    "N[smhd] or YYYY-MM-DD[THH:MM[:SS]]\n",
+					    optarg);
 					free(sub);
 					return 64;
 				}
 				break;
-			case 'r': reason = optarg; break;
-			case 'J': json = true; break;
-			case 'h': ctl_usage(stdout); free(sub); return 0;
-			default: ctl_usage(stderr); free(sub); return 64;
+			case 'r':
+				reason = optarg;
+				break;
+			case 'J':
+				json = true;
+				break;
+			case 'h':
+				ctl_usage(stdout);
+				free(sub);
+				return 0;
+			default:
+				ctl_usage(stderr);
+				free(sub);
+				return 64;
 			}
 		}
 		free(sub);
@@ -282,24 +331,32 @@ int main(int argc, char **argv)
 		else if (!strcmp(cmd, "spares") && nargs == 0)
 			snprintf(req, sizeof(req), "spares");
 		else if (!strcmp(cmd, "spares") && nargs == 2 &&
-			 (!strcmp(args[0], "add") || !strcmp(args[0], "remove")))
-			snprintf(req, sizeof(req), "spares\t%s\t%s", args[0], args[1]);
+			 (!strcmp(args[0], "add") ||
+			  !strcmp(args[0], "remove")))
+			snprintf(req, sizeof(req), "spares\t%s\t%s", args[0],
+				 args[1]);
 		else if (!strcmp(cmd, "history") && nargs == 0) {
 			int n = snprintf(req, sizeof(req), "history");
 
 			if (job)
-				n += snprintf(req + n, sizeof(req) - (size_t)n, "\tjob=%ld", job);
+				n += snprintf(req + n, sizeof(req) - (size_t)n,
+					      "\tjob=%ld", job);
 			if (node && !strchr(node, '\t'))
-				n += snprintf(req + n, sizeof(req) - (size_t)n, "\tnode=%.64s", node);
+				n += snprintf(req + n, sizeof(req) - (size_t)n,
+					      "\tnode=%.64s", node);
 			if (since >= 0)
-				snprintf(req + n, sizeof(req) - (size_t)n, "\tsince=%ld", since);
+				snprintf(req + n, sizeof(req) - (size_t)n,
+					 "\tsince=%ld", since);
 			return ctl_request(path, req, true, json);
 		} else if (!strcmp(cmd, "drain") && nargs == 1) {
 			if (!reason || !*reason || strpbrk(reason, "\t\n")) {
-				fprintf(stderr, "sigmactl: drain needs --reason TEXT (one line)\n");
+				fprintf(
+				    stderr,
+				    "sigmactl: drain needs --reason TEXT (one line)\n");
 				return 64;
 			}
-			if (sigma_snprintf(req, sizeof(req), "drain\t%s\t%s", args[0], reason) < 0) {
+			if (sigma_snprintf(req, sizeof(req), "drain\t%s\t%s",
+					   args[0], reason) < 0) {
 				fprintf(stderr, "sigmactl: reason too long\n");
 				return 64;
 			}

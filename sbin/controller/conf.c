@@ -42,9 +42,10 @@ static int config_seconds(const char *key, const char *value, long min,
 	int rc = sigma_parse_long(value, min, max, &v);
 
 	if (rc)
-		return sigma_set_err(err, errlen, -rc,
-				     "%s: '%s' is not a number of seconds in [%ld, %ld]",
-				     key, value, min, max);
+		return sigma_set_err(
+		    err, errlen, -rc,
+		    "%s: '%s' is not a number of seconds in [%ld, %ld]", key,
+		    value, min, max);
 	*out = v;
 	return 0;
 }
@@ -72,11 +73,11 @@ static bool config_is_nodelist(const char *s)
 	return true;
 }
 
-static int config_key(const char *key, const char *value, void *arg,
-		      char *err, size_t errlen)
+static int config_key(const char *key, const char *value, void *arg, char *err,
+		      size_t errlen)
 {
-	static const char *const levels[] = { "error", "warn", "info",
-					      "debug", NULL };
+	static const char *const levels[] = {"error", "warn", "info", "debug",
+					     NULL};
 	struct sigmad_config *cfg = arg;
 	char list[64];
 	long v;
@@ -87,36 +88,41 @@ static int config_key(const char *key, const char *value, void *arg,
 	if (!strcmp(key, "sigmad_socket")) {
 		if (value[0] != '/')
 			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not an absolute path", key, value);
+					     "%s: '%s' is not an absolute path",
+					     key, value);
 		return config_copy(cfg->socket_path, sizeof(cfg->socket_path),
 				   key, value, err, errlen);
 	}
 	if (!strcmp(key, "sigmad_state_dir")) {
 		if (value[0] != '/')
 			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not an absolute path", key, value);
+					     "%s: '%s' is not an absolute path",
+					     key, value);
 		return config_copy(cfg->state_dir, sizeof(cfg->state_dir), key,
 				   value, err, errlen);
 	}
 	if (!strcmp(key, "sigmad_spares")) {
 		if (*value && !config_is_nodelist(value))
 			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not a node list", key, value);
-		return config_copy(cfg->spares, sizeof(cfg->spares), key,
-				   value, err, errlen);
+					     "%s: '%s' is not a node list", key,
+					     value);
+		return config_copy(cfg->spares, sizeof(cfg->spares), key, value,
+				   err, errlen);
 	}
 	if (!strcmp(key, "sigmad_spare_feature")) {
 		if (*value && !config_is_name(value))
 			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not a feature name", key, value);
+					     "%s: '%s' is not a feature name",
+					     key, value);
 		return config_copy(cfg->spare_feature,
 				   sizeof(cfg->spare_feature), key, value, err,
 				   errlen);
 	}
 	if (!strcmp(key, "sigmad_reservation")) {
 		if (!config_is_name(value))
-			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not a reservation name", key, value);
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "%s: '%s' is not a reservation name", key, value);
 		return config_copy(cfg->reservation, sizeof(cfg->reservation),
 				   key, value, err, errlen);
 	}
@@ -136,8 +142,9 @@ static int config_key(const char *key, const char *value, void *arg,
 	if (!strcmp(key, "sigmad_probe_retries")) {
 		rc = sigma_parse_long(value, 0, 100, &v);
 		if (rc)
-			return sigma_set_err(err, errlen, -rc,
-					     "%s: '%s' is not a count in [0, 100]", key, value);
+			return sigma_set_err(
+			    err, errlen, -rc,
+			    "%s: '%s' is not a count in [0, 100]", key, value);
 		cfg->policy.probe_retries = (int)v;
 		return 0;
 	}
@@ -147,15 +154,17 @@ static int config_key(const char *key, const char *value, void *arg,
 					: &cfg->down_on_no_respond;
 		if (sigma_parse_bool(value, b))
 			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not yes or no", key, value);
+					     "%s: '%s' is not yes or no", key,
+					     value);
 		return 0;
 	}
 	if (!strcmp(key, "sigmad_log_level")) {
 		rc = sigma_parse_enum(value, levels);
 		if (rc < 0)
-			return sigma_set_err(err, errlen, EINVAL,
-					     "%s: '%s' is not one of %s", key, value,
-					     sigma_enum_list(levels, list, sizeof(list)));
+			return sigma_set_err(
+			    err, errlen, EINVAL, "%s: '%s' is not one of %s",
+			    key, value,
+			    sigma_enum_list(levels, list, sizeof(list)));
 		cfg->log_level = rc;
 		return 0;
 	}
@@ -166,15 +175,15 @@ static int config_check(const struct sigmad_config *cfg, const char *name,
 			char *err, size_t errlen)
 {
 	if (cfg->spares[0] && cfg->spare_feature[0])
-		return sigma_set_err(err, errlen, EINVAL,
-				     "%s: set sigmad_spares or sigmad_spare_feature, not both",
-				     name);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "%s: set sigmad_spares or sigmad_spare_feature, not both",
+		    name);
 	return 0;
 }
 
-int sigmad_config_parse(struct sigmad_config *cfg, const char *buf,
-			size_t len, const char *name, char *err,
-			size_t errlen)
+int sigmad_config_parse(struct sigmad_config *cfg, const char *buf, size_t len,
+			const char *name, char *err, size_t errlen)
 {
 	struct sigmad_config *tmp;
 	int rc;
@@ -192,8 +201,8 @@ int sigmad_config_parse(struct sigmad_config *cfg, const char *buf,
 	return rc;
 }
 
-int sigmad_config_load(struct sigmad_config *cfg, const char *path,
-		       char *err, size_t errlen)
+int sigmad_config_load(struct sigmad_config *cfg, const char *path, char *err,
+		       size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -299,8 +308,7 @@ static const char *reason_probe_what(const char *s)
 	return colon;
 }
 
-enum sigmad_reason sigmad_reason_classify(const char *reason,
-					  const char **what)
+enum sigmad_reason sigmad_reason_classify(const char *reason, const char **what)
 {
 	const char *w;
 

@@ -13,27 +13,27 @@
 
 #include "policy.h"
 
-#define SIGMAD_SOCKET_MAX 108	/* sizeof(sockaddr_un.sun_path) */
-#define SIGMAD_NAME_MAX 64
-#define SIGMAD_LIST_MAX 1024
+#define SIGMAD_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+#define SIGMAD_NAME_MAX	  64
+#define SIGMAD_LIST_MAX	  1024
 
 struct sigmad_config {
-	char socket_path[SIGMAD_SOCKET_MAX];	/* sigmad_socket */
-	char state_dir[PATH_MAX];		/* sigmad_state_dir */
-	char spares[SIGMAD_LIST_MAX];		/* sigmad_spares (node list) */
-	char spare_feature[SIGMAD_NAME_MAX];	/* sigmad_spare_feature */
-	char reservation[SIGMAD_NAME_MAX];	/* sigmad_reservation */
-	char probe_command[SIGMAD_LIST_MAX];	/* sigmad_probe_command */
-	int64_t poll_interval_s;		/* sigmad_poll_interval */
-	bool down_on_no_respond;		/* sigmad_down_on_no_respond */
-	int log_level;				/* sigmad_log_level */
-	struct policy_config policy;	/* sigmad_cooldown, _warn_grace, ... */
+	char socket_path[SIGMAD_SOCKET_MAX]; /* sigmad_socket */
+	char state_dir[PATH_MAX];	     /* sigmad_state_dir */
+	char spares[SIGMAD_LIST_MAX];	     /* sigmad_spares (node list) */
+	char spare_feature[SIGMAD_NAME_MAX]; /* sigmad_spare_feature */
+	char reservation[SIGMAD_NAME_MAX];   /* sigmad_reservation */
+	char probe_command[SIGMAD_LIST_MAX]; /* sigmad_probe_command */
+	int64_t poll_interval_s;	     /* sigmad_poll_interval */
+	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */
+	int log_level;			     /* sigmad_log_level */
+	struct policy_config policy; /* sigmad_cooldown, _warn_grace, ... */
 };
 
-#define SIGMAD_DEFAULT_SOCKET "/run/sigma/sigmad.sock"
-#define SIGMAD_DEFAULT_STATE_DIR "/var/lib/sigma/sigmad"
+#define SIGMAD_DEFAULT_SOCKET	   "/run/sigma/sigmad.sock"
+#define SIGMAD_DEFAULT_STATE_DIR   "/var/lib/sigma/sigmad"
 #define SIGMAD_DEFAULT_RESERVATION "sigma_spares"
-#define SIGMAD_EVENT_LOG_NAME "events.jsonl"
+#define SIGMAD_EVENT_LOG_NAME	   "events.jsonl"
 
 void sigmad_config_init(struct sigmad_config *cfg);
 /*
@@ -41,12 +41,11 @@ void sigmad_config_init(struct sigmad_config *cfg);
  * -errno with "FILE:LINE: why" in err. cfg is only changed on success, so a
  * bad file on SIGHUP leaves the running settings alone.
  */
-int sigmad_config_load(struct sigmad_config *cfg, const char *path,
-		       char *err, size_t errlen);
+int sigmad_config_load(struct sigmad_config *cfg, const char *path, char *err,
+		       size_t errlen);
 /* Same, from a buffer (name labels errors). */
-int sigmad_config_parse(struct sigmad_config *cfg, const char *buf,
-			size_t len, const char *name, char *err,
-			size_t errlen);
+int sigmad_config_parse(struct sigmad_config *cfg, const char *buf, size_t len,
+			const char *name, char *err, size_t errlen);
 /* "STATE_DIR/events.jsonl" into buf. */
 int sigmad_config_event_log(const struct sigmad_config *cfg, char *buf,
 			    size_t size);
@@ -54,7 +53,7 @@ int sigmad_config_event_log(const struct sigmad_config *cfg, char *buf,
 /* ---- the job's options block: sigma[probe=..,spares=..,...] -------------- */
 
 struct sigmad_jobopts {
-	char probe[8];		/* off|quick|full */
+	char probe[8]; /* off|quick|full */
 	int spares;
 	int max_restarts;
 	long ckpt_every;
@@ -72,7 +71,7 @@ int sigmad_jobopts_parse(const char *comment, struct sigmad_jobopts *opts,
 /* ---- node reasons ------------------------------------------------------- */
 
 enum sigmad_reason {
-	SIGMAD_REASON_NONE = 0,	/* empty, or not sigma's */
+	SIGMAD_REASON_NONE = 0, /* empty, or not sigma's */
 	SIGMAD_REASON_FAILURE,	/* "sigma: probe LEVEL: WHAT" */
 	SIGMAD_REASON_WARNING,	/* "sigma: warning: probe LEVEL: WHAT" */
 	SIGMAD_REASON_SIGMA,	/* "sigma: ..." written by sigmad */

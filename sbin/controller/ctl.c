@@ -22,22 +22,22 @@
 #include "slurm.h"
 #include "view.h"
 
-#define CTL_LENT_S 300		/* a released spare is not reclaimed this soon */
+#define CTL_LENT_S	    300 /* a released spare is not reclaimed this soon */
 #define CTL_PROBE_TIMEOUT_S 300
-#define CTL_MAX_TRIES 64
-#define CTL_STEP_RETRIES 20	/* failed Slurm calls before a step gives up */
+#define CTL_MAX_TRIES	    64
+#define CTL_STEP_RETRIES    20 /* failed Slurm calls before a step gives up */
 
 struct ctl_rec {
 	uint32_t job, uid;
 	int attempt;
-	int verdict;		/* enum policy_verdict */
+	int verdict; /* enum policy_verdict */
 	bool warning;
 	char bad[EVLOG_NODE_MAX];
 	char spares[EVLOG_NODE_MAX];
 	char what[200];
 	int64_t decided_at, signalled_at;
 	bool signalled, released, requeued, complete;
-	int errors;		/* in memory: failed Slurm calls */
+	int errors; /* in memory: failed Slurm calls */
 };
 
 struct ctl_tries {
@@ -58,13 +58,13 @@ struct ctl {
 	struct evlog log;
 	struct ctl_rec *recs;
 	size_t nrecs, caprecs;
-	char added[SIGMAD_LIST_MAX];	/* sigmactl spares add */
-	char removed[SIGMAD_LIST_MAX];	/* sigmactl spares remove */
+	char added[SIGMAD_LIST_MAX];   /* sigmactl spares add */
+	char removed[SIGMAD_LIST_MAX]; /* sigmactl spares remove */
 	struct ctl_tries tries[CTL_MAX_TRIES];
 	size_t ntries;
 	struct ctl_last *last;
 	size_t nlast;
-	struct ctl_view view;		/* the latest look, for status */
+	struct ctl_view view; /* the latest look, for status */
 };
 
 /* ---- comma lists --------------------------------------------------------- */
@@ -104,7 +104,8 @@ static void list_del(char *list, const char *name)
 	char *save = NULL, *tok;
 
 	sigma_strlcpy(tmp, list, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		if (strcmp(tok, name))
 			list_add(out, sizeof(out), tok);
 	strcpy(list, out);
@@ -233,7 +234,8 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		r->released = true;
 	} else if (!strcmp(ev->type, "requeue")) {
 		r->requeued = true;
-	} else if (!strcmp(ev->type, "complete") || !strcmp(ev->type, "give_up")) {
+	} else if (!strcmp(ev->type, "complete") ||
+		   !strcmp(ev->type, "give_up")) {
 		r->complete = true;
 	}
 	return 0;
@@ -288,17 +290,21 @@ static void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 	char tmp[SIGMAD_LIST_MAX], *save = NULL, *tok;
 
 	out[0] = '\0';
-	if (c->cfg.spares[0] && ctl_slurm_expand(c->cfg.spares, expand_add, out))
+	if (c->cfg.spares[0] &&
+	    ctl_slurm_expand(c->cfg.spares, expand_add, out))
 		sigma_warn("sigmad_spares: cannot expand '%s'", c->cfg.spares);
 	if (c->cfg.spare_feature[0])
 		for (size_t i = 0; i < v->nnodes; i++)
 			if (v->nodes[i].flags & CTL_N_FEATURE)
-				list_add(out, SIGMAD_LIST_MAX, v->nodes[i].name);
+				list_add(out, SIGMAD_LIST_MAX,
+					 v->nodes[i].name);
 	sigma_strlcpy(tmp, c->added, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		list_add(out, SIGMAD_LIST_MAX, tok);
 	sigma_strlcpy(tmp, c->removed, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		list_del(out, tok);
 }
 
@@ -318,7 +324,8 @@ static bool ctl_lent(const struct ctl *c, const struct ctl_view *v,
 		if (!r->complete)
 			return true;
 		job = ctl_view_job(v, r->job);
-		if (job && job->state == CTL_J_PENDING && v->now - r->decided_at < CTL_LENT_S)
+		if (job && job->state == CTL_J_PENDING &&
+		    v->now - r->decided_at < CTL_LENT_S)
 			return true;
 	}
 	return false;
@@ -337,7 +344,8 @@ static void ctl_pool_now(const struct ctl_view *v, char *out, size_t size)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < v->nnodes; i++)
-		if ((v->nodes[i].flags & CTL_N_RESERVED) && node_healthy(&v->nodes[i]))
+		if ((v->nodes[i].flags & CTL_N_RESERVED) &&
+		    node_healthy(&v->nodes[i]))
 			list_add(out, size, v->nodes[i].name);
 }
 
@@ -364,7 +372,8 @@ static int ctl_resv_apply(struct ctl *c, struct ctl_view *v, const char *nodes)
 
 static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 {
-	char members[SIGMAD_LIST_MAX], want[SIGMAD_LIST_MAX], tmp[SIGMAD_LIST_MAX];
+	char members[SIGMAD_LIST_MAX], want[SIGMAD_LIST_MAX],
+	    tmp[SIGMAD_LIST_MAX];
 	char *save = NULL, *tok;
 	size_t target, have;
 	bool changed = false;
@@ -373,7 +382,8 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 	target = list_count(members);
 	ctl_pool_now(v, want, sizeof(want));
 	have = list_count(want);
-	/* a reserved node that went bad leaves the pool (repair brings it back) */
+	/* a reserved node that went bad leaves the pool (repair brings it back)
+	 */
 	if (have != v->nresv)
 		changed = true;
 	sigma_strlcpy(tmp, members, sizeof(tmp));
@@ -387,8 +397,9 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 		n = &v->nodes[i];
 		if ((n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
 		    !(n->flags & CTL_N_IDLE) || ctl_lent(c, v, tok)) {
-			sigma_debug("spare %s not reserved now (flags 0x%x%s)", tok,
-				    n->flags, ctl_lent(c, v, tok) ? ", lent" : "");
+			sigma_debug("spare %s not reserved now (flags 0x%x%s)",
+				    tok, n->flags,
+				    ctl_lent(c, v, tok) ? ", lent" : "");
 			continue;
 		}
 		if (!list_add(want, sizeof(want), tok)) {
@@ -403,10 +414,11 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 
 		ev_init(&ev, "pool");
 		sigma_strlcpy(ev.node, want, sizeof(ev.node));
-		snprintf(ev.text, sizeof(ev.text), "reservation %s holds %zu of %zu spares",
+		snprintf(ev.text, sizeof(ev.text),
+			 "reservation %s holds %zu of %zu spares",
 			 c->cfg.reservation, list_count(want), target);
-		sigma_info("spare pool: %s = [%s] (%zu of %zu)", c->cfg.reservation,
-			   want, list_count(want), target);
+		sigma_info("spare pool: %s = [%s] (%zu of %zu)",
+			   c->cfg.reservation, want, list_count(want), target);
 		ctl_log(c, &ev);
 	}
 }
@@ -418,7 +430,8 @@ static uint32_t ctl_node_failures(const struct ctl *c, const char *node)
 	uint32_t n = 0;
 
 	for (size_t i = 0; i < c->nrecs; i++)
-		if (c->recs[i].verdict != POLICY_WATCH && list_has(c->recs[i].bad, node))
+		if (c->recs[i].verdict != POLICY_WATCH &&
+		    list_has(c->recs[i].bad, node))
 			n++;
 	return n;
 }
@@ -439,7 +452,9 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	int rc;
 
 	if (sigmad_jobopts_parse(job->comment, &opts, NULL)) {
-		sigma_warn("job %u: bad sigma[] block in AdminComment, not managed", job->id);
+		sigma_warn(
+		    "job %u: bad sigma[] block in AdminComment, not managed",
+		    job->id);
 		return 0;
 	}
 	for (size_t i = 0; i < v->nnodes && nsp < CTL_POOL_MAX; i++) {
@@ -457,11 +472,13 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	pj.restarts = restarts;
 	pj.max_restarts = opts.max_restarts;
 	pj.spares = opts.spares;
-	pj.spares_used = 0;	/* each recovery may hold up to spares */
+	pj.spares_used = 0; /* each recovery may hold up to spares */
 	if (warning)
-		rc = policy_plan_warning(&c->cfg.policy, &pj, nbad, spares, nsp, &plan);
+		rc = policy_plan_warning(&c->cfg.policy, &pj, nbad, spares, nsp,
+					 &plan);
 	else
-		rc = policy_plan_failure(&c->cfg.policy, &pj, nbad, spares, nsp, &plan);
+		rc = policy_plan_failure(&c->cfg.policy, &pj, nbad, spares, nsp,
+					 &plan);
 	if (rc)
 		return rc;
 	r = rec_new(c);
@@ -476,18 +493,21 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	sigma_strlcpy(r->bad, bad, sizeof(r->bad));
 	sigma_strlcpy(r->what, what, sizeof(r->what));
 	for (size_t k = 0; k < plan.npicked; k++)
-		list_add(r->spares, sizeof(r->spares), v->nodes[idx[plan.picked[k]]].name);
+		list_add(r->spares, sizeof(r->spares),
+			 v->nodes[idx[plan.picked[k]]].name);
 	r->complete = plan.verdict == POLICY_WATCH;
 
 	ev_from_rec(&ev, "decide", r);
-	sigma_strlcpy(ev.kind, warning ? "warning" : "failure", sizeof(ev.kind));
-	sigma_strlcpy(ev.verdict, policy_verdict_name(plan.verdict), sizeof(ev.verdict));
+	sigma_strlcpy(ev.kind, warning ? "warning" : "failure",
+		      sizeof(ev.kind));
+	sigma_strlcpy(ev.verdict, policy_verdict_name(plan.verdict),
+		      sizeof(ev.verdict));
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
 	sigma_strlcpy(ev.text, what, sizeof(ev.text));
 	sigma_info("job %u attempt %d: %s on %s (%s): %s%s%s (%s)", job->id,
 		   r->attempt, warning ? "warning" : "failure", bad, what,
-		   policy_verdict_name(plan.verdict), r->spares[0] ? " onto " : "",
-		   r->spares, plan.why);
+		   policy_verdict_name(plan.verdict),
+		   r->spares[0] ? " onto " : "", r->spares, plan.why);
 	/* the decision is on disk before anything is done about it */
 	rc = ctl_log(c, &ev);
 	if (rc) {
@@ -549,25 +569,36 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		if (job->state == CTL_J_RUNNING) {
 			if (rec_find(c, job->id, R + 2, false) ||
 			    rec_find(c, job->id, R + 1, false))
-				continue; /* handled, or given up at this attempt */
+				continue; /* handled, or given up at this
+					     attempt */
 			watch = rec_find(c, job->id, R + 2, true);
 			for (size_t k = 0; k < job->nnodes; k++) {
-				const struct ctl_node *n = &v->nodes[job->nodes[k]];
+				const struct ctl_node *n =
+				    &v->nodes[job->nodes[k]];
 				const char *w;
 
 				if ((w = node_failed(n))) {
-					if (!list_add(bad, sizeof(bad), n->name) && !nbad++)
-						sigma_strlcpy(what, w, sizeof(what));
+					if (!list_add(bad, sizeof(bad),
+						      n->name) &&
+					    !nbad++)
+						sigma_strlcpy(what, w,
+							      sizeof(what));
 				} else if ((w = node_warned(n)) &&
-					   !(watch && list_has(watch->bad, n->name))) {
-					if (!list_add(warn, sizeof(warn), n->name) && !nwarn++)
-						sigma_strlcpy(wwhat, w, sizeof(wwhat));
+					   !(watch &&
+					     list_has(watch->bad, n->name))) {
+					if (!list_add(warn, sizeof(warn),
+						      n->name) &&
+					    !nwarn++)
+						sigma_strlcpy(wwhat, w,
+							      sizeof(wwhat));
 				}
 			}
 			if (nbad)
-				ctl_decide(c, v, job, R, false, bad, nbad, what);
+				ctl_decide(c, v, job, R, false, bad, nbad,
+					   what);
 			else if (nwarn)
-				ctl_decide(c, v, job, R, true, warn, nwarn, wwhat);
+				ctl_decide(c, v, job, R, true, warn, nwarn,
+					   wwhat);
 			continue;
 		}
 		/*
@@ -577,14 +608,16 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		bool slurm_requeued = job->state == CTL_J_PENDING && R >= 1 &&
 				      job->begin_time > v->now + 1 &&
 				      !rec_find(c, job->id, R + 1, false);
-		bool node_failed_end = job->state == CTL_J_ENDED && job->node_fail &&
+		bool node_failed_end = job->state == CTL_J_ENDED &&
+				       job->node_fail &&
 				       !rec_find(c, job->id, R + 2, false) &&
 				       !rec_find(c, job->id, R + 1, false);
 
 		if (slurm_requeued || node_failed_end) {
 			char tmp[CTL_LIST_MAX], *save = NULL, *tok;
 
-			sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
+			sigma_strlcpy(tmp, ctl_last_nodes(c, job->id),
+				      sizeof(tmp));
 			for (tok = strtok_r(tmp, ",", &save); tok;
 			     tok = strtok_r(NULL, ",", &save)) {
 				long i = ctl_view_node(v, tok);
@@ -596,8 +629,8 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 			}
 			if (!nbad)
 				continue; /* not a node failure we can see */
-			ctl_decide(c, v, job, slurm_requeued ? R - 1 : R, false, bad,
-				   nbad, what);
+			ctl_decide(c, v, job, slurm_requeued ? R - 1 : R, false,
+				   bad, nbad, what);
 		}
 	}
 }
@@ -608,17 +641,25 @@ static void ctl_account(const struct ctl_rec *r, int max_restarts, char *out,
 			size_t size)
 {
 	if (r->verdict == POLICY_GIVE_UP)
-		(void)sigma_snprintf(out, size, "sigma: attempt %d: %s %s -> not requeued: max_restarts=%d reached",
-			 r->attempt, r->bad, r->what, max_restarts);
+		(void)sigma_snprintf(
+		    out, size,
+		    "sigma: attempt %d: %s %s -> not requeued: max_restarts=%d reached",
+		    r->attempt, r->bad, r->what, max_restarts);
 	else if (r->warning)
-		(void)sigma_snprintf(out, size, "sigma: attempt %d: %s warning %s -> checkpointed, requeued onto %s",
-			 r->attempt, r->bad, r->what, r->spares[0] ? r->spares : "free nodes");
+		(void)sigma_snprintf(
+		    out, size,
+		    "sigma: attempt %d: %s warning %s -> checkpointed, requeued onto %s",
+		    r->attempt, r->bad, r->what,
+		    r->spares[0] ? r->spares : "free nodes");
 	else if (r->spares[0])
-		(void)sigma_snprintf(out, size, "sigma: attempt %d: %s %s -> requeued onto %s",
-			 r->attempt, r->bad, r->what, r->spares);
+		(void)sigma_snprintf(
+		    out, size, "sigma: attempt %d: %s %s -> requeued onto %s",
+		    r->attempt, r->bad, r->what, r->spares);
 	else
-		(void)sigma_snprintf(out, size, "sigma: attempt %d: %s %s -> requeued (no spare)",
-			 r->attempt, r->bad, r->what);
+		(void)sigma_snprintf(
+		    out, size,
+		    "sigma: attempt %d: %s %s -> requeued (no spare)",
+		    r->attempt, r->bad, r->what);
 }
 
 static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
@@ -626,7 +667,8 @@ static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	char tmp[EVLOG_NODE_MAX], reason[CTL_REASON_MAX], *save = NULL, *tok;
 
 	sigma_strlcpy(tmp, r->bad, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
 		long i = ctl_view_node(v, tok);
 		struct ctl_node *n;
 		struct evlog_event ev;
@@ -634,12 +676,15 @@ static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 		if (i < 0)
 			continue;
 		n = &v->nodes[i];
-		if (c->cfg.down_on_no_respond && (n->flags & CTL_N_NO_RESPOND) &&
-		    !(n->flags & CTL_N_DOWN)) {
-			/* Slurm then requeues the job at once instead of in ~10 s */
-			if (!ctl_slurm_down(tok, "sigma: node not responding")) {
+		if (c->cfg.down_on_no_respond &&
+		    (n->flags & CTL_N_NO_RESPOND) && !(n->flags & CTL_N_DOWN)) {
+			/* Slurm then requeues the job at once instead of in ~10
+			 * s */
+			if (!ctl_slurm_down(tok,
+					    "sigma: node not responding")) {
 				n->flags |= CTL_N_DOWN;
-				sigma_strlcpy(n->reason, "sigma: node not responding",
+				sigma_strlcpy(n->reason,
+					      "sigma: node not responding",
 					      sizeof(n->reason));
 			}
 		}
@@ -670,7 +715,8 @@ static void ctl_release(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	ctl_pool_now(v, pool, sizeof(pool));
 	/* also drop reserved nodes that went bad, as the pool sync would */
 	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
 		if (list_has(pool, tok)) {
 			list_del(pool, tok);
 			any = true;
@@ -703,10 +749,12 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		return 1;
 	}
 	if (job->state != CTL_J_PENDING) {
-		/* requeued and already started again (a crash hid the log line) */
+		/* requeued and already started again (a crash hid the log line)
+		 */
 		r->requeued = true;
 		ev_from_rec(&ev, "requeue", r);
-		sigma_strlcpy(ev.text, "found the job started again", sizeof(ev.text));
+		sigma_strlcpy(ev.text, "found the job started again",
+			      sizeof(ev.text));
 		ctl_log(c, &ev);
 		return 0;
 	}
@@ -715,7 +763,8 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		return 1;
 	sigma_strlcpy(exc, job->exc_nodes, sizeof(exc));
 	sigma_strlcpy(tmp, r->bad, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		if (!list_has(exc, tok))
 			list_add(exc, sizeof(exc), tok);
 	/* +1 s: begin_time = now races the credential revocation */
@@ -726,12 +775,14 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	r->requeued = true;
 	ev_from_rec(&ev, "requeue", r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
-	(void)sigma_snprintf(ev.text, sizeof(ev.text), "exc_nodes=%s begin_time=now+1", exc);
+	(void)sigma_snprintf(ev.text, sizeof(ev.text),
+			     "exc_nodes=%s begin_time=now+1", exc);
 	ctl_log(c, &ev);
 	return 0;
 }
 
-static void ctl_complete(struct ctl *c, struct ctl_rec *r, const struct ctl_job *job)
+static void ctl_complete(struct ctl *c, struct ctl_rec *r,
+			 const struct ctl_job *job)
 {
 	char account[512], comment[CTL_COMMENT_MAX], marker[48];
 	struct sigmad_jobopts opts;
@@ -741,17 +792,21 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r, const struct ctl_job 
 	ctl_account(r, opts.max_restarts, account, sizeof(account));
 	snprintf(marker, sizeof(marker), "sigma: attempt %d:", r->attempt);
 	if (job && !strstr(job->comment, marker)) {
-		/* keep the plugin's sigma[...] block first; append our account */
-		if (sigma_snprintf(comment, sizeof(comment), "%s %s", job->comment,
-				   account) < 0)
-			sigma_warn("job %u: AdminComment full, account not appended", job->id);
+		/* keep the plugin's sigma[...] block first; append our account
+		 */
+		if (sigma_snprintf(comment, sizeof(comment), "%s %s",
+				   job->comment, account) < 0)
+			sigma_warn(
+			    "job %u: AdminComment full, account not appended",
+			    job->id);
 		else if (ctl_slurm_admin_comment(job->id, comment)) {
 			r->errors++;
 			return;
 		}
 	}
 	r->complete = true;
-	ev_from_rec(&ev, r->verdict == POLICY_GIVE_UP ? "give_up" : "complete", r);
+	ev_from_rec(&ev, r->verdict == POLICY_GIVE_UP ? "give_up" : "complete",
+		    r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
 	sigma_strlcpy(ev.text, account, sizeof(ev.text));
 	sigma_info("job %u: %s", r->job, account);
@@ -764,11 +819,13 @@ static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	struct evlog_event ev;
 
 	if (r->errors >= CTL_STEP_RETRIES) {
-		sigma_error("job %u attempt %d: giving up after %d failed Slurm calls",
-			    r->job, r->attempt, r->errors);
+		sigma_error(
+		    "job %u attempt %d: giving up after %d failed Slurm calls",
+		    r->job, r->attempt, r->errors);
 		r->complete = true;
 		ev_from_rec(&ev, "complete", r);
-		sigma_strlcpy(ev.text, "abandoned: Slurm refused the steps", sizeof(ev.text));
+		sigma_strlcpy(ev.text, "abandoned: Slurm refused the steps",
+			      sizeof(ev.text));
 		ctl_log(c, &ev);
 		return;
 	}
@@ -784,18 +841,22 @@ static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	}
 	if (r->verdict == POLICY_CHECKPOINT) {
 		if (!r->signalled) {
-			/* logged first: after a crash the job is not signalled twice */
+			/* logged first: after a crash the job is not signalled
+			 * twice */
 			r->signalled = true;
 			r->signalled_at = v->now;
 			ev_from_rec(&ev, "signal", r);
-			sigma_strlcpy(ev.text, "SIGUSR1: checkpoint and stop", sizeof(ev.text));
+			sigma_strlcpy(ev.text, "SIGUSR1: checkpoint and stop",
+				      sizeof(ev.text));
 			if (ctl_log(c, &ev))
 				return;
-			if (job->state == CTL_J_RUNNING && ctl_slurm_signal(job->id, SIGUSR1))
+			if (job->state == CTL_J_RUNNING &&
+			    ctl_slurm_signal(job->id, SIGUSR1))
 				r->errors++;
 			return;
 		}
-		if (!policy_warning_move_due(&c->cfg.policy, r->signalled_at, v->now,
+		if (!policy_warning_move_due(&c->cfg.policy, r->signalled_at,
+					     v->now,
 					     job->state == CTL_J_RUNNING))
 			return;
 	}
@@ -827,9 +888,11 @@ static struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node)
  * node name, no shell. Returns its exit code (3 when it could not run or
  * timed out); the first line of its output goes to out.
  */
-static int ctl_probe_run(struct ctl *c, const char *node, char *out, size_t outlen)
+static int ctl_probe_run(struct ctl *c, const char *node, char *out,
+			 size_t outlen)
 {
-	char cmd[SIGMAD_LIST_MAX], words[32][512], *argv[33], *save = NULL, *tok;
+	char cmd[SIGMAD_LIST_MAX], words[32][512], *argv[33], *save = NULL,
+							      *tok;
 	int pipefd[2], status, argc = 0, rc = 3;
 	size_t got = 0;
 	pid_t pid;
@@ -844,7 +907,8 @@ static int ctl_probe_run(struct ctl *c, const char *node, char *out, size_t outl
 
 		for (const char *p = tok; *p && n + 1 < sizeof(words[0]); p++) {
 			if (p[0] == '%' && p[1] == 'n') {
-				n += sigma_strlcpy(w + n, node, sizeof(words[0]) - n);
+				n += sigma_strlcpy(w + n, node,
+						   sizeof(words[0]) - n);
 				p++;
 			} else {
 				w[n++] = *p;
@@ -873,7 +937,7 @@ static int ctl_probe_run(struct ctl *c, const char *node, char *out, size_t outl
 	close(pipefd[1]);
 	deadline = time(NULL) + CTL_PROBE_TIMEOUT_S;
 	for (;;) {
-		struct pollfd pfd = { pipefd[0], POLLIN, 0 };
+		struct pollfd pfd = {pipefd[0], POLLIN, 0};
 		char buf[256];
 		ssize_t n;
 
@@ -908,7 +972,8 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 	target = list_count(members);
 	for (size_t i = 0; i < v->nnodes; i++) {
 		struct ctl_node *n = &v->nodes[i];
-		enum sigmad_reason cls = sigmad_reason_classify(n->reason, NULL);
+		enum sigmad_reason cls =
+		    sigmad_reason_classify(n->reason, NULL);
 		struct ctl_tries *t;
 		struct evlog_event ev;
 		char out[256], pool[SIGMAD_LIST_MAX], reason[CTL_REASON_MAX];
@@ -921,8 +986,11 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 		    ctl_in_open_rec(c, n->name))
 			continue;
 		t = ctl_tries_of(c, n->name);
-		if (!t || !policy_repair_due(&c->cfg.policy, n->reason_time, v->now) ||
-		    (t->last && !policy_repair_due(&c->cfg.policy, t->last, v->now)))
+		if (!t ||
+		    !policy_repair_due(&c->cfg.policy, n->reason_time,
+				       v->now) ||
+		    (t->last &&
+		     !policy_repair_due(&c->cfg.policy, t->last, v->now)))
 			continue;
 		rc = ctl_probe_run(c, n->name, out, sizeof(out));
 		t->last = v->now;
@@ -934,14 +1002,16 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 		ev_init(&ev, "repair");
 		sigma_strlcpy(ev.node, n->name, sizeof(ev.node));
 		ev.rc = rc;
-		sigma_strlcpy(ev.kind, policy_return_name(ret), sizeof(ev.kind));
+		sigma_strlcpy(ev.kind, policy_return_name(ret),
+			      sizeof(ev.kind));
 		sigma_strlcpy(ev.text, out, sizeof(ev.text));
 		ctl_log(c, &ev);
-		sigma_info("repair probe of %s: exit %d (%s): %s", n->name, rc, out,
-			   policy_return_name(ret));
+		sigma_info("repair probe of %s: exit %d (%s): %s", n->name, rc,
+			   out, policy_return_name(ret));
 		switch (ret) {
 		case POLICY_RETURN_TO_POOL:
-			/* reserve before resuming, so no job slips in between */
+			/* reserve before resuming, so no job slips in between
+			 */
 			list_add(pool, sizeof(pool), n->name);
 			if (ctl_resv_apply(c, v, pool))
 				break;
@@ -954,21 +1024,26 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 			t->last = 0;
 			ev_init(&ev, "return");
 			sigma_strlcpy(ev.node, n->name, sizeof(ev.node));
-			sigma_strlcpy(ev.kind, ret == POLICY_RETURN_TO_POOL ? "pool" : "service",
+			sigma_strlcpy(ev.kind,
+				      ret == POLICY_RETURN_TO_POOL ? "pool"
+								   : "service",
 				      sizeof(ev.kind));
-			snprintf(ev.text, sizeof(ev.text), "full probe healthy after %s",
-				 n->reason);
+			snprintf(ev.text, sizeof(ev.text),
+				 "full probe healthy after %s", n->reason);
 			ctl_log(c, &ev);
 			break;
 		case POLICY_STAY_DRAINED:
 			if (rc == 1 || rc == 2) {
 				/* a fresh reason restarts the cool-down */
 				if (!strncmp(out, "sigma: ", 7))
-					sigma_strlcpy(reason, out, sizeof(reason));
+					sigma_strlcpy(reason, out,
+						      sizeof(reason));
 				else
-					snprintf(reason, sizeof(reason), "sigma: %sprobe full: %s",
+					snprintf(reason, sizeof(reason),
+						 "sigma: %sprobe full: %s",
 						 rc == 2 ? "warning: " : "",
-						 out[0] ? out : "still failing");
+						 out[0] ? out
+							: "still failing");
 				ctl_slurm_drain(n->name, reason);
 			}
 			break;
@@ -997,25 +1072,30 @@ int ctl_create(struct ctl **out, const struct sigmad_config *cfg,
 		goto out_free;
 	rc = sigma_mkdir_p(cfg->state_dir, 0700);
 	if (rc) {
-		sigma_error("state directory %s: %s", cfg->state_dir, strerror(-rc));
+		sigma_error("state directory %s: %s", cfg->state_dir,
+			    strerror(-rc));
 		goto out_free;
 	}
 	rc = evlog_read(c->log_path, ctl_replay, c, &bad);
 	if (rc) {
-		sigma_error("event log %s: %s", c->log_path, strerror(rc < 0 ? -rc : EIO));
+		sigma_error("event log %s: %s", c->log_path,
+			    strerror(rc < 0 ? -rc : EIO));
 		goto out_free;
 	}
 	if (bad)
-		sigma_warn("event log %s: skipped %zu damaged line(s)", c->log_path, bad);
+		sigma_warn("event log %s: skipped %zu damaged line(s)",
+			   c->log_path, bad);
 	rc = evlog_open(&c->log, c->log_path);
 	if (rc) {
 		sigma_error("event log %s: %s", c->log_path, strerror(-rc));
 		goto out_free;
 	}
 	if (!cfg->spares[0] && !cfg->spare_feature[0])
-		sigma_warn("no sigmad_spares or sigmad_spare_feature: no hot spares, jobs are requeued onto free nodes");
+		sigma_warn(
+		    "no sigmad_spares or sigmad_spare_feature: no hot spares, jobs are requeued onto free nodes");
 	if (!cfg->probe_command[0])
-		sigma_warn("no sigmad_probe_command: nodes sigma drains stay drained until an admin resumes them");
+		sigma_warn(
+		    "no sigmad_probe_command: nodes sigma drains stay drained until an admin resumes them");
 	*out = c;
 	return 0;
 out_free:
@@ -1079,7 +1159,7 @@ int ctl_tick(struct ctl *c)
 
 static const char *job_state_name(const struct ctl_job *j)
 {
-	static const char *const names[] = { "PENDING", "RUNNING", "ENDED" };
+	static const char *const names[] = {"PENDING", "RUNNING", "ENDED"};
 
 	return names[j->state];
 }
@@ -1101,10 +1181,11 @@ int ctl_cmd_status(struct ctl *c, FILE *out)
 
 		if (job->state == CTL_J_ENDED)
 			continue;
-		fprintf(out, "  %u %s restarts=%d nodes=", job->id, job_state_name(job),
-			job->restart_cnt);
+		fprintf(out, "  %u %s restarts=%d nodes=", job->id,
+			job_state_name(job), job->restart_cnt);
 		for (size_t k = 0; k < job->nnodes; k++)
-			fprintf(out, "%s%s", k ? "," : "", v->nodes[job->nodes[k]].name);
+			fprintf(out, "%s%s", k ? "," : "",
+				v->nodes[job->nodes[k]].name);
 		fprintf(out, "\n");
 		n++;
 	}
@@ -1117,7 +1198,8 @@ int ctl_cmd_status(struct ctl *c, FILE *out)
 
 		if (r->complete)
 			continue;
-		fprintf(out, "  job %u attempt %d: %s %s on %s%s%s\n", r->job, r->attempt,
+		fprintf(out, "  job %u attempt %d: %s %s on %s%s%s\n", r->job,
+			r->attempt,
 			policy_verdict_name((enum policy_verdict)r->verdict),
 			r->warning ? "warning" : "failure", r->bad,
 			r->spares[0] ? " -> " : "", r->spares);
@@ -1131,7 +1213,8 @@ int ctl_cmd_status(struct ctl *c, FILE *out)
 		const struct ctl_node *nd = &v->nodes[i];
 
 		if (!(nd->flags & CTL_N_DRAIN) ||
-		    sigmad_reason_classify(nd->reason, NULL) == SIGMAD_REASON_NONE)
+		    sigmad_reason_classify(nd->reason, NULL) ==
+			SIGMAD_REASON_NONE)
 			continue;
 		fprintf(out, "  %s %s since %lld: %s\n", nd->name,
 			(nd->flags & CTL_N_IDLE) ? "drained" : "draining",
@@ -1149,7 +1232,8 @@ int ctl_cmd_spares(struct ctl *c, FILE *out)
 
 	ctl_members(c, &c->view, members);
 	ctl_pool_now(&c->view, pool, sizeof(pool));
-	fprintf(out, "reservation %s: %s\n", c->cfg.reservation, pool[0] ? pool : "(empty)");
+	fprintf(out, "reservation %s: %s\n", c->cfg.reservation,
+		pool[0] ? pool : "(empty)");
 	fprintf(out, "pool members: %s\n", members[0] ? members : "(none)");
 	return 0;
 }
@@ -1185,7 +1269,10 @@ int ctl_cmd_spare_add(struct ctl *c, const char *node, uid_t uid, FILE *out)
 	}
 	list_del(c->removed, node);
 	ctl_cmd_log(c, "spare_add", node, uid, "sigmactl spares add");
-	fprintf(out, "ok: %s joins the spare pool (reserved once idle and healthy)\n", node);
+	fprintf(
+	    out,
+	    "ok: %s joins the spare pool (reserved once idle and healthy)\n",
+	    node);
 	return 0;
 }
 
@@ -1201,7 +1288,9 @@ int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out)
 	if (list_has(pool, node)) {
 		list_del(pool, node);
 		if (ctl_resv_apply(c, &c->view, pool)) {
-			fprintf(out, "error: Slurm refused the reservation update (see sigmad's log)\n");
+			fprintf(
+			    out,
+			    "error: Slurm refused the reservation update (see sigmad's log)\n");
 			return -EIO;
 		}
 	}
@@ -1218,12 +1307,15 @@ int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 	if (ctl_cmd_node(c, node, out) < 0)
 		return -ENOENT;
 	/* "admin:" keeps it out of the automatic return to service */
-	if (sigma_snprintf(full, sizeof(full), "sigma: admin: %s", reason) < 0) {
+	if (sigma_snprintf(full, sizeof(full), "sigma: admin: %s", reason) <
+	    0) {
 		fprintf(out, "error: reason too long\n");
 		return -ENAMETOOLONG;
 	}
 	if (ctl_slurm_drain(node, full)) {
-		fprintf(out, "error: Slurm refused to drain %s (see sigmad's log)\n", node);
+		fprintf(out,
+			"error: Slurm refused to drain %s (see sigmad's log)\n",
+			node);
 		return -EIO;
 	}
 	ctl_cmd_log(c, "drain", node, uid, full);
@@ -1238,7 +1330,10 @@ int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out)
 	if (ctl_cmd_node(c, node, out) < 0)
 		return -ENOENT;
 	if (ctl_slurm_resume(node)) {
-		fprintf(out, "error: Slurm refused to resume %s (see sigmad's log)\n", node);
+		fprintf(
+		    out,
+		    "error: Slurm refused to resume %s (see sigmad's log)\n",
+		    node);
 		return -EIO;
 	}
 	if ((t = ctl_tries_of(c, node)))

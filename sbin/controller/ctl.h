@@ -33,8 +33,7 @@ int ctl_tick(struct ctl *c);
 int ctl_cmd_status(struct ctl *c, FILE *out);
 int ctl_cmd_spares(struct ctl *c, FILE *out);
 int ctl_cmd_spare_add(struct ctl *c, const char *node, uid_t uid, FILE *out);
-int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid,
-			 FILE *out);
+int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out);
 int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 		  uid_t uid, FILE *out);
 int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out);

@@ -75,7 +75,7 @@ static void evbuf_int(struct evlog_buf *b, const char *key, long long v,
 
 int evlog_format(const struct evlog_event *ev, char *buf, size_t size)
 {
-	struct evlog_buf b = { .p = buf, .size = size };
+	struct evlog_buf b = {.p = buf, .size = size};
 	char num[32];
 
 	if (!size)
@@ -130,10 +130,11 @@ int evlog_open(struct evlog *log, const char *path)
 	int rc;
 
 	log->fd = -1;
-	if (sigma_strlcpy(log->path, path, sizeof(log->path)) >= sizeof(log->path))
+	if (sigma_strlcpy(log->path, path, sizeof(log->path)) >=
+	    sizeof(log->path))
 		return -ENAMETOOLONG;
-	log->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-		       0600);
+	log->fd = open(
+	    path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (log->fd < 0)
 		return -errno;
 	rc = evlog_cut_tail(log->fd);
@@ -220,10 +221,19 @@ static int cur_string(struct evlog_cursor *c, char *out, size_t size)
 				return -EINVAL;
 			ch = *c->p++;
 			switch (ch) {
-			case 'n': ch = '\n'; break;
-			case 't': ch = '\t'; break;
-			case 'r': ch = '\r'; break;
-			case '"': case '\\': case '/': break;
+			case 'n':
+				ch = '\n';
+				break;
+			case 't':
+				ch = '\t';
+				break;
+			case 'r':
+				ch = '\r';
+				break;
+			case '"':
+			case '\\':
+			case '/':
+				break;
 			case 'u': {
 				int h[4];
 
@@ -234,7 +244,8 @@ static int cur_string(struct evlog_cursor *c, char *out, size_t size)
 						return -EINVAL;
 				c->p += 4;
 				if (h[0] || h[1])
-					ch = '?'; /* we only write ASCII escapes */
+					ch = '?'; /* we only write ASCII escapes
+						   */
 				else
 					ch = (char)(h[2] << 4 | h[3]);
 				break;
@@ -261,7 +272,8 @@ static int cur_int(struct evlog_cursor *c, long long *out)
 	long v;
 
 	cur_ws(c);
-	while (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
+	while (c->p < c->end &&
+	       (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
 		if (n + 1 >= sizeof(num))
 			return -EINVAL;
 		num[n++] = *c->p++;
@@ -275,7 +287,7 @@ static int cur_int(struct evlog_cursor *c, long long *out)
 
 int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev)
 {
-	struct evlog_cursor c = { line, line + len };
+	struct evlog_cursor c = {line, line + len};
 	char key[32];
 	bool have_time = false;
 
@@ -291,12 +303,25 @@ int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev)
 
 		if (cur_string(&c, key, sizeof(key)) || !cur_eat(&c, ':'))
 			return -EINVAL;
-		if (!strcmp(key, "type")) { s = ev->type; ssize = sizeof(ev->type); }
-		else if (!strcmp(key, "kind")) { s = ev->kind; ssize = sizeof(ev->kind); }
-		else if (!strcmp(key, "verdict")) { s = ev->verdict; ssize = sizeof(ev->verdict); }
-		else if (!strcmp(key, "node")) { s = ev->node; ssize = sizeof(ev->node); }
-		else if (!strcmp(key, "spare")) { s = ev->spare; ssize = sizeof(ev->spare); }
-		else if (!strcmp(key, "text")) { s = ev->text; ssize = sizeof(ev->text); }
+		if (!strcmp(key, "type")) {
+			s = ev->type;
+			ssize = sizeof(ev->type);
+		} else if (!strcmp(key, "kind")) {
+			s = ev->kind;
+			ssize = sizeof(ev->kind);
+		} else if (!strcmp(key, "verdict")) {
+			s = ev->verdict;
+			ssize = sizeof(ev->verdict);
+		} else if (!strcmp(key, "node")) {
+			s = ev->node;
+			ssize = sizeof(ev->node);
+		} else if (!strcmp(key, "spare")) {
+			s = ev->spare;
+			ssize = sizeof(ev->spare);
+		} else if (!strcmp(key, "text")) {
+			s = ev->text;
+			ssize = sizeof(ev->text);
+		}
 		if (s) {
 			if (cur_string(&c, s, ssize))
 				return -EINVAL;
@@ -351,7 +376,8 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 		struct evlog_event ev;
 
 		if (len == 0 || line[len - 1] != '\n') {
-			/* too long (skip the rest of it) or cut short by a crash */
+			/* too long (skip the rest of it) or cut short by a
+			 * crash */
 			int ch;
 
 			nbad++;

@@ -30,16 +30,16 @@
  *   resume    node uid           start / stop (sigmad itself)
  */
 struct evlog_event {
-	int64_t time;			/* seconds since the epoch */
+	int64_t time; /* seconds since the epoch */
 	char type[EVLOG_TYPE_MAX];
-	uint32_t job;			/* 0: none */
-	uint32_t uid;			/* job owner or requesting user */
-	int attempt;			/* 0: none */
-	int rc;				/* probe exit code, or 0 */
-	char kind[16];			/* failure|warning|pool|service */
+	uint32_t job;  /* 0: none */
+	uint32_t uid;  /* job owner or requesting user */
+	int attempt;   /* 0: none */
+	int rc;	       /* probe exit code, or 0 */
+	char kind[16]; /* failure|warning|pool|service */
 	char verdict[16];
-	char node[EVLOG_NODE_MAX];	/* node or node list */
-	char spare[EVLOG_NODE_MAX];	/* spares picked or released */
+	char node[EVLOG_NODE_MAX];  /* node or node list */
+	char spare[EVLOG_NODE_MAX]; /* spares picked or released */
 	char text[EVLOG_TEXT_MAX];
 };
 

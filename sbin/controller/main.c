@@ -52,35 +52,47 @@ struct sigmad_args {
 
 static void sigmad_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sigmad [--config FILE] [--pidfile FILE] [--logfile FILE]\n"
-		"              [--syslog] [--foreground] [--version] [--help]\n");
+	fprintf(
+	    f,
+	    "usage: sigmad [--config FILE] [--pidfile FILE] [--logfile FILE]\n"
+	    "              [--syslog] [--foreground] [--version] [--help]\n");
 }
 
 static int sigmad_args(int argc, char **argv, struct sigmad_args *a)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "pidfile", required_argument, NULL, 'p' },
-		{ "logfile", required_argument, NULL, 'l' },
-		{ "syslog", no_argument, NULL, 's' },
-		{ "foreground", no_argument, NULL, 'F' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"pidfile", required_argument, NULL, 'p'},
+	    {"logfile", required_argument, NULL, 'l'},
+	    {"syslog", no_argument, NULL, 's'},
+	    {"foreground", no_argument, NULL, 'F'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	a->config = SIGMA_SYSCONFDIR "/sigma/sigma.conf";
 	while ((c = getopt_long(argc, argv, "c:p:l:sFVh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': a->config = optarg; break;
-		case 'p': a->pidfile = optarg; break;
-		case 'l': a->logfile = optarg; break;
-		case 's': a->syslog = true; break;
-		case 'F': a->foreground = true; break;
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'p':
+			a->pidfile = optarg;
+			break;
+		case 'l':
+			a->logfile = optarg;
+			break;
+		case 's':
+			a->syslog = true;
+			break;
+		case 'F':
+			a->foreground = true;
+			break;
 		case 'V':
-			printf("sigmad %s (git %s)\n", PACKAGE_VERSION, SIGMA_GIT_REVISION);
+			printf("sigmad %s (git %s)\n", PACKAGE_VERSION,
+			       SIGMA_GIT_REVISION);
 			exit(0);
 		case 'h':
 			sigmad_usage(stdout);
@@ -123,14 +135,15 @@ static int sigmad_daemonize(int *report)
 			msg[n] = '\0';
 			fprintf(stderr, "sigmad: %s\n", msg);
 		} else {
-			fprintf(stderr, "sigmad: the daemon died during startup\n");
+			fprintf(stderr,
+				"sigmad: the daemon died during startup\n");
 		}
 		_exit(1);
 	}
 	close(fds[0]);
 	if (setsid() < 0)
 		return -errno;
-	pid = fork();	/* not a session leader: never gets a terminal again */
+	pid = fork(); /* not a session leader: never gets a terminal again */
 	if (pid < 0)
 		return -errno;
 	if (pid > 0)
@@ -190,17 +203,21 @@ static void sigmad_loop(struct ctl *ctl, int lfd, struct sigmad_config *cfg,
 
 	while (!got_term) {
 		uint64_t now = sigma_now_ms();
-		struct pollfd pfd = { lfd, POLLIN, 0 };
+		struct pollfd pfd = {lfd, POLLIN, 0};
 		int timeout;
 
 		if (got_hup) {
 			struct sigmad_config fresh = *cfg;
 
 			got_hup = 0;
-			if (sigmad_config_load(&fresh, config_path, err, sizeof(err)))
-				sigma_error("reload refused, keeping the running settings: %s", err);
+			if (sigmad_config_load(&fresh, config_path, err,
+					       sizeof(err)))
+				sigma_error(
+				    "reload refused, keeping the running settings: %s",
+				    err);
 			else if (strcmp(fresh.socket_path, cfg->socket_path))
-				sigma_error("reload refused: sigmad_socket changes need a restart");
+				sigma_error(
+				    "reload refused: sigmad_socket changes need a restart");
 			else {
 				*cfg = fresh;
 				sigma_log_set_level(cfg->log_level);
@@ -213,8 +230,11 @@ static void sigmad_loop(struct ctl *ctl, int lfd, struct sigmad_config *cfg,
 			int rc = ctl_tick(ctl);
 
 			if (rc)
-				sigma_warn("cannot see the cluster this round: %s", strerror(-rc));
-			next = sigma_now_ms() + (uint64_t)cfg->poll_interval_s * 1000;
+				sigma_warn(
+				    "cannot see the cluster this round: %s",
+				    strerror(-rc));
+			next = sigma_now_ms() +
+			       (uint64_t)cfg->poll_interval_s * 1000;
 			continue;
 		}
 		timeout = (int)(next - now);
@@ -225,9 +245,9 @@ static void sigmad_loop(struct ctl *ctl, int lfd, struct sigmad_config *cfg,
 
 int main(int argc, char **argv)
 {
-	struct sigmad_args args = { 0 };
+	struct sigmad_args args = {0};
 	struct sigmad_config cfg;
-	struct sigaction sa = { 0 };
+	struct sigaction sa = {0};
 	struct ctl *ctl = NULL;
 	uint32_t slurm_user = 0;
 	char err[512], msg[640];
@@ -250,27 +270,33 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (args.logfile && (rc = sigma_log_open_file(args.logfile))) {
-		snprintf(msg, sizeof(msg), "log file %s: %s", args.logfile, strerror(-rc));
+		snprintf(msg, sizeof(msg), "log file %s: %s", args.logfile,
+			 strerror(-rc));
 		goto out_fail;
 	}
 	if (args.syslog)
 		sigma_log_use_syslog(true);
 	if (args.pidfile && (rc = sigmad_pidfile_write(args.pidfile))) {
 		snprintf(msg, sizeof(msg), "pid file %s: %s", args.pidfile,
-			 rc == -EEXIST ? "another sigmad is running" : strerror(-rc));
+			 rc == -EEXIST ? "another sigmad is running"
+				       : strerror(-rc));
 		goto out_fail;
 	}
 	ctl_slurm_init();
 	if (ctl_slurm_user(&slurm_user))
-		sigma_warn("cannot learn SlurmUser: only root may change things");
+		sigma_warn(
+		    "cannot learn SlurmUser: only root may change things");
 	if ((rc = ctl_create(&ctl, &cfg, args.config))) {
-		(void)sigma_snprintf(msg, sizeof(msg), "cannot start the controller (state %s): %s",
-			 cfg.state_dir, strerror(-rc));
+		(void)sigma_snprintf(
+		    msg, sizeof(msg),
+		    "cannot start the controller (state %s): %s", cfg.state_dir,
+		    strerror(-rc));
 		goto out_slurm;
 	}
 	if ((rc = srv_open(cfg.socket_path, &lfd))) {
 		snprintf(msg, sizeof(msg), "socket %s: %s", cfg.socket_path,
-			 rc == -EADDRINUSE ? "another sigmad answers there" : strerror(-rc));
+			 rc == -EADDRINUSE ? "another sigmad answers there"
+					   : strerror(-rc));
 		goto out_ctl;
 	}
 	sa.sa_handler = on_signal;
@@ -280,7 +306,8 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sigma_info("started (pid %ld, config %s, socket %s, event log %s)",
-		   (long)getpid(), args.config, cfg.socket_path, ctl_event_log(ctl));
+		   (long)getpid(), args.config, cfg.socket_path,
+		   ctl_event_log(ctl));
 	if (!args.foreground)
 		sigmad_stdio_null();
 	sigmad_report(&report, "ok");

@@ -29,7 +29,8 @@ long policy_pick_spare(const struct policy_spare *spares, size_t nspares,
 			continue;
 		}
 		const struct policy_spare *b = &spares[best];
-		/* fewest failures, then longest in the pool; ties keep the lower index */
+		/* fewest failures, then longest in the pool; ties keep the
+		 * lower index */
 		if (s->failures < b->failures ||
 		    (s->failures == b->failures && s->since < b->since))
 			best = (long)i;
@@ -180,13 +181,13 @@ bool policy_repair_due(const struct policy_config *cfg, int64_t drained_at,
 }
 
 enum policy_return policy_after_probe(const struct policy_config *cfg,
-				      int probe_rc, int tries,
-				      size_t pool_size, size_t pool_target)
+				      int probe_rc, int tries, size_t pool_size,
+				      size_t pool_target)
 {
 	switch (probe_rc) {
 	case 0:
 		return pool_size < pool_target ? POLICY_RETURN_TO_POOL
-						: POLICY_RETURN_TO_SERVICE;
+					       : POLICY_RETURN_TO_SERVICE;
 	case 1:
 	case 2:
 		return POLICY_STAY_DRAINED;
@@ -200,11 +201,11 @@ enum policy_return policy_after_probe(const struct policy_config *cfg,
 const char *policy_verdict_name(enum policy_verdict v)
 {
 	static const char *const names[] = {
-		[POLICY_REQUEUE] = "requeue",
-		[POLICY_CHECKPOINT] = "checkpoint",
-		[POLICY_WATCH] = "watch",
-		[POLICY_GIVE_UP] = "give_up",
-		[POLICY_DRAIN_ONLY] = "drain_only",
+	    [POLICY_REQUEUE] = "requeue",
+	    [POLICY_CHECKPOINT] = "checkpoint",
+	    [POLICY_WATCH] = "watch",
+	    [POLICY_GIVE_UP] = "give_up",
+	    [POLICY_DRAIN_ONLY] = "drain_only",
 	};
 
 	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
@@ -213,10 +214,10 @@ const char *policy_verdict_name(enum policy_verdict v)
 const char *policy_return_name(enum policy_return r)
 {
 	static const char *const names[] = {
-		[POLICY_RETURN_TO_POOL] = "to_pool",
-		[POLICY_RETURN_TO_SERVICE] = "to_service",
-		[POLICY_STAY_DRAINED] = "stay_drained",
-		[POLICY_PROBE_AGAIN] = "probe_again",
+	    [POLICY_RETURN_TO_POOL] = "to_pool",
+	    [POLICY_RETURN_TO_SERVICE] = "to_service",
+	    [POLICY_STAY_DRAINED] = "stay_drained",
+	    [POLICY_PROBE_AGAIN] = "probe_again",
 	};
 
 	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";

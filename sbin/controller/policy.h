@@ -19,52 +19,52 @@
 
 /* Decision settings (sigma.conf sigmad_* keys, sigma-sim trace keys). */
 struct policy_config {
-	int64_t cooldown_s;	/* repair: wait this long before the full probe */
-	int64_t warn_grace_s;	/* warning: time the job gets to checkpoint */
-	bool proactive;		/* act on early warnings at all */
-	int probe_retries;	/* probe could not run: retry this many times */
+	int64_t cooldown_s;   /* repair: wait this long before the full probe */
+	int64_t warn_grace_s; /* warning: time the job gets to checkpoint */
+	bool proactive;	      /* act on early warnings at all */
+	int probe_retries;    /* probe could not run: retry this many times */
 };
 
 /* A sigma job as the policy sees it (from its sigma[...] block and Slurm). */
 struct policy_job {
 	uint32_t id;
-	int restarts;		/* requeues so far (Slurm's restart count) */
-	int max_restarts;	/* --sigma-max-restarts */
-	int spares;		/* --sigma-spares: spares held for one recovery */
-	int spares_used;	/* spares already given to the recovery under way */
+	int restarts;	  /* requeues so far (Slurm's restart count) */
+	int max_restarts; /* --sigma-max-restarts */
+	int spares;	  /* --sigma-spares: spares held for one recovery */
+	int spares_used;  /* spares already given to the recovery under way */
 };
 
 /* One node of the spare pool. */
 struct policy_spare {
-	uint32_t failures;	/* times this node failed before (history) */
-	int64_t since;		/* when it joined the pool (seconds) */
-	bool excluded;		/* must not go to this job (failed under it) */
+	uint32_t failures; /* times this node failed before (history) */
+	int64_t since;	   /* when it joined the pool (seconds) */
+	bool excluded;	   /* must not go to this job (failed under it) */
 };
 
 enum policy_verdict {
-	POLICY_REQUEUE = 0,	/* requeue at once, onto the spares picked */
-	POLICY_CHECKPOINT,	/* warning: signal, wait, then requeue */
-	POLICY_WATCH,		/* warning: drain only, let the job run on */
-	POLICY_GIVE_UP,		/* restarts exhausted: leave the job ended */
-	POLICY_DRAIN_ONLY,	/* no job on the node: drain it */
+	POLICY_REQUEUE = 0, /* requeue at once, onto the spares picked */
+	POLICY_CHECKPOINT,  /* warning: signal, wait, then requeue */
+	POLICY_WATCH,	    /* warning: drain only, let the job run on */
+	POLICY_GIVE_UP,	    /* restarts exhausted: leave the job ended */
+	POLICY_DRAIN_ONLY,  /* no job on the node: drain it */
 };
 
 #define POLICY_MAX_PICK 64
 
 struct policy_plan {
 	enum policy_verdict verdict;
-	int attempt;		/* attempt number the job restarts as (first run = 1) */
-	size_t npicked;		/* spares picked, <= bad nodes */
+	int attempt;	/* attempt number the job restarts as (first run = 1) */
+	size_t npicked; /* spares picked, <= bad nodes */
 	size_t picked[POLICY_MAX_PICK]; /* indexes into the spares array */
-	const char *why;	/* static text for logs and the AdminComment */
+	const char *why; /* static text for logs and the AdminComment */
 };
 
 /* What to do with a node after its repair probe. */
 enum policy_return {
-	POLICY_RETURN_TO_POOL = 0,	/* healthy, the pool is short: reserve it */
-	POLICY_RETURN_TO_SERVICE,	/* healthy, the pool is full: resume it */
-	POLICY_STAY_DRAINED,		/* failing or warning: keep it out */
-	POLICY_PROBE_AGAIN,		/* probe could not run: retry later */
+	POLICY_RETURN_TO_POOL = 0, /* healthy, the pool is short: reserve it */
+	POLICY_RETURN_TO_SERVICE,  /* healthy, the pool is full: resume it */
+	POLICY_STAY_DRAINED,	   /* failing or warning: keep it out */
+	POLICY_PROBE_AGAIN,	   /* probe could not run: retry later */
 };
 
 /* Defaults shared by sigmad and sigma-sim. */
@@ -117,8 +117,8 @@ bool policy_repair_due(const struct policy_config *cfg, int64_t drained_at,
  * tries counts probes that could not run so far.
  */
 enum policy_return policy_after_probe(const struct policy_config *cfg,
-				      int probe_rc, int tries,
-				      size_t pool_size, size_t pool_target);
+				      int probe_rc, int tries, size_t pool_size,
+				      size_t pool_target);
 
 const char *policy_verdict_name(enum policy_verdict v);
 const char *policy_return_name(enum policy_return r);

@@ -18,16 +18,17 @@
 #include "sigma.h"
 
 #define SRV_REQ_MAX 4096
-#define SRV_WORDS 8
+#define SRV_WORDS   8
 
 int srv_open(const char *path, int *out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char dir[sizeof(sa.sun_path)], *slash;
 	struct stat st;
 	int fd, rc;
 
-	if (sigma_strlcpy(sa.sun_path, path, sizeof(sa.sun_path)) >= sizeof(sa.sun_path))
+	if (sigma_strlcpy(sa.sun_path, path, sizeof(sa.sun_path)) >=
+	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	sigma_strlcpy(dir, path, sizeof(dir));
 	slash = strrchr(dir, '/');
@@ -48,7 +49,8 @@ int srv_open(const char *path, int *out)
 		/* a socket someone answers on belongs to a running sigmad */
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		if (probe >= 0 &&
+		    connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			close(probe);
 			close(fd);
 			return -EADDRINUSE;
@@ -80,7 +82,7 @@ struct history_arg {
 	uint32_t job;
 	const char *node;
 	int64_t since;
-	bool all;		/* root or SlurmUser: every event */
+	bool all; /* root or SlurmUser: every event */
 	uid_t uid;
 };
 
@@ -93,7 +95,8 @@ static int history_fn(const struct evlog_event *ev, void *arg)
 		return 0;
 	if (h->job && ev->job != h->job)
 		return 0;
-	if (h->node && !strstr(ev->node, h->node) && !strstr(ev->spare, h->node))
+	if (h->node && !strstr(ev->node, h->node) &&
+	    !strstr(ev->spare, h->node))
 		return 0;
 	if (ev->time < h->since)
 		return 0;
@@ -105,7 +108,7 @@ static int history_fn(const struct evlog_event *ev, void *arg)
 static void srv_history(struct ctl *c, char **w, int n, bool all, uid_t uid,
 			FILE *out)
 {
-	struct history_arg h = { .out = out, .all = all, .uid = uid };
+	struct history_arg h = {.out = out, .all = all, .uid = uid};
 	long v;
 
 	for (int i = 1; i < n; i++) {
@@ -118,13 +121,15 @@ static void srv_history(struct ctl *c, char **w, int n, bool all, uid_t uid,
 			 !sigma_parse_long(w[i] + 6, 0, __LONG_MAX__, &v))
 			h.since = v;
 		else {
-			fprintf(out, "error: bad history argument '%s'\n", w[i]);
+			fprintf(out, "error: bad history argument '%s'\n",
+				w[i]);
 			return;
 		}
 	}
 	int rc = evlog_read(ctl_event_log(c), history_fn, &h, NULL);
 	if (rc)
-		fprintf(out, "error: event log: %s\n", strerror(rc < 0 ? -rc : EIO));
+		fprintf(out, "error: event log: %s\n",
+			strerror(rc < 0 ? -rc : EIO));
 }
 
 static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
@@ -152,13 +157,18 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 		srv_history(c, w, n, admin, uid, out);
 		return;
 	}
-	if (strcmp(w[0], "drain") && strcmp(w[0], "resume") && strcmp(w[0], "spares")) {
+	if (strcmp(w[0], "drain") && strcmp(w[0], "resume") &&
+	    strcmp(w[0], "spares")) {
 		fprintf(out, "error: unknown request '%s'\n", w[0]);
 		return;
 	}
 	if (!admin) {
-		sigma_warn("refused '%s' from uid %u: not root or SlurmUser", w[0], (unsigned)uid);
-		fprintf(out, "error: permission denied: %s is for root or SlurmUser only\n", w[0]);
+		sigma_warn("refused '%s' from uid %u: not root or SlurmUser",
+			   w[0], (unsigned)uid);
+		fprintf(
+		    out,
+		    "error: permission denied: %s is for root or SlurmUser only\n",
+		    w[0]);
 		return;
 	}
 	if (!strcmp(w[0], "drain") && n == 3)
@@ -175,7 +185,7 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 
 void srv_serve(int lfd, struct ctl *c, uid_t slurm_user)
 {
-	struct timeval tv = { .tv_sec = 2 };
+	struct timeval tv = {.tv_sec = 2};
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	char req[SRV_REQ_MAX + 1];
@@ -209,6 +219,7 @@ void srv_serve(int lfd, struct ctl *c, uid_t slurm_user)
 		return;
 	}
 	sigma_debug("request from uid %u: %s", (unsigned)cred.uid, req);
-	srv_dispatch(c, req, cred.uid, cred.uid == 0 || cred.uid == slurm_user, out);
+	srv_dispatch(c, req, cred.uid, cred.uid == 0 || cred.uid == slurm_user,
+		     out);
 	fclose(out);
 }

@@ -18,7 +18,8 @@ static int slurm_fail(const char *what, const char *obj)
 {
 	int e = slurm_get_errno();
 
-	sigma_error("%s %s: %s (slurm errno %d)", what, obj, slurm_strerror(e), e);
+	sigma_error("%s %s: %s (slurm errno %d)", what, obj, slurm_strerror(e),
+		    e);
 	return -EIO;
 }
 
@@ -100,7 +101,8 @@ static int load_nodes(struct ctl_view *v, const char *feature)
 
 	if (slurm_load_node((time_t)0, &ni, SHOW_ALL) != SLURM_SUCCESS)
 		return slurm_fail("slurm_load_node", "(all)");
-	v->nodes = calloc(ni->record_count ? ni->record_count : 1, sizeof(*v->nodes));
+	v->nodes =
+	    calloc(ni->record_count ? ni->record_count : 1, sizeof(*v->nodes));
 	if (!v->nodes) {
 		slurm_free_node_info_msg(ni);
 		return -ENOMEM;
@@ -128,7 +130,8 @@ static int load_nodes(struct ctl_view *v, const char *feature)
 			c->flags |= CTL_N_IDLE;
 		if (has_feature(n->features, feature))
 			c->flags |= CTL_N_FEATURE;
-		sigma_strlcpy(c->reason, n->reason ? n->reason : "", sizeof(c->reason));
+		sigma_strlcpy(c->reason, n->reason ? n->reason : "",
+			      sizeof(c->reason));
 		c->reason_time = (int64_t)n->reason_time;
 		v->nnodes++;
 	}
@@ -167,9 +170,11 @@ static int load_jobs(struct ctl_view *v)
 	job_info_msg_t *ji = NULL;
 	int rc = 0;
 
-	if (slurm_load_jobs((time_t)0, &ji, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+	if (slurm_load_jobs((time_t)0, &ji, SHOW_ALL | SHOW_DETAIL) !=
+	    SLURM_SUCCESS)
 		return slurm_fail("slurm_load_jobs", "(all)");
-	v->jobs = calloc(ji->record_count ? ji->record_count : 1, sizeof(*v->jobs));
+	v->jobs =
+	    calloc(ji->record_count ? ji->record_count : 1, sizeof(*v->jobs));
 	if (!v->jobs) {
 		slurm_free_job_info_msg(ji);
 		return -ENOMEM;
@@ -178,21 +183,23 @@ static int load_jobs(struct ctl_view *v)
 		slurm_job_info_t *j = &ji->job_array[i];
 		struct ctl_job *c = &v->jobs[v->njobs];
 		uint32_t base = j->job_state & JOB_STATE_BASE;
-		struct job_nodes_arg a = { v, c, 0 };
+		struct job_nodes_arg a = {v, c, 0};
 
 		if (!j->admin_comment || strncmp(j->admin_comment, "sigma[", 6))
 			continue;
 		c->id = j->job_id;
 		c->uid = j->user_id;
 		c->state = base == JOB_PENDING ? CTL_J_PENDING
-			 : (base == JOB_RUNNING || base == JOB_SUSPENDED) ? CTL_J_RUNNING
-			 : CTL_J_ENDED;
+			   : (base == JOB_RUNNING || base == JOB_SUSPENDED)
+			       ? CTL_J_RUNNING
+			       : CTL_J_ENDED;
 		c->completing = (j->job_state & JOB_COMPLETING) != 0;
 		c->node_fail = base == JOB_NODE_FAIL;
 		c->restart_cnt = j->restart_cnt;
 		/* a pending job's earliest start: its begin time shows here */
 		c->begin_time = (int64_t)(j->eligible_time > j->start_time
-						  ? j->eligible_time : j->start_time);
+					      ? j->eligible_time
+					      : j->start_time);
 		sigma_strlcpy(c->comment, j->admin_comment, sizeof(c->comment));
 		sigma_strlcpy(c->exc_nodes, j->exc_nodes ? j->exc_nodes : "",
 			      sizeof(c->exc_nodes));
@@ -287,7 +294,7 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
 	resv_desc_msg_t m;
 
 	if (!*nodes) {
-		reservation_name_msg_t d = { .name = (char *)resv };
+		reservation_name_msg_t d = {.name = (char *)resv};
 
 		if (!exists)
 			return 0;

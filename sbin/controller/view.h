@@ -9,20 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CTL_NAME_MAX 64
-#define CTL_REASON_MAX 256
+#define CTL_NAME_MAX	64
+#define CTL_REASON_MAX	256
 #define CTL_COMMENT_MAX 4096
-#define CTL_LIST_MAX 1024
+#define CTL_LIST_MAX	1024
 
 enum ctl_node_flag {
-	CTL_N_DOWN = 1 << 0,		/* base state DOWN */
-	CTL_N_DRAIN = 1 << 1,		/* DRAIN flag (draining or drained) */
+	CTL_N_DOWN = 1 << 0,  /* base state DOWN */
+	CTL_N_DRAIN = 1 << 1, /* DRAIN flag (draining or drained) */
 	CTL_N_NO_RESPOND = 1 << 2,
-	CTL_N_IDLE = 1 << 3,		/* base state IDLE, not completing */
-	CTL_N_BUSY = 1 << 4,		/* allocated, mixed or completing */
+	CTL_N_IDLE = 1 << 3, /* base state IDLE, not completing */
+	CTL_N_BUSY = 1 << 4, /* allocated, mixed or completing */
 	CTL_N_FAIL = 1 << 5,
-	CTL_N_FEATURE = 1 << 6,		/* has the spare feature */
-	CTL_N_RESERVED = 1 << 7,	/* in sigma's spare reservation */
+	CTL_N_FEATURE = 1 << 6,	 /* has the spare feature */
+	CTL_N_RESERVED = 1 << 7, /* in sigma's spare reservation */
 };
 
 struct ctl_node {
@@ -34,8 +34,8 @@ struct ctl_node {
 
 enum ctl_job_state {
 	CTL_J_PENDING = 0,
-	CTL_J_RUNNING,		/* running or suspended */
-	CTL_J_ENDED,		/* completed, failed, cancelled, node_fail, ... */
+	CTL_J_RUNNING, /* running or suspended */
+	CTL_J_ENDED,   /* completed, failed, cancelled, node_fail, ... */
 };
 
 /* A sigma job: its AdminComment starts with "sigma[". */
@@ -44,13 +44,13 @@ struct ctl_job {
 	uint32_t uid;
 	int state;
 	bool completing;
-	bool node_fail;		/* ended NODE_FAIL */
+	bool node_fail; /* ended NODE_FAIL */
 	int restart_cnt;
 	int64_t begin_time;
 	char comment[CTL_COMMENT_MAX];
 	char exc_nodes[CTL_LIST_MAX];
 	size_t nnodes;
-	int32_t *nodes;		/* indexes into view.nodes */
+	int32_t *nodes; /* indexes into view.nodes */
 };
 
 struct ctl_view {
@@ -60,7 +60,7 @@ struct ctl_view {
 	struct ctl_job *jobs;
 	size_t njobs;
 	bool resv_exists;
-	size_t nresv;		/* nodes in the spare reservation */
+	size_t nresv; /* nodes in the spare reservation */
 };
 
 void ctl_view_free(struct ctl_view *v);

@@ -14,29 +14,39 @@
 #include "sigma.h"
 #include "sim.h"
 
-enum { OPT_NODES = 256, OPT_DAYS, OPT_JOB_NODES, OPT_SPARES, OPT_SEED,
-       OPT_POLICY, OPT_JSON, OPT_HELP, OPT_VERSION };
+enum {
+	OPT_NODES = 256,
+	OPT_DAYS,
+	OPT_JOB_NODES,
+	OPT_SPARES,
+	OPT_SEED,
+	OPT_POLICY,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_VERSION
+};
 
 static const struct option sim_options[] = {
-	{ "trace", required_argument, NULL, 't' },
-	{ "nodes", required_argument, NULL, OPT_NODES },
-	{ "days", required_argument, NULL, OPT_DAYS },
-	{ "job-nodes", required_argument, NULL, OPT_JOB_NODES },
-	{ "spares", required_argument, NULL, OPT_SPARES },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+    {"trace", required_argument, NULL, 't'},
+    {"nodes", required_argument, NULL, OPT_NODES},
+    {"days", required_argument, NULL, OPT_DAYS},
+    {"job-nodes", required_argument, NULL, OPT_JOB_NODES},
+    {"spares", required_argument, NULL, OPT_SPARES},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 static void sim_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sigma-sim --trace FILE [--nodes N] [--days D] [--job-nodes N]\n"
-		"                 [--spares N] [--seed N] [--policy sigma|baseline|both] [--json]\n"
-		"Replays the failure trace FILE under sigma's policy and plain Slurm requeue.\n");
+	fprintf(
+	    f,
+	    "usage: sigma-sim --trace FILE [--nodes N] [--days D] [--job-nodes N]\n"
+	    "                 [--spares N] [--seed N] [--policy sigma|baseline|both] [--json]\n"
+	    "Replays the failure trace FILE under sigma's policy and plain Slurm requeue.\n");
 }
 
 static long peak_kib(void)
@@ -51,45 +61,49 @@ static void sim_print(const char *policy, const struct sim_params *p,
 {
 	double ett = r->job_node_s > 0 ? r->useful_node_s / r->job_node_s : 0.0;
 	double eps = r->wall_s > 0 ? (double)r->events / r->wall_s : 0.0;
-	double mean = r->recoveries ? r->recovery_sum_s / (double)r->recoveries : 0.0;
+	double mean =
+	    r->recoveries ? r->recovery_sum_s / (double)r->recoveries : 0.0;
 
 	if (json) {
-		printf("{\"policy\":\"%s\",\"nodes\":%ld,\"days\":%g,\"job_nodes\":%ld,"
-		       "\"jobs\":%ld,\"spares\":%ld,\"seed\":%llu,\"events\":%llu,"
-		       "\"wall_s\":%.6f,\"events_per_s\":%.0f,\"peak_kib\":%ld,"
-		       "\"effective_training_time\":%.6f,\"incidents\":%llu,"
-		       "\"job_failures\":%llu,\"warnings_moved\":%llu,"
-		       "\"warnings_watched\":%llu,\"restarts\":%llu,\"give_ups\":%llu,"
-		       "\"spares_used\":%llu,\"min_pool\":%ld,\"recoveries\":%llu,"
-		       "\"recovery_mean_s\":%.1f,\"recovery_p50_s\":%.1f,"
-		       "\"recovery_p90_s\":%.1f,\"recovery_p99_s\":%.1f,"
-		       "\"recovery_max_s\":%.1f}\n",
-		       policy, p->nodes, p->days, p->job_nodes, r->jobs,
-		       p->sigma ? p->spares : 0, (unsigned long long)p->seed,
-		       (unsigned long long)r->events, r->wall_s, eps, peak_kib(), ett,
-		       (unsigned long long)r->incidents,
-		       (unsigned long long)r->job_failures,
-		       (unsigned long long)r->warnings_moved,
-		       (unsigned long long)r->warnings_watched,
-		       (unsigned long long)r->restarts,
-		       (unsigned long long)r->give_ups,
-		       (unsigned long long)r->spares_used, r->min_pool,
-		       (unsigned long long)r->recoveries, mean,
-		       sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
-		       sim_result_quantile(r, 0.99), r->recovery_max_s);
+		printf(
+		    "{\"policy\":\"%s\",\"nodes\":%ld,\"days\":%g,\"job_nodes\":%ld,"
+		    "\"jobs\":%ld,\"spares\":%ld,\"seed\":%llu,\"events\":%llu,"
+		    "\"wall_s\":%.6f,\"events_per_s\":%.0f,\"peak_kib\":%ld,"
+		    "\"effective_training_time\":%.6f,\"incidents\":%llu,"
+		    "\"job_failures\":%llu,\"warnings_moved\":%llu,"
+		    "\"warnings_watched\":%llu,\"restarts\":%llu,\"give_ups\":%llu,"
+		    "\"spares_used\":%llu,\"min_pool\":%ld,\"recoveries\":%llu,"
+		    "\"recovery_mean_s\":%.1f,\"recovery_p50_s\":%.1f,"
+		    "\"recovery_p90_s\":%.1f,\"recovery_p99_s\":%.1f,"
+		    "\"recovery_max_s\":%.1f}\n",
+		    policy, p->nodes, p->days, p->job_nodes, r->jobs,
+		    p->sigma ? p->spares : 0, (unsigned long long)p->seed,
+		    (unsigned long long)r->events, r->wall_s, eps, peak_kib(),
+		    ett, (unsigned long long)r->incidents,
+		    (unsigned long long)r->job_failures,
+		    (unsigned long long)r->warnings_moved,
+		    (unsigned long long)r->warnings_watched,
+		    (unsigned long long)r->restarts,
+		    (unsigned long long)r->give_ups,
+		    (unsigned long long)r->spares_used, r->min_pool,
+		    (unsigned long long)r->recoveries, mean,
+		    sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
+		    sim_result_quantile(r, 0.99), r->recovery_max_s);
 		return;
 	}
-	printf("%-8s effective training time %.4f  (%llu incidents, %llu job failures, "
-	       "%llu moved on warning, %llu restarts, %llu given up)\n",
-	       policy, ett, (unsigned long long)r->incidents,
-	       (unsigned long long)r->job_failures,
-	       (unsigned long long)r->warnings_moved,
-	       (unsigned long long)r->restarts, (unsigned long long)r->give_ups);
-	printf("%-8s recovery s: mean %.0f p50 %.0f p90 %.0f p99 %.0f max %.0f; "
-	       "spares used %llu (pool low %ld)\n",
-	       "", mean, sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
-	       sim_result_quantile(r, 0.99), r->recovery_max_s,
-	       (unsigned long long)r->spares_used, r->min_pool);
+	printf(
+	    "%-8s effective training time %.4f  (%llu incidents, %llu job failures, "
+	    "%llu moved on warning, %llu restarts, %llu given up)\n",
+	    policy, ett, (unsigned long long)r->incidents,
+	    (unsigned long long)r->job_failures,
+	    (unsigned long long)r->warnings_moved,
+	    (unsigned long long)r->restarts, (unsigned long long)r->give_ups);
+	printf(
+	    "%-8s recovery s: mean %.0f p50 %.0f p90 %.0f p99 %.0f max %.0f; "
+	    "spares used %llu (pool low %ld)\n",
+	    "", mean, sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
+	    sim_result_quantile(r, 0.99), r->recovery_max_s,
+	    (unsigned long long)r->spares_used, r->min_pool);
 	printf("%-8s %llu events in %.3f s: %.0f events/s\n", "",
 	       (unsigned long long)r->events, r->wall_s, eps);
 }
@@ -98,8 +112,10 @@ static int sim_long_opt(const char *name, const char *arg, long min, long max,
 			long *out)
 {
 	if (sigma_parse_long(arg, min, max, out)) {
-		fprintf(stderr, "sigma-sim: --%s: '%s' is not a whole number in [%ld, %ld]\n",
-			name, arg, min, max);
+		fprintf(
+		    stderr,
+		    "sigma-sim: --%s: '%s' is not a whole number in [%ld, %ld]\n",
+		    name, arg, min, max);
 		return -EINVAL;
 	}
 	return 0;
@@ -107,9 +123,10 @@ static int sim_long_opt(const char *name, const char *arg, long min, long max,
 
 int main(int argc, char **argv)
 {
-	static const char *const policies[] = { "sigma", "baseline", "both", NULL };
+	static const char *const policies[] = {"sigma", "baseline", "both",
+					       NULL};
 	struct sim_trace *trace = NULL;
-	struct sim_params p = { 0 };
+	struct sim_params p = {0};
 	struct sim_result *r = NULL;
 	const char *trace_path = NULL;
 	long nodes = -1, job_nodes = -1, spares = -1, seed = -1;
@@ -130,26 +147,35 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DAYS:
 			if (sigma_parse_double(optarg, 1e-6, 1e6, &days)) {
-				fprintf(stderr, "sigma-sim: --days: '%s' is not a number in (0, 1e6]\n", optarg);
+				fprintf(
+				    stderr,
+				    "sigma-sim: --days: '%s' is not a number in (0, 1e6]\n",
+				    optarg);
 				return 64;
 			}
 			break;
 		case OPT_JOB_NODES:
-			if (sim_long_opt("job-nodes", optarg, 1, 100000000, &job_nodes))
+			if (sim_long_opt("job-nodes", optarg, 1, 100000000,
+					 &job_nodes))
 				return 64;
 			break;
 		case OPT_SPARES:
-			if (sim_long_opt("spares", optarg, 0, 100000000, &spares))
+			if (sim_long_opt("spares", optarg, 0, 100000000,
+					 &spares))
 				return 64;
 			break;
 		case OPT_SEED:
-			if (sim_long_opt("seed", optarg, 0, __LONG_MAX__, &seed))
+			if (sim_long_opt("seed", optarg, 0, __LONG_MAX__,
+					 &seed))
 				return 64;
 			break;
 		case OPT_POLICY:
 			policy = sigma_parse_enum(optarg, policies);
 			if (policy < 0) {
-				fprintf(stderr, "sigma-sim: --policy: '%s' is not sigma, baseline or both\n", optarg);
+				fprintf(
+				    stderr,
+				    "sigma-sim: --policy: '%s' is not sigma, baseline or both\n",
+				    optarg);
 				return 64;
 			}
 			break;
@@ -160,7 +186,8 @@ int main(int argc, char **argv)
 			sim_usage(stdout);
 			return 0;
 		case OPT_VERSION:
-			printf("sigma-sim %s (git %s)\n", PACKAGE_VERSION, SIGMA_GIT_REVISION);
+			printf("sigma-sim %s (git %s)\n", PACKAGE_VERSION,
+			       SIGMA_GIT_REVISION);
 			return 0;
 		default:
 			sim_usage(stderr);
@@ -188,14 +215,17 @@ int main(int argc, char **argv)
 	p.days = days > 0 ? days : trace->days;
 	p.job_nodes = job_nodes > 0 ? job_nodes : trace->job_nodes;
 	/* spares scale with the cluster unless given */
-	p.spares = spares >= 0 ? spares
-			       : (long)((double)trace->spares * (double)p.nodes /
-					(double)trace->nodes + 0.5);
+	p.spares = spares >= 0
+		       ? spares
+		       : (long)((double)trace->spares * (double)p.nodes /
+				    (double)trace->nodes +
+				0.5);
 	p.seed = seed >= 0 ? (uint64_t)seed : trace->seed;
 	if (!json)
-		printf("sigma-sim: trace %s: %ld nodes, %g days, %ld-node jobs, %ld spares, seed %llu\n",
-		       trace->name, p.nodes, p.days, p.job_nodes, p.spares,
-		       (unsigned long long)p.seed);
+		printf(
+		    "sigma-sim: trace %s: %ld nodes, %g days, %ld-node jobs, %ld spares, seed %llu\n",
+		    trace->name, p.nodes, p.days, p.job_nodes, p.spares,
+		    (unsigned long long)p.seed);
 	for (int k = 0; k < 2; k++) {
 		if ((k == 0 && policy == 1) || (k == 1 && policy == 0))
 			continue;

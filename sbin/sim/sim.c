@@ -23,21 +23,21 @@ enum sim_ev_type { EV_INCIDENT = 0, EV_FAIL, EV_REPAIRED, EV_RESTART };
 
 struct sim_ev {
 	double t;
-	uint32_t id;	/* node or job */
-	uint32_t aux;	/* job generation */
+	uint32_t id;  /* node or job */
+	uint32_t aux; /* job generation */
 	uint8_t type;
 };
 
 struct sim_job {
-	double t_run;		/* running since (JOB_RUN) */
-	double t_fail;		/* recovery started (JOB_DOWN, JOB_WAIT) */
-	double committed;	/* seconds of training kept */
+	double t_run;	  /* running since (JOB_RUN) */
+	double t_fail;	  /* recovery started (JOB_DOWN, JOB_WAIT) */
+	double committed; /* seconds of training kept */
 	int restarts;
 	int spares_used;
-	int missing;		/* empty node slots */
-	uint32_t gen;		/* invalidates stale restart events */
+	int missing;  /* empty node slots */
+	uint32_t gen; /* invalidates stale restart events */
 	uint8_t state;
-	uint8_t queued;		/* in the wait queue */
+	uint8_t queued; /* in the wait queue */
 };
 
 struct sim {
@@ -46,13 +46,13 @@ struct sim {
 	struct sim_result *r;
 	struct policy_config pol;
 	double horizon;
-	double rate;		/* incidents per second, cluster-wide */
+	double rate; /* incidents per second, cluster-wide */
 	double kind_cum[SIM_MAX_KINDS];
 	uint64_t rng_inc[4], rng_other[4];
 	/* nodes */
 	long n;
 	uint8_t *state;
-	int32_t *where;		/* slot (job), index (pool, free list) */
+	int32_t *where; /* slot (job), index (pool, free list) */
 	uint32_t *failures;
 	/* pool and free list */
 	int32_t *pool;
@@ -60,11 +60,11 @@ struct sim {
 	long npool;
 	int32_t *freel;
 	long nfree;
-	struct policy_spare *view;	/* scratch: the pool as the policy sees it */
+	struct policy_spare *view; /* scratch: the pool as the policy sees it */
 	/* jobs */
 	long njobs, jsize;
 	struct sim_job *jobs;
-	int32_t *slots;		/* njobs * jsize node ids, -1 empty */
+	int32_t *slots; /* njobs * jsize node ids, -1 empty */
 	int32_t *waitq;
 	long wq_head, wq_len;
 	/* events */
@@ -143,7 +143,7 @@ static int heap_push(struct sim *s, double t, uint8_t type, uint32_t id,
 		s->heap[i] = s->heap[parent];
 		i = parent;
 	}
-	s->heap[i] = (struct sim_ev){ t, id, aux, type };
+	s->heap[i] = (struct sim_ev){t, id, aux, type};
 	return 0;
 }
 
@@ -262,7 +262,8 @@ static size_t pool_view(struct sim *s)
 	return (size_t)s->npool;
 }
 
-static void take_from_pool(struct sim *s, long j, const struct policy_plan *plan)
+static void take_from_pool(struct sim *s, long j,
+			   const struct policy_plan *plan)
 {
 	int32_t nodes[POLICY_MAX_PICK];
 
@@ -301,7 +302,7 @@ static void job_enqueue_wait(struct sim *s, long j)
 	struct sim_job *job = &s->jobs[j];
 
 	job->state = JOB_WAIT;
-	job->gen++;	/* a restart scheduled before is void */
+	job->gen++; /* a restart scheduled before is void */
 	if (!job->queued) {
 		s->waitq[(s->wq_head + s->wq_len) % s->njobs] = (int32_t)j;
 		s->wq_len++;
@@ -334,8 +335,9 @@ static int job_recover(struct sim *s, long j, double t, bool new_requeue)
 
 	policy_job_of(s, j, &pj);
 	if (!new_requeue && pj.restarts > 0)
-		pj.restarts--;	/* the requeue under way was already granted */
-	if (!s->p->sigma && new_requeue && job->restarts >= s->tr->max_restarts) {
+		pj.restarts--; /* the requeue under way was already granted */
+	if (!s->p->sigma && new_requeue &&
+	    job->restarts >= s->tr->max_restarts) {
 		job_give_up(s, j);
 		return 0;
 	}
@@ -382,7 +384,8 @@ static int serve_waiting(struct sim *s, double t)
 				size_t nv = pool_view(s);
 
 				policy_job_of(s, j, &pj);
-				pj.restarts = 0; /* counted when it was requeued */
+				pj.restarts =
+				    0; /* counted when it was requeued */
 				if (!policy_plan_failure(&s->pol, &pj,
 							 (size_t)job->missing,
 							 s->view, nv, &plan) &&
@@ -462,7 +465,7 @@ static int on_warning(struct sim *s, int32_t node, double t)
 	switch (s->state[node]) {
 	case NODE_REPAIR:
 		return 0;
-	case NODE_POOL:	/* drained: a warned node is no spare */
+	case NODE_POOL: /* drained: a warned node is no spare */
 		pool_remove(s, node);
 		return to_repair(s, node, t);
 	case NODE_FREE:
@@ -495,9 +498,9 @@ static int on_warning(struct sim *s, int32_t node, double t)
 	rc = to_repair(s, node, t);
 	if (rc)
 		return rc;
-	return job_schedule_restart(s, j, t + s->tr->ckpt_cost_s +
-					      s->tr->sigma_requeue_s +
-					      s->tr->restart_s);
+	return job_schedule_restart(
+	    s, j,
+	    t + s->tr->ckpt_cost_s + s->tr->sigma_requeue_s + s->tr->restart_s);
 }
 
 static int on_incident(struct sim *s, double t)
@@ -558,7 +561,7 @@ static void on_restart(struct sim *s, long j, uint32_t gen, double t)
 		return;
 	job->state = JOB_RUN;
 	job->t_run = t;
-	job->spares_used = 0;	/* the next recovery may hold spares again */
+	job->spares_used = 0; /* the next recovery may hold spares again */
 	rec = t - job->t_fail;
 	s->r->recoveries++;
 	s->r->recovery_sum_s += rec;
@@ -584,7 +587,8 @@ double sim_result_quantile(const struct sim_result *r, double q)
 		if (acc >= want) {
 			double upper = 0.1 * pow(10.0, (b + 1) / 100.0);
 
-			return upper < r->recovery_max_s ? upper : r->recovery_max_s;
+			return upper < r->recovery_max_s ? upper
+							 : r->recovery_max_s;
 		}
 	}
 	return r->recovery_max_s;
@@ -622,19 +626,22 @@ static int sim_setup(struct sim *s, char *err, size_t errlen)
 	/* both policies run the same jobs: the baseline's spares sit free */
 	s->njobs = (p->nodes - p->spares) / p->job_nodes;
 	if (s->njobs < 1)
-		return sigma_set_err(err, errlen, EINVAL,
-				     "%ld nodes with %ld spares cannot hold a %ld-node job",
-				     p->nodes, p->spares, p->job_nodes);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "%ld nodes with %ld spares cannot hold a %ld-node job",
+		    p->nodes, p->spares, p->job_nodes);
 	for (size_t k = 0; k < tr->nkinds; k++)
 		total += tr->kinds[k].count;
 	if (tr->nkinds == 0 || total <= 0.0)
-		return sigma_set_err(err, errlen, EINVAL, "the trace has no failure kinds");
+		return sigma_set_err(err, errlen, EINVAL,
+				     "the trace has no failure kinds");
 	for (size_t k = 0; k < tr->nkinds; k++) {
 		acc += tr->kinds[k].count;
 		s->kind_cum[k] = acc / total;
 	}
 	/* per-node rates of the trace, applied to the simulated node count */
-	s->rate = total / ((double)tr->nodes * tr->days * 86400.0) * (double)p->nodes;
+	s->rate =
+	    total / ((double)tr->nodes * tr->days * 86400.0) * (double)p->nodes;
 	s->horizon = p->days * 86400.0;
 	rng_seed(s->rng_inc, p->seed);
 	rng_seed(s->rng_other, p->seed ^ 0x5eed5eed5eed5eedULL);
@@ -654,7 +661,8 @@ static int sim_setup(struct sim *s, char *err, size_t errlen)
 	if (!s->state || !s->where || !s->failures || !s->pool ||
 	    !s->pool_since || !s->view || !s->freel || !s->jobs || !s->slots ||
 	    !s->waitq)
-		return sigma_set_err(err, errlen, ENOMEM, "out of memory for %ld nodes", s->n);
+		return sigma_set_err(err, errlen, ENOMEM,
+				     "out of memory for %ld nodes", s->n);
 	for (long j = 0; j < s->njobs; j++) {
 		for (long k = 0; k < s->jsize; k++, node++) {
 			s->slots[j * s->jsize + k] = (int32_t)node;
@@ -668,13 +676,14 @@ static int sim_setup(struct sim *s, char *err, size_t errlen)
 		free_push(s, (int32_t)node);
 	s->r->jobs = s->njobs;
 	s->r->min_pool = s->npool;
-	return heap_push(s, rng_exp(s->rng_inc, 1.0 / s->rate), EV_INCIDENT, 0, 0);
+	return heap_push(s, rng_exp(s->rng_inc, 1.0 / s->rate), EV_INCIDENT, 0,
+			 0);
 }
 
 int sim_run(const struct sim_trace *tr, const struct sim_params *p,
 	    struct sim_result *r, char *err, size_t errlen)
 {
-	struct sim s = { .tr = tr, .p = p, .r = r };
+	struct sim s = {.tr = tr, .p = p, .r = r};
 	struct timespec a, b;
 	int rc;
 
@@ -702,18 +711,20 @@ int sim_run(const struct sim_trace *tr, const struct sim_params *p,
 			break;
 		}
 		if (rc) {
-			sigma_set_err(err, errlen, -rc, "simulation stopped: %s",
-				      strerror(-rc));
+			sigma_set_err(err, errlen, -rc,
+				      "simulation stopped: %s", strerror(-rc));
 			goto out_free;
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	r->wall_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+	r->wall_s = (double)(b.tv_sec - a.tv_sec) +
+		    (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
 	for (long j = 0; j < s.njobs; j++) {
 		struct sim_job *job = &s.jobs[j];
 
 		if (job->state == JOB_RUN)
-			job->committed += job_kept(tr, s.horizon - job->t_run, true);
+			job->committed +=
+			    job_kept(tr, s.horizon - job->t_run, true);
 		r->useful_node_s += job->committed * (double)s.jsize;
 	}
 	r->job_node_s = s.horizon * (double)s.njobs * (double)s.jsize;

@@ -16,14 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_MAX_KINDS 32
-#define SIM_NAME_MAX 64
+#define SIM_MAX_KINDS	 32
+#define SIM_NAME_MAX	 64
 #define SIM_HIST_BUCKETS 800
 
 struct sim_kind {
 	char name[SIM_NAME_MAX];
-	double count;		/* incidents over the trace period */
-	double warn_fraction;	/* share that shows an early warning */
+	double count;	      /* incidents over the trace period */
+	double warn_fraction; /* share that shows an early warning */
 };
 
 struct sim_trace {
@@ -33,18 +33,18 @@ struct sim_trace {
 	double days;		/* period the counts were observed over */
 	long job_nodes;		/* nodes per job */
 	long spares;		/* hot spares (sigma) */
-	double ckpt_interval_s;	/* compute between checkpoints */
+	double ckpt_interval_s; /* compute between checkpoints */
 	double ckpt_cost_s;	/* a checkpoint's stall */
 	double restart_s;	/* job start plus checkpoint load */
 	double warn_lead_s;	/* warning comes this long before the failure */
 	double repair_s;	/* mean repair time (exponential) */
 	double repair_fail;	/* share of repairs whose probe fails again */
 	double sigma_detect_s;	/* failure to sigmad acting */
-	double sigma_requeue_s;	/* requeue to running (begin_time reset) */
+	double sigma_requeue_s; /* requeue to running (begin_time reset) */
 	double baseline_detect_s;  /* failure to Slurm requeueing (timeouts) */
 	double baseline_requeue_s; /* requeue to running (cred_expire etc.) */
 	long max_restarts;
-	long job_spares;	/* spares a job may draw (sigma) */
+	long job_spares; /* spares a job may draw (sigma) */
 	uint64_t seed;
 	size_t nkinds;
 	struct sim_kind kinds[SIM_MAX_KINDS];
@@ -52,19 +52,19 @@ struct sim_trace {
 
 /* What to run: the trace's cluster, scaled. */
 struct sim_params {
-	long nodes;		/* simulated nodes (rates per node kept) */
+	long nodes; /* simulated nodes (rates per node kept) */
 	double days;
 	long job_nodes;
 	long spares;
 	uint64_t seed;
-	bool sigma;		/* sigma's policy, or the baseline */
+	bool sigma; /* sigma's policy, or the baseline */
 };
 
 struct sim_result {
 	uint64_t events;
 	double wall_s;
-	double useful_node_s;	/* node-seconds of kept training */
-	double job_node_s;	/* jobs' wall time x nodes */
+	double useful_node_s; /* node-seconds of kept training */
+	double job_node_s;    /* jobs' wall time x nodes */
 	uint64_t incidents;
 	uint64_t job_failures;
 	uint64_t warnings_moved;
@@ -81,7 +81,8 @@ struct sim_result {
 };
 
 void sim_trace_init(struct sim_trace *t);
-/* Read a trace file (key=value, see sigma-sim(1)). 0 or -errno, err says why. */
+/* Read a trace file (key=value, see sigma-sim(1)). 0 or -errno, err says why.
+ */
 int sim_trace_load(struct sim_trace *t, const char *path, char *err,
 		   size_t errlen);
 /* Run one simulation. 0 or -errno (-ENOMEM, -EINVAL with err). */

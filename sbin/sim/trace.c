@@ -41,26 +41,32 @@ struct trace_num {
 	double min, max;
 };
 
-#define TN_D(k, lo, hi) { #k, offsetof(struct sim_trace, k), false, lo, hi }
-#define TN_L(k, lo, hi) { #k, offsetof(struct sim_trace, k), true, lo, hi }
+#define TN_D(k, lo, hi)                                                        \
+	{                                                                      \
+#k, offsetof(struct sim_trace, k), false, lo, hi               \
+	}
+#define TN_L(k, lo, hi)                                                        \
+	{                                                                      \
+#k, offsetof(struct sim_trace, k), true, lo, hi                \
+	}
 
 static const struct trace_num trace_nums[] = {
-	TN_L(nodes, 1, 1e9),
-	TN_D(days, 1e-6, 1e6),
-	TN_L(job_nodes, 1, 1e9),
-	TN_L(spares, 0, 1e9),
-	TN_D(ckpt_interval_s, 1, 1e9),
-	TN_D(ckpt_cost_s, 0, 1e9),
-	TN_D(restart_s, 0, 1e9),
-	TN_D(warn_lead_s, 0, 1e9),
-	TN_D(repair_s, 1, 1e9),
-	TN_D(repair_fail, 0, 0.99),
-	TN_D(sigma_detect_s, 0, 1e9),
-	TN_D(sigma_requeue_s, 0, 1e9),
-	TN_D(baseline_detect_s, 0, 1e9),
-	TN_D(baseline_requeue_s, 0, 1e9),
-	TN_L(max_restarts, 0, 1e9),
-	TN_L(job_spares, 0, 1e9),
+    TN_L(nodes, 1, 1e9),
+    TN_D(days, 1e-6, 1e6),
+    TN_L(job_nodes, 1, 1e9),
+    TN_L(spares, 0, 1e9),
+    TN_D(ckpt_interval_s, 1, 1e9),
+    TN_D(ckpt_cost_s, 0, 1e9),
+    TN_D(restart_s, 0, 1e9),
+    TN_D(warn_lead_s, 0, 1e9),
+    TN_D(repair_s, 1, 1e9),
+    TN_D(repair_fail, 0, 0.99),
+    TN_D(sigma_detect_s, 0, 1e9),
+    TN_D(sigma_requeue_s, 0, 1e9),
+    TN_D(baseline_detect_s, 0, 1e9),
+    TN_D(baseline_requeue_s, 0, 1e9),
+    TN_L(max_restarts, 0, 1e9),
+    TN_L(job_spares, 0, 1e9),
 };
 
 static int trace_kind(struct sim_trace *t, const char *value, char *err,
@@ -77,47 +83,59 @@ static int trace_kind(struct sim_trace *t, const char *value, char *err,
 	count = strchr(name, ':');
 	warn = count ? strchr(count + 1, ':') : NULL;
 	if (!count || !warn)
-		return sigma_set_err(err, errlen, EINVAL,
-				     "kind: '%s' is not NAME:COUNT:WARN_FRACTION", value);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "kind: '%s' is not NAME:COUNT:WARN_FRACTION", value);
 	*count++ = '\0';
 	*warn++ = '\0';
 	k = &t->kinds[t->nkinds];
-	if (!*name || sigma_strlcpy(k->name, name, sizeof(k->name)) >= sizeof(k->name))
-		return sigma_set_err(err, errlen, EINVAL, "kind: bad name '%s'", name);
+	if (!*name ||
+	    sigma_strlcpy(k->name, name, sizeof(k->name)) >= sizeof(k->name))
+		return sigma_set_err(err, errlen, EINVAL, "kind: bad name '%s'",
+				     name);
 	if (sigma_parse_double(count, 0.0, 1e12, &k->count))
 		return sigma_set_err(err, errlen, EINVAL,
-				     "kind %s: count '%s' is not a number >= 0", name, count);
+				     "kind %s: count '%s' is not a number >= 0",
+				     name, count);
 	if (sigma_parse_double(warn, 0.0, 1.0, &k->warn_fraction))
-		return sigma_set_err(err, errlen, EINVAL,
-				     "kind %s: warn fraction '%s' is not in [0, 1]", name, warn);
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "kind %s: warn fraction '%s' is not in [0, 1]", name, warn);
 	t->nkinds++;
 	return 0;
 }
 
-static int trace_key(const char *key, const char *value, void *arg,
-		     char *err, size_t errlen)
+static int trace_key(const char *key, const char *value, void *arg, char *err,
+		     size_t errlen)
 {
 	struct sim_trace *t = arg;
 
 	if (!strcmp(key, "kind"))
 		return trace_kind(t, value, err, errlen);
 	if (!strcmp(key, "name"))
-		return sigma_strlcpy(t->name, value, sizeof(t->name)) < sizeof(t->name)
-			       ? 0
-			       : sigma_set_err(err, errlen, ENAMETOOLONG, "name: too long");
+		return sigma_strlcpy(t->name, value, sizeof(t->name)) <
+			       sizeof(t->name)
+			   ? 0
+			   : sigma_set_err(err, errlen, ENAMETOOLONG,
+					   "name: too long");
 	if (!strcmp(key, "source"))
-		return sigma_strlcpy(t->source, value, sizeof(t->source)) < sizeof(t->source)
-			       ? 0
-			       : sigma_set_err(err, errlen, ENAMETOOLONG, "source: too long");
+		return sigma_strlcpy(t->source, value, sizeof(t->source)) <
+			       sizeof(t->source)
+			   ? 0
+			   : sigma_set_err(err, errlen, ENAMETOOLONG,
+					   "source: too long");
 	if (!strcmp(key, "seed")) {
 		long v;
 
 		if (sigma_parse_long(value, 0, __LONG_MAX__, &v))
-			return sigma_set_err(err, errlen, EINVAL, "seed: '%s' is not a number", value);
+			return sigma_set_err(err, errlen, EINVAL,
+					     "seed: '%s' is not a number",
+					     value);
 		t->seed = (uint64_t)v;
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(trace_nums) / sizeof(trace_nums[0]); i++) {
+	for (size_t i = 0; i < sizeof(trace_nums) / sizeof(trace_nums[0]);
+	     i++) {
 		const struct trace_num *n = &trace_nums[i];
 		char *field = (char *)t + n->off;
 
@@ -126,18 +144,21 @@ static int trace_key(const char *key, const char *value, void *arg,
 		if (n->is_long) {
 			long v;
 
-			if (sigma_parse_long(value, (long)n->min, (long)n->max, &v))
-				return sigma_set_err(err, errlen, EINVAL,
-						     "%s: '%s' is not a whole number in [%.0f, %.0f]",
-						     key, value, n->min, n->max);
+			if (sigma_parse_long(value, (long)n->min, (long)n->max,
+					     &v))
+				return sigma_set_err(
+				    err, errlen, EINVAL,
+				    "%s: '%s' is not a whole number in [%.0f, %.0f]",
+				    key, value, n->min, n->max);
 			memcpy(field, &v, sizeof(v));
 		} else {
 			double v;
 
 			if (sigma_parse_double(value, n->min, n->max, &v))
-				return sigma_set_err(err, errlen, EINVAL,
-						     "%s: '%s' is not a number in [%g, %g]",
-						     key, value, n->min, n->max);
+				return sigma_set_err(
+				    err, errlen, EINVAL,
+				    "%s: '%s' is not a number in [%g, %g]", key,
+				    value, n->min, n->max);
 			memcpy(field, &v, sizeof(v));
 		}
 		return 0;
@@ -151,6 +172,7 @@ int sim_trace_load(struct sim_trace *t, const char *path, char *err,
 	int rc = sigma_kv_parse_file(path, trace_key, t, err, errlen);
 
 	if (!rc && t->nkinds == 0)
-		rc = sigma_set_err(err, errlen, EINVAL, "%s: no 'kind' lines", path);
+		rc = sigma_set_err(err, errlen, EINVAL, "%s: no 'kind' lines",
+				   path);
 	return rc;
 }

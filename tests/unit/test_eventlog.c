@@ -64,8 +64,8 @@ static void write_raw(const char *text)
 static void test_round_trip(void **state)
 {
 	struct evlog log;
-	struct evlog_event ev = { 0 }, back;
-	struct collect c = { 0 };
+	struct evlog_event ev = {0}, back;
+	struct collect c = {0};
 	size_t bad = 99;
 	char line[EVLOG_LINE_MAX];
 
@@ -98,7 +98,8 @@ static void test_round_trip(void **state)
 	assert_string_equal(c.ev[0].kind, "failure");
 	assert_string_equal(c.ev[0].node, "n3");
 	assert_string_equal(c.ev[0].spare, "n5");
-	assert_string_equal(c.ev[0].text, "gpu0 \"ecc\"\\ uncorrected=2\ttab\n");
+	assert_string_equal(c.ev[0].text,
+			    "gpu0 \"ecc\"\\ uncorrected=2\ttab\n");
 	assert_string_equal(c.ev[1].type, "complete");
 
 	/* format and parse agree */
@@ -113,15 +114,15 @@ static void test_round_trip(void **state)
 
 static void test_truncated_last_line(void **state)
 {
-	struct collect c = { 0 };
+	struct collect c = {0};
 	struct evlog log;
-	struct evlog_event ev = { 0 };
+	struct evlog_event ev = {0};
 	size_t bad = 0;
 
 	unlink(path);
 	write_raw("{\"time\":1,\"type\":\"decide\",\"job\":7}\n"
 		  "{\"time\":2,\"type\":\"requeue\",\"job\":7}\n"
-		  "{\"time\":3,\"type\":\"comp");	/* crash mid-write */
+		  "{\"time\":3,\"type\":\"comp"); /* crash mid-write */
 	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
 	assert_int_equal(c.n, 2);
 	assert_int_equal(bad, 1);
@@ -145,25 +146,27 @@ static void test_truncated_last_line(void **state)
 static void test_malformed_lines(void **state)
 {
 	static const char *const bad_lines[] = {
-		"not json",
-		"{}",
-		"{\"type\":\"x\"}",			/* no time */
-		"{\"time\":1}",				/* no type */
-		"{\"time\":1,\"type\":\"x\"} trailing",
-		"{\"time\":1,\"type\":\"x\",\"job\":-1}",
-		"{\"time\":1,\"type\":\"x\",\"node\":\"unterminated}",
-		"{\"time\":1,\"type\":\"x\",\"text\":\"bad \\q escape\"}",
-		"{\"time\":1,\"type\":\"this type name is far too long\"}",
+	    "not json",
+	    "{}",
+	    "{\"type\":\"x\"}", /* no time */
+	    "{\"time\":1}",	/* no type */
+	    "{\"time\":1,\"type\":\"x\"} trailing",
+	    "{\"time\":1,\"type\":\"x\",\"job\":-1}",
+	    "{\"time\":1,\"type\":\"x\",\"node\":\"unterminated}",
+	    "{\"time\":1,\"type\":\"x\",\"text\":\"bad \\q escape\"}",
+	    "{\"time\":1,\"type\":\"this type name is far too long\"}",
 	};
 	struct evlog_event ev;
-	struct collect c = { 0 };
+	struct collect c = {0};
 	size_t bad = 0;
 
 	for (size_t i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++)
-		assert_int_equal(evlog_parse_line(bad_lines[i], strlen(bad_lines[i]), &ev),
-				 -EINVAL);
+		assert_int_equal(
+		    evlog_parse_line(bad_lines[i], strlen(bad_lines[i]), &ev),
+		    -EINVAL);
 	unlink(path);
-	write_raw("garbage\n\n{\"time\":5,\"type\":\"drain\",\"node\":\"n1\",\"extra\":3}\n");
+	write_raw(
+	    "garbage\n\n{\"time\":5,\"type\":\"drain\",\"node\":\"n1\",\"extra\":3}\n");
 	assert_int_equal(evlog_read(path, collect_fn, &c, &bad), 0);
 	assert_int_equal(c.n, 1);
 	assert_int_equal(bad, 1);
@@ -178,9 +181,9 @@ static void test_malformed_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_truncated_last_line),
-		cmocka_unit_test(test_malformed_lines),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_truncated_last_line),
+	    cmocka_unit_test(test_malformed_lines),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

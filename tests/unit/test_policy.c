@@ -19,7 +19,7 @@
 
 struct scenario {
 	const char *name;
-	bool warning;			/* warning path instead of failure */
+	bool warning; /* warning path instead of failure */
 	bool has_job;
 	struct policy_job job;
 	size_t nbad;
@@ -34,45 +34,210 @@ struct scenario {
 };
 
 static const struct scenario scenarios[] = {
-	{ "failure, spare available", false, true, { 7, 0, 3, 1, 0 }, 1,
-	  2, { { 0, 100, false }, { 0, 50, false } }, true,
-	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "failure, no spare in the pool", false, true, { 7, 0, 3, 1, 0 }, 1,
-	  0, { { 0 } }, true, POLICY_REQUEUE, 2, 0, { NO, NO } },
-	{ "failure, job asked for no spares", false, true, { 7, 1, 3, 0, 0 }, 1,
-	  2, { { 0, 1, false }, { 0, 2, false } }, true,
-	  POLICY_REQUEUE, 3, 0, { NO, NO } },
-	{ "failure, recovery holds its spares", false, true, { 7, 1, 3, 1, 1 }, 1,
-	  1, { { 0, 1, false } }, true, POLICY_REQUEUE, 3, 0, { NO, NO } },
-	{ "failure, fewest past failures wins", false, true, { 7, 0, 3, 1, 0 },
-	  1, 3, { { 2, 1, false }, { 0, 9, false }, { 1, 0, false } }, true,
-	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "failure, excluded spare skipped", false, true, { 7, 0, 3, 1, 0 }, 1,
-	  2, { { 0, 1, true }, { 3, 9, false } }, true,
-	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "two failures at once, two spares", false, true, { 9, 0, 3, 2, 0 }, 2,
-	  3, { { 0, 5, false }, { 0, 1, false }, { 0, 3, false } }, true,
-	  POLICY_REQUEUE, 2, 2, { 1, 2 } },
-	{ "two failures at once, one spare", false, true, { 9, 0, 3, 2, 0 }, 2,
-	  1, { { 0, 5, false } }, true, POLICY_REQUEUE, 2, 1, { 0, NO } },
-	{ "max restarts reached", false, true, { 7, 3, 3, 1, 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_GIVE_UP, 4, 0, { NO, NO } },
-	{ "no restarts allowed at all", false, true, { 7, 0, 0, 1, 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_GIVE_UP, 1, 0, { NO, NO } },
-	{ "failure on an idle node", false, false, { 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_DRAIN_ONLY, 0, 0, { NO, NO } },
-	{ "warning, spare available", true, true, { 7, 0, 3, 1, 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_CHECKPOINT, 2, 1, { 0, NO } },
-	{ "warning, no spare: keep running", true, true, { 7, 0, 3, 1, 0 }, 1,
-	  0, { { 0 } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, two nodes, one spare", true, true, { 7, 0, 3, 2, 0 }, 2,
-	  1, { { 0, 5, false } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, proactive off", true, true, { 7, 0, 3, 1, 0 }, 1,
-	  1, { { 0, 5, false } }, false, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, max restarts reached", true, true, { 7, 2, 2, 1, 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_WATCH, 4, 0, { NO, NO } },
-	{ "warning on an idle node", true, false, { 0 }, 1,
-	  1, { { 0, 5, false } }, true, POLICY_DRAIN_ONLY, 0, 0, { NO, NO } },
+    {"failure, spare available",
+     false,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     2,
+     {{0, 100, false}, {0, 50, false}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     1,
+     {1, NO}},
+    {"failure, no spare in the pool",
+     false,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     0,
+     {{0}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     0,
+     {NO, NO}},
+    {"failure, job asked for no spares",
+     false,
+     true,
+     {7, 1, 3, 0, 0},
+     1,
+     2,
+     {{0, 1, false}, {0, 2, false}},
+     true,
+     POLICY_REQUEUE,
+     3,
+     0,
+     {NO, NO}},
+    {"failure, recovery holds its spares",
+     false,
+     true,
+     {7, 1, 3, 1, 1},
+     1,
+     1,
+     {{0, 1, false}},
+     true,
+     POLICY_REQUEUE,
+     3,
+     0,
+     {NO, NO}},
+    {"failure, fewest past failures wins",
+     false,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     3,
+     {{2, 1, false}, {0, 9, false}, {1, 0, false}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     1,
+     {1, NO}},
+    {"failure, excluded spare skipped",
+     false,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     2,
+     {{0, 1, true}, {3, 9, false}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     1,
+     {1, NO}},
+    {"two failures at once, two spares",
+     false,
+     true,
+     {9, 0, 3, 2, 0},
+     2,
+     3,
+     {{0, 5, false}, {0, 1, false}, {0, 3, false}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     2,
+     {1, 2}},
+    {"two failures at once, one spare",
+     false,
+     true,
+     {9, 0, 3, 2, 0},
+     2,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_REQUEUE,
+     2,
+     1,
+     {0, NO}},
+    {"max restarts reached",
+     false,
+     true,
+     {7, 3, 3, 1, 0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_GIVE_UP,
+     4,
+     0,
+     {NO, NO}},
+    {"no restarts allowed at all",
+     false,
+     true,
+     {7, 0, 0, 1, 0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_GIVE_UP,
+     1,
+     0,
+     {NO, NO}},
+    {"failure on an idle node",
+     false,
+     false,
+     {0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_DRAIN_ONLY,
+     0,
+     0,
+     {NO, NO}},
+    {"warning, spare available",
+     true,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_CHECKPOINT,
+     2,
+     1,
+     {0, NO}},
+    {"warning, no spare: keep running",
+     true,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     0,
+     {{0}},
+     true,
+     POLICY_WATCH,
+     2,
+     0,
+     {NO, NO}},
+    {"warning, two nodes, one spare",
+     true,
+     true,
+     {7, 0, 3, 2, 0},
+     2,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_WATCH,
+     2,
+     0,
+     {NO, NO}},
+    {"warning, proactive off",
+     true,
+     true,
+     {7, 0, 3, 1, 0},
+     1,
+     1,
+     {{0, 5, false}},
+     false,
+     POLICY_WATCH,
+     2,
+     0,
+     {NO, NO}},
+    {"warning, max restarts reached",
+     true,
+     true,
+     {7, 2, 2, 1, 0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_WATCH,
+     4,
+     0,
+     {NO, NO}},
+    {"warning on an idle node",
+     true,
+     false,
+     {0},
+     1,
+     1,
+     {{0, 5, false}},
+     true,
+     POLICY_DRAIN_ONLY,
+     0,
+     0,
+     {NO, NO}},
 };
 
 static void test_scenarios(void **state)
@@ -86,11 +251,13 @@ static void test_scenarios(void **state)
 		policy_config_init(&cfg);
 		cfg.proactive = s->proactive;
 		if (s->warning)
-			rc = policy_plan_warning(&cfg, s->has_job ? &s->job : NULL,
-						 s->nbad, s->spares, s->nspares, &plan);
+			rc = policy_plan_warning(
+			    &cfg, s->has_job ? &s->job : NULL, s->nbad,
+			    s->spares, s->nspares, &plan);
 		else
-			rc = policy_plan_failure(&cfg, s->has_job ? &s->job : NULL,
-						 s->nbad, s->spares, s->nspares, &plan);
+			rc = policy_plan_failure(
+			    &cfg, s->has_job ? &s->job : NULL, s->nbad,
+			    s->spares, s->nspares, &plan);
 		print_message("scenario: %s -> %s (%s)\n", s->name,
 			      policy_verdict_name(plan.verdict), plan.why);
 		assert_int_equal(rc, 0);
@@ -108,8 +275,8 @@ static void test_scenarios(void **state)
 static void test_warning_then_failure(void **state)
 {
 	struct policy_config cfg;
-	struct policy_job job = { 11, 0, 3, 1, 0 };
-	struct policy_spare pool[1] = { { 0, 0, false } };
+	struct policy_job job = {11, 0, 3, 1, 0};
+	struct policy_spare pool[1] = {{0, 0, false}};
 	struct policy_plan plan;
 
 	policy_config_init(&cfg);
@@ -139,13 +306,13 @@ struct repair_case {
 static void test_return_to_service(void **state)
 {
 	static const struct repair_case cases[] = {
-		{ 0, 0, 1, 2, POLICY_RETURN_TO_POOL },	 /* healthy, pool short */
-		{ 0, 0, 2, 2, POLICY_RETURN_TO_SERVICE }, /* healthy, pool full */
-		{ 1, 0, 0, 2, POLICY_STAY_DRAINED },	 /* still failing */
-		{ 2, 0, 0, 2, POLICY_STAY_DRAINED },	 /* still warning */
-		{ 3, 1, 0, 2, POLICY_PROBE_AGAIN },	 /* probe could not run */
-		{ 3, 3, 0, 2, POLICY_STAY_DRAINED },	 /* ... too often */
-		{ 127, 3, 0, 2, POLICY_STAY_DRAINED },
+	    {0, 0, 1, 2, POLICY_RETURN_TO_POOL},    /* healthy, pool short */
+	    {0, 0, 2, 2, POLICY_RETURN_TO_SERVICE}, /* healthy, pool full */
+	    {1, 0, 0, 2, POLICY_STAY_DRAINED},	    /* still failing */
+	    {2, 0, 0, 2, POLICY_STAY_DRAINED},	    /* still warning */
+	    {3, 1, 0, 2, POLICY_PROBE_AGAIN},	    /* probe could not run */
+	    {3, 3, 0, 2, POLICY_STAY_DRAINED},	    /* ... too often */
+	    {127, 3, 0, 2, POLICY_STAY_DRAINED},
 	};
 	struct policy_config cfg;
 
@@ -154,39 +321,44 @@ static void test_return_to_service(void **state)
 	assert_false(policy_repair_due(&cfg, 1000, 1029));
 	assert_true(policy_repair_due(&cfg, 1000, 1030));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_int_equal(policy_after_probe(&cfg, cases[i].rc,
-						    cases[i].tries, cases[i].pool,
-						    cases[i].target),
-				 cases[i].want);
+		assert_int_equal(
+		    policy_after_probe(&cfg, cases[i].rc, cases[i].tries,
+				       cases[i].pool, cases[i].target),
+		    cases[i].want);
 }
 
 static void test_pick_and_errors(void **state)
 {
 	struct policy_spare pool[3] = {
-		{ 1, 10, false }, { 1, 5, false }, { 1, 5, false } };
-	bool taken[3] = { false, true, false };
+	    {1, 10, false}, {1, 5, false}, {1, 5, false}};
+	bool taken[3] = {false, true, false};
 	struct policy_config cfg;
-	struct policy_job job = { 1, 0, 1, 1, 0 };
+	struct policy_job job = {1, 0, 1, 1, 0};
 	struct policy_plan plan;
 
 	policy_config_init(&cfg);
-	assert_int_equal(policy_pick_spare(pool, 3, NULL), 1); /* tie: lower index */
+	assert_int_equal(policy_pick_spare(pool, 3, NULL),
+			 1); /* tie: lower index */
 	assert_int_equal(policy_pick_spare(pool, 3, taken), 2);
 	assert_int_equal(policy_pick_spare(pool, 0, NULL), -1);
-	assert_int_equal(policy_plan_failure(&cfg, &job, 0, pool, 3, &plan), -EINVAL);
-	assert_int_equal(policy_plan_failure(&cfg, &job, 1, NULL, 3, &plan), -EINVAL);
-	assert_int_equal(policy_plan_warning(NULL, &job, 1, pool, 3, &plan), -EINVAL);
+	assert_int_equal(policy_plan_failure(&cfg, &job, 0, pool, 3, &plan),
+			 -EINVAL);
+	assert_int_equal(policy_plan_failure(&cfg, &job, 1, NULL, 3, &plan),
+			 -EINVAL);
+	assert_int_equal(policy_plan_warning(NULL, &job, 1, pool, 3, &plan),
+			 -EINVAL);
 	assert_string_equal(policy_verdict_name(POLICY_GIVE_UP), "give_up");
-	assert_string_equal(policy_return_name(POLICY_RETURN_TO_POOL), "to_pool");
+	assert_string_equal(policy_return_name(POLICY_RETURN_TO_POOL),
+			    "to_pool");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scenarios),
-		cmocka_unit_test(test_warning_then_failure),
-		cmocka_unit_test(test_return_to_service),
-		cmocka_unit_test(test_pick_and_errors),
+	    cmocka_unit_test(test_scenarios),
+	    cmocka_unit_test(test_warning_then_failure),
+	    cmocka_unit_test(test_return_to_service),
+	    cmocka_unit_test(test_pick_and_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,21 +27,21 @@ static void test_defaults_and_keys(void **state)
 	struct sigmad_config cfg;
 	char err[256] = "";
 	const char *text =
-		"# probe keys are skipped, not judged\n"
-		"probe_temp_max = 85\n"
-		"unknown_probe_thing = whatever\n"
-		"sigmad_socket = /tmp/x/sigmad.sock\n"
-		"sigmad_state_dir = /tmp/x/state\n"
-		"sigmad_spares = n[5-6],n9\n"
-		"sigmad_reservation = sigma_spares_tb\n"
-		"sigmad_poll_interval = 1\n"
-		"sigmad_cooldown = 5\n"
-		"sigmad_warn_grace = 20\n"
-		"sigmad_proactive = no\n"
-		"sigmad_down_on_no_respond = off\n"
-		"sigmad_probe_retries = 2\n"
-		"sigmad_log_level = debug\n"
-		"sigmad_probe_command = /usr/sbin/sigma-probe --level=full\n";
+	    "# probe keys are skipped, not judged\n"
+	    "probe_temp_max = 85\n"
+	    "unknown_probe_thing = whatever\n"
+	    "sigmad_socket = /tmp/x/sigmad.sock\n"
+	    "sigmad_state_dir = /tmp/x/state\n"
+	    "sigmad_spares = n[5-6],n9\n"
+	    "sigmad_reservation = sigma_spares_tb\n"
+	    "sigmad_poll_interval = 1\n"
+	    "sigmad_cooldown = 5\n"
+	    "sigmad_warn_grace = 20\n"
+	    "sigmad_proactive = no\n"
+	    "sigmad_down_on_no_respond = off\n"
+	    "sigmad_probe_retries = 2\n"
+	    "sigmad_log_level = debug\n"
+	    "sigmad_probe_command = /usr/sbin/sigma-probe --level=full\n";
 
 	sigmad_config_init(&cfg);
 	assert_string_equal(cfg.socket_path, SIGMAD_DEFAULT_SOCKET);
@@ -52,7 +52,8 @@ static void test_defaults_and_keys(void **state)
 	assert_string_equal(cfg.state_dir, "/tmp/x/state");
 	assert_string_equal(cfg.spares, "n[5-6],n9");
 	assert_string_equal(cfg.reservation, "sigma_spares_tb");
-	assert_string_equal(cfg.probe_command, "/usr/sbin/sigma-probe --level=full");
+	assert_string_equal(cfg.probe_command,
+			    "/usr/sbin/sigma-probe --level=full");
 	assert_int_equal(cfg.poll_interval_s, 1);
 	assert_int_equal(cfg.policy.cooldown_s, 5);
 	assert_int_equal(cfg.policy.warn_grace_s, 20);
@@ -68,25 +69,25 @@ static void test_defaults_and_keys(void **state)
 
 struct bad_case {
 	const char *text;
-	const char *says;	/* in the error */
+	const char *says; /* in the error */
 };
 
 static void test_bad_keys(void **state)
 {
 	static const struct bad_case cases[] = {
-		{ "sigmad_bogus = 1\n", "sigma.conf:1: unknown key 'sigmad_bogus'" },
-		{ "x=1\nsigmad_poll_interval = 0\n", "sigma.conf:2:" },
-		{ "sigmad_poll_interval = 5s\n", "sigmad_poll_interval" },
-		{ "sigmad_cooldown = -1\n", "sigmad_cooldown" },
-		{ "sigmad_warn_grace = 999999\n", "sigmad_warn_grace" },
-		{ "sigmad_socket = relative.sock\n", "absolute" },
-		{ "sigmad_state_dir = var/lib\n", "absolute" },
-		{ "sigmad_spares = n5 n6\n", "node list" },
-		{ "sigmad_spare_feature = a,b\n", "feature" },
-		{ "sigmad_reservation = a b\n", "reservation" },
-		{ "sigmad_proactive = maybe\n", "yes or no" },
-		{ "sigmad_log_level = loud\n", "error|warn|info|debug" },
-		{ "sigmad_spares = n5\nsigmad_spare_feature = spare\n", "not both" },
+	    {"sigmad_bogus = 1\n", "sigma.conf:1: unknown key 'sigmad_bogus'"},
+	    {"x=1\nsigmad_poll_interval = 0\n", "sigma.conf:2:"},
+	    {"sigmad_poll_interval = 5s\n", "sigmad_poll_interval"},
+	    {"sigmad_cooldown = -1\n", "sigmad_cooldown"},
+	    {"sigmad_warn_grace = 999999\n", "sigmad_warn_grace"},
+	    {"sigmad_socket = relative.sock\n", "absolute"},
+	    {"sigmad_state_dir = var/lib\n", "absolute"},
+	    {"sigmad_spares = n5 n6\n", "node list"},
+	    {"sigmad_spare_feature = a,b\n", "feature"},
+	    {"sigmad_reservation = a b\n", "reservation"},
+	    {"sigmad_proactive = maybe\n", "yes or no"},
+	    {"sigmad_log_level = loud\n", "error|warn|info|debug"},
+	    {"sigmad_spares = n5\nsigmad_spare_feature = spare\n", "not both"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -110,8 +111,9 @@ static void test_load_missing_file(void **state)
 	char err[256] = "";
 
 	sigmad_config_init(&cfg);
-	assert_int_equal(sigmad_config_load(&cfg, "/nonexistent/sigma.conf", err,
-					    sizeof(err)), -ENOENT);
+	assert_int_equal(sigmad_config_load(&cfg, "/nonexistent/sigma.conf",
+					    err, sizeof(err)),
+			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/sigma.conf"));
 }
 
@@ -119,8 +121,9 @@ static void test_jobopts(void **state)
 {
 	struct sigmad_jobopts o;
 	size_t end = 0;
-	const char *c = "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50] "
-			"sigma: attempt 2: n3 ecc -> requeued onto n5";
+	const char *c =
+	    "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50] "
+	    "sigma: attempt 2: n3 ecc -> requeued onto n5";
 
 	assert_int_equal(sigmad_jobopts_parse(c, &o, &end), 0);
 	assert_string_equal(o.probe, "quick");
@@ -128,53 +131,74 @@ static void test_jobopts(void **state)
 	assert_int_equal(o.max_restarts, 3);
 	assert_int_equal(o.ckpt_every, 50);
 	assert_int_equal(c[end], ' ');
-	assert_int_equal(end, strlen("sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]"));
+	assert_int_equal(
+	    end,
+	    strlen("sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]"));
 
 	/* a newer plugin's extra key is skipped */
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=2,future=x]", &o, NULL), 0);
+	assert_int_equal(
+	    sigmad_jobopts_parse("sigma[spares=2,future=x]", &o, NULL), 0);
 	assert_int_equal(o.spares, 2);
 	assert_string_equal(o.probe, "off");
 
 	assert_int_equal(sigmad_jobopts_parse(NULL, &o, NULL), -ENOENT);
 	assert_int_equal(sigmad_jobopts_parse("", &o, NULL), -ENOENT);
-	assert_int_equal(sigmad_jobopts_parse("user note sigma[spares=1]", &o, NULL), -ENOENT);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=1", &o, NULL), -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=-1]", &o, NULL), -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=]", &o, NULL), -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares]", &o, NULL), -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[probe=loud]", &o, NULL), -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[max_restarts=99999999999999999999]", &o, NULL), -EINVAL);
+	assert_int_equal(
+	    sigmad_jobopts_parse("user note sigma[spares=1]", &o, NULL),
+	    -ENOENT);
+	assert_int_equal(sigmad_jobopts_parse("sigma[spares=1", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigmad_jobopts_parse("sigma[spares=-1]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigmad_jobopts_parse("sigma[spares=]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigmad_jobopts_parse("sigma[spares]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigmad_jobopts_parse("sigma[probe=loud]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    sigmad_jobopts_parse("sigma[max_restarts=99999999999999999999]", &o,
+				 NULL),
+	    -EINVAL);
 }
 
 static void test_reasons(void **state)
 {
 	const char *what;
 
-	assert_int_equal(sigmad_reason_classify("sigma: probe full: gpu0 ecc_uncorrected=2", &what),
-			 SIGMAD_REASON_FAILURE);
+	assert_int_equal(
+	    sigmad_reason_classify("sigma: probe full: gpu0 ecc_uncorrected=2",
+				   &what),
+	    SIGMAD_REASON_FAILURE);
 	assert_string_equal(what, "gpu0 ecc_uncorrected=2");
-	assert_int_equal(sigmad_reason_classify(
-				 "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)", &what),
-			 SIGMAD_REASON_WARNING);
+	assert_int_equal(
+	    sigmad_reason_classify(
+		"sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)",
+		&what),
+	    SIGMAD_REASON_WARNING);
 	assert_string_equal(what, "host ecc_corrected_rate=40/h (limit 20)");
-	assert_int_equal(sigmad_reason_classify("sigma: node not responding", &what),
-			 SIGMAD_REASON_SIGMA);
+	assert_int_equal(
+	    sigmad_reason_classify("sigma: node not responding", &what),
+	    SIGMAD_REASON_SIGMA);
 	assert_string_equal(what, "node not responding");
-	assert_int_equal(sigmad_reason_classify("Prolog error", &what), SIGMAD_REASON_NONE);
+	assert_int_equal(sigmad_reason_classify("Prolog error", &what),
+			 SIGMAD_REASON_NONE);
 	assert_null(what);
-	assert_int_equal(sigmad_reason_classify(NULL, NULL), SIGMAD_REASON_NONE);
+	assert_int_equal(sigmad_reason_classify(NULL, NULL),
+			 SIGMAD_REASON_NONE);
 	/* "probe" without a level is sigmad's own text, not a probe verdict */
-	assert_int_equal(sigmad_reason_classify("sigma: probe: x", NULL), SIGMAD_REASON_SIGMA);
+	assert_int_equal(sigmad_reason_classify("sigma: probe: x", NULL),
+			 SIGMAD_REASON_SIGMA);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults_and_keys),
-		cmocka_unit_test(test_bad_keys),
-		cmocka_unit_test(test_load_missing_file),
-		cmocka_unit_test(test_jobopts),
-		cmocka_unit_test(test_reasons),
+	    cmocka_unit_test(test_defaults_and_keys),
+	    cmocka_unit_test(test_bad_keys),
+	    cmocka_unit_test(test_load_missing_file),
+	    cmocka_unit_test(test_jobopts),
+	    cmocka_unit_test(test_reasons),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,7 +64,7 @@ static struct {
 	struct fjob job;
 	bool resv_exists;
 	int64_t now;
-	int budget;		/* operations left before the crash; <0: none */
+	int budget; /* operations left before the crash; <0: none */
 	bool crashed;
 	int requeues, signals, comments, drains[NNODES];
 } M;
@@ -75,7 +75,7 @@ static bool op(void)
 	if (M.crashed)
 		return false;
 	if (M.budget > 0 && --M.budget == 0)
-		M.crashed = true;	/* this one happens, nothing after it */
+		M.crashed = true; /* this one happens, nothing after it */
 	return true;
 }
 
@@ -98,9 +98,18 @@ static int fnode_idx(const char *name)
 
 /* ---- the fake adapter ---------------------------------------------------- */
 
-int ctl_slurm_init(void) { return 0; }
-void ctl_slurm_fini(void) {}
-int ctl_slurm_user(uint32_t *uid) { *uid = 64030; return 0; }
+int ctl_slurm_init(void)
+{
+	return 0;
+}
+void ctl_slurm_fini(void)
+{
+}
+int ctl_slurm_user(uint32_t *uid)
+{
+	*uid = 64030;
+	return 0;
+}
 
 int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
 		     void *arg)
@@ -109,7 +118,8 @@ int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
 	int rc = 0;
 
 	sigma_strlcpy(tmp, list ? list : "", sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save))
 		rc = fn(tok, arg);
 	return rc;
 }
@@ -234,7 +244,8 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
 	for (int i = 0; i < NNODES; i++)
 		M.n[i].flags &= ~(unsigned)CTL_N_RESERVED;
 	sigma_strlcpy(tmp, nodes, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
 		M.n[fnode_idx(tok)].flags |= CTL_N_RESERVED;
 	M.resv_exists = nodes[0] != '\0';
 	return 0;
@@ -248,7 +259,7 @@ int ctl_slurm_requeue(uint32_t job)
 		fjob_release_nodes();
 	M.job.state = CTL_J_PENDING;
 	M.job.restart_cnt++;
-	M.job.begin = M.now + 120;	/* Slurm's requeue delay */
+	M.job.begin = M.now + 120; /* Slurm's requeue delay */
 	M.requeues++;
 	return 0;
 }
@@ -276,7 +287,7 @@ int ctl_slurm_signal(uint32_t job, int sig)
 	if (M.job.state != CTL_J_RUNNING || !op())
 		return -EIO;
 	M.signals++;
-	if (M.job.exits_on_usr1) {	/* checkpoint written, exit 75 */
+	if (M.job.exits_on_usr1) { /* checkpoint written, exit 75 */
 		fjob_release_nodes();
 		M.job.state = CTL_J_ENDED;
 	}
@@ -293,7 +304,8 @@ static void fake_schedule(void)
 	for (int i = 0; i < NNODES && got < 4; i++) {
 		const struct fnode *n = &M.n[i];
 
-		if ((n->flags & (CTL_N_DRAIN | CTL_N_DOWN | CTL_N_RESERVED | CTL_N_BUSY)) ||
+		if ((n->flags & (CTL_N_DRAIN | CTL_N_DOWN | CTL_N_RESERVED |
+				 CTL_N_BUSY)) ||
 		    strstr(M.job.exc, n->name))
 			continue;
 		pick[got++] = i;
@@ -302,7 +314,8 @@ static void fake_schedule(void)
 		return;
 	for (int k = 0; k < 4; k++) {
 		M.job.nodes[k] = pick[k];
-		M.n[pick[k]].flags = (M.n[pick[k]].flags & ~(unsigned)CTL_N_IDLE) | CTL_N_BUSY;
+		M.n[pick[k]].flags =
+		    (M.n[pick[k]].flags & ~(unsigned)CTL_N_IDLE) | CTL_N_BUSY;
 	}
 	M.job.state = CTL_J_RUNNING;
 }
@@ -320,17 +333,20 @@ static int setup(void **state)
 	char err[256];
 
 	strcpy(dir, "/tmp/test_sigmad_ctl.XXXXXX");
-	if (!mkdtemp(dir) || chmod(dir, 0755))	/* the socket test's user gets in */
+	if (!mkdtemp(dir) ||
+	    chmod(dir, 0755)) /* the socket test's user gets in */
 		return -1;
-	signal(SIGPIPE, SIG_IGN);	/* as sigmad does */
+	signal(SIGPIPE, SIG_IGN); /* as sigmad does */
 	snprintf(conf_path, sizeof(conf_path), "%s/sigma.conf", dir);
 	snprintf(log_path, sizeof(log_path), "%s/events.jsonl", dir);
 	f = fopen(conf_path, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "sigmad_socket=%s/s.sock\nsigmad_state_dir=%s\n"
-		   "sigmad_spare_feature=spare\nsigmad_warn_grace=3\n"
-		   "sigmad_cooldown=1000\n", dir, dir);
+	fprintf(f,
+		"sigmad_socket=%s/s.sock\nsigmad_state_dir=%s\n"
+		"sigmad_spare_feature=spare\nsigmad_warn_grace=3\n"
+		"sigmad_cooldown=1000\n",
+		dir, dir);
 	fclose(f);
 	sigmad_config_init(&cfg);
 	sigma_log_init("test", SIGMA_LOG_ERROR);
@@ -349,7 +365,7 @@ static int teardown(void **state)
 static void cluster_reset(bool exits_on_usr1)
 {
 	memset(&M, 0, sizeof(M));
-	M.now = (int64_t)time(NULL);	/* the event log stamps real time */
+	M.now = (int64_t)time(NULL); /* the event log stamps real time */
 	M.budget = -1;
 	for (int i = 0; i < NNODES; i++) {
 		snprintf(M.n[i].name, sizeof(M.n[i].name), "n%d", i + 1);
@@ -361,7 +377,8 @@ static void cluster_reset(bool exits_on_usr1)
 	for (int k = 0; k < 4; k++)
 		M.job.nodes[k] = k;
 	M.job.exits_on_usr1 = exits_on_usr1;
-	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]");
+	strcpy(M.job.comment,
+	       "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]");
 	unlink(log_path);
 }
 
@@ -390,7 +407,7 @@ static int count_fn(const struct evlog_event *ev, void *arg)
 
 static int logged(const char *type)
 {
-	struct count_arg a = { type, 0 };
+	struct count_arg a = {type, 0};
 
 	assert_int_equal(evlog_read(log_path, count_fn, &a, NULL), 0);
 	return a.n;
@@ -429,25 +446,27 @@ static bool run(int crash_after, bool warning)
 
 	cluster_reset(true);
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 2);				/* the pool is set up */
+	ticks(c, 2); /* the pool is set up */
 	assert_true(M.resv_exists);
 	assert_true(M.n[4].flags & CTL_N_RESERVED);
 	if (warning) {
-		M.n[1].flags |= CTL_N_DRAIN;	/* the probe drains n2: warning */
-		strcpy(M.n[1].reason, "sigma: warning: probe quick: host temp_c=90 (warn 85)");
+		M.n[1].flags |= CTL_N_DRAIN; /* the probe drains n2: warning */
+		strcpy(M.n[1].reason,
+		       "sigma: warning: probe quick: host temp_c=90 (warn 85)");
 	} else {
-		M.n[2].flags |= CTL_N_DRAIN;	/* the probe drains n3: failure */
-		strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+		M.n[2].flags |= CTL_N_DRAIN; /* the probe drains n3: failure */
+		strcpy(M.n[2].reason,
+		       "sigma: probe quick: gpu0 ecc_uncorrected=2");
 	}
 	M.n[warning ? 1 : 2].reason_time = M.now;
 	M.budget = crash_after;
 	ticks(c, 8);
 	crashed = M.crashed;
-	ctl_destroy(c);				/* sigmad dies here */
+	ctl_destroy(c); /* sigmad dies here */
 	M.crashed = false;
 	M.budget = -1;
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 10);				/* a new sigmad finishes */
+	ticks(c, 10); /* a new sigmad finishes */
 	ctl_destroy(c);
 	return crashed;
 }
@@ -456,29 +475,36 @@ static void check_outcome(bool warning, int crash_after)
 {
 	const char *bad = warning ? "n2" : "n3";
 
-	print_message("crash after %2d: job %s on n%d n%d n%d n%d, requeues %d signals %d comments %d\n",
-		      crash_after, M.job.state == CTL_J_RUNNING ? "running" : "NOT running",
-		      M.job.nodes[0] + 1, M.job.nodes[1] + 1, M.job.nodes[2] + 1,
-		      M.job.nodes[3] + 1, M.requeues, M.signals, M.comments);
+	print_message(
+	    "crash after %2d: job %s on n%d n%d n%d n%d, requeues %d signals %d comments %d\n",
+	    crash_after,
+	    M.job.state == CTL_J_RUNNING ? "running" : "NOT running",
+	    M.job.nodes[0] + 1, M.job.nodes[1] + 1, M.job.nodes[2] + 1,
+	    M.job.nodes[3] + 1, M.requeues, M.signals, M.comments);
 	assert_int_equal(M.job.state, CTL_J_RUNNING);
 	assert_false(job_on(bad));
-	assert_true(job_on("n5"));		/* the spare */
+	assert_true(job_on("n5")); /* the spare */
 	assert_int_equal(M.job.restart_cnt, 1);
-	assert_true(M.requeues <= 1);		/* a job that exited is requeued once */
+	assert_true(M.requeues <= 1); /* a job that exited is requeued once */
 	assert_true(strstr(M.job.exc, bad) != NULL);
 	assert_int_equal(count_str(M.job.comment, "sigma: attempt 2:"), 1);
 	assert_int_equal(M.comments, 1);
 	assert_true(!strncmp(M.job.comment, "sigma[probe=quick", 17));
-	assert_int_equal(M.drains[warning ? 1 : 2], 0);	/* already drained */
+	assert_int_equal(M.drains[warning ? 1 : 2], 0); /* already drained */
 	assert_int_equal(logged("decide"), 1);
 	assert_int_equal(logged("complete"), 1);
 	assert_true(logged("requeue") <= 1);
 	if (warning) {
 		assert_true(M.signals <= 1);
-		assert_true(strstr(M.job.comment, "-> checkpointed, requeued onto n5") != NULL);
+		assert_true(strstr(M.job.comment,
+				   "-> checkpointed, requeued onto n5") !=
+			    NULL);
 	} else {
 		assert_int_equal(M.signals, 0);
-		assert_true(strstr(M.job.comment, "n3 gpu0 ecc_uncorrected=2 -> requeued onto n5") != NULL);
+		assert_true(
+		    strstr(M.job.comment,
+			   "n3 gpu0 ecc_uncorrected=2 -> requeued onto n5") !=
+		    NULL);
 	}
 }
 
@@ -502,7 +528,7 @@ static void test_failure_crash_everywhere(void **state)
 		if (!crashed)
 			break;
 	}
-	assert_true(k > 3);	/* it did crash mid-recovery several times */
+	assert_true(k > 3); /* it did crash mid-recovery several times */
 }
 
 static void test_warning_crash_everywhere(void **state)
@@ -528,18 +554,19 @@ static void test_max_restarts(void **state)
 	struct ctl *c = NULL;
 
 	cluster_reset(true);
-	M.job.restart_cnt = 3;	/* max_restarts=3 used up */
+	M.job.restart_cnt = 3; /* max_restarts=3 used up */
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
 	ticks(c, 1);
 	M.n[0].flags |= CTL_N_NO_RESPOND;
 	ticks(c, 3);
 	ctl_destroy(c);
 	assert_int_equal(M.requeues, 0);
-	assert_true(M.n[0].flags & CTL_N_DOWN);	/* down at once */
+	assert_true(M.n[0].flags & CTL_N_DOWN); /* down at once */
 	assert_int_equal(M.drains[0], 1);
-	assert_non_null(strstr(M.job.comment,
-			       "sigma: attempt 4: n1 not responding -> not requeued: max_restarts=3 reached"));
-	assert_true(M.n[4].flags & CTL_N_RESERVED);	/* no spare spent */
+	assert_non_null(strstr(
+	    M.job.comment,
+	    "sigma: attempt 4: n1 not responding -> not requeued: max_restarts=3 reached"));
+	assert_true(M.n[4].flags & CTL_N_RESERVED); /* no spare spent */
 }
 
 /* The job ended NODE_FAIL and Slurm did not requeue it: sigmad does. */
@@ -562,7 +589,9 @@ static void test_node_fail_end(void **state)
 	assert_false(job_on("n4"));
 	assert_true(job_on("n5"));
 	assert_true(M.n[3].flags & CTL_N_DRAIN);
-	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n4 Not responding -> requeued onto n5"));
+	assert_non_null(
+	    strstr(M.job.comment,
+		   "sigma: attempt 2: n4 Not responding -> requeued onto n5"));
 }
 
 /*
@@ -583,7 +612,7 @@ static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		char buf[4096];
 		int fd;
 
@@ -592,7 +621,8 @@ static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
 			_exit(2);
 		strcpy(sa.sun_path, sock);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		if (fd < 0 ||
+		    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			_exit(3);
 		if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) != 1)
 			_exit(4);
@@ -603,10 +633,11 @@ static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
 		_exit(0);
 	}
 	close(pfd[1]);
-	struct pollfd p = { lfd, POLLIN, 0 };
+	struct pollfd p = {lfd, POLLIN, 0};
 	assert_int_equal(poll(&p, 1, 5000), 1);
 	srv_serve(lfd, c, slurm_user);
-	while (got + 1 < size && (n = read(pfd[0], reply + got, size - 1 - got)) > 0)
+	while (got + 1 < size &&
+	       (n = read(pfd[0], reply + got, size - 1 - got)) > 0)
 		got += (size_t)n;
 	reply[got] = '\0';
 	close(pfd[0]);
@@ -626,7 +657,7 @@ static void test_socket(void **state)
 	int lfd = -1;
 
 	cluster_reset(true);
-	M.job.uid = (uint32_t)user;	/* the normal user owns job 7 */
+	M.job.uid = (uint32_t)user; /* the normal user owns job 7 */
 	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
 	assert_int_equal(srv_open(sock, &lfd), 0);
@@ -635,7 +666,7 @@ static void test_socket(void **state)
 	assert_int_equal(srv_open(sock, &lfd2), -EADDRINUSE);
 	{
 		/* its probing connection waits in the backlog: answer it */
-		struct pollfd p = { lfd, POLLIN, 0 };
+		struct pollfd p = {lfd, POLLIN, 0};
 
 		assert_int_equal(poll(&p, 1, 1000), 1);
 		srv_serve(lfd, c, 0);
@@ -646,42 +677,55 @@ static void test_socket(void **state)
 	ticks(c, 4);
 
 	request(c, lfd, slurm_user, user, "status", reply, sizeof(reply));
-	assert_non_null(strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
-	assert_non_null(strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
+	assert_non_null(
+	    strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
+	assert_non_null(
+	    strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
 	assert_non_null(strstr(reply, "n3 drained since"));
 
 	if (root) {
 		/* mutating requests: refused to a normal user */
-		request(c, lfd, slurm_user, user, "drain\tn1\tmaint", reply, sizeof(reply));
+		request(c, lfd, slurm_user, user, "drain\tn1\tmaint", reply,
+			sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_int_equal(M.drains[0], 0);
-		request(c, lfd, slurm_user, user, "spares\tremove\tn6", reply, sizeof(reply));
+		request(c, lfd, slurm_user, user, "spares\tremove\tn6", reply,
+			sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_true(M.n[5].flags & CTL_N_RESERVED);
 		/* history: a normal user sees their own job's events only */
-		request(c, lfd, slurm_user, user, "history", reply, sizeof(reply));
-		assert_non_null(strstr(reply, "\"type\":\"decide\",\"job\":7,"));
+		request(c, lfd, slurm_user, user, "history", reply,
+			sizeof(reply));
+		assert_non_null(
+		    strstr(reply, "\"type\":\"decide\",\"job\":7,"));
 		assert_null(strstr(reply, "\"type\":\"pool\""));
 	}
 	/* root (or SlurmUser) may */
-	request(c, lfd, slurm_user, admin, "drain\tn1\tfan swap", reply, sizeof(reply));
-	assert_non_null(strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
+	request(c, lfd, slurm_user, admin, "drain\tn1\tfan swap", reply,
+		sizeof(reply));
+	assert_non_null(
+	    strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
 	assert_int_equal(M.drains[0], 1);
 	assert_string_equal(M.n[0].reason, "sigma: admin: fan swap");
 	request(c, lfd, slurm_user, admin, "resume\tn1", reply, sizeof(reply));
 	assert_false(M.n[0].flags & CTL_N_DRAIN);
-	request(c, lfd, slurm_user, admin, "drain\tn99\tx", reply, sizeof(reply));
+	request(c, lfd, slurm_user, admin, "drain\tn99\tx", reply,
+		sizeof(reply));
 	assert_non_null(strstr(reply, "error: no node called 'n99'"));
-	request(c, lfd, slurm_user, admin, "spares\tremove\tn6", reply, sizeof(reply));
+	request(c, lfd, slurm_user, admin, "spares\tremove\tn6", reply,
+		sizeof(reply));
 	assert_non_null(strstr(reply, "ok: n6 left the spare pool"));
 	assert_false(M.n[5].flags & CTL_N_RESERVED);
-	request(c, lfd, slurm_user, admin, "history\tnode=n1", reply, sizeof(reply));
+	request(c, lfd, slurm_user, admin, "history\tnode=n1", reply,
+		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"drain\""));
 	assert_null(strstr(reply, "\"job\":7"));
-	request(c, lfd, slurm_user, admin, "history\tjob=7", reply, sizeof(reply));
+	request(c, lfd, slurm_user, admin, "history\tjob=7", reply,
+		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"drain\",\"uid\""));
-	request(c, lfd, slurm_user, admin, "history\tsince=99999999999", reply, sizeof(reply));
+	request(c, lfd, slurm_user, admin, "history\tsince=99999999999", reply,
+		sizeof(reply));
 	assert_string_equal(reply, "");
 	request(c, lfd, slurm_user, admin, "bogus", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "error: unknown request 'bogus'"));
@@ -693,12 +737,12 @@ static void test_socket(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_failure_no_crash),
-		cmocka_unit_test(test_failure_crash_everywhere),
-		cmocka_unit_test(test_warning_crash_everywhere),
-		cmocka_unit_test(test_max_restarts),
-		cmocka_unit_test(test_node_fail_end),
-		cmocka_unit_test(test_socket),
+	    cmocka_unit_test(test_failure_no_crash),
+	    cmocka_unit_test(test_failure_crash_everywhere),
+	    cmocka_unit_test(test_warning_crash_everywhere),
+	    cmocka_unit_test(test_max_restarts),
+	    cmocka_unit_test(test_node_fail_end),
+	    cmocka_unit_test(test_socket),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

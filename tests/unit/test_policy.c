@@ -33,7 +33,8 @@ struct scenario {
 	long picked[2];
 };
 
-/* clang-format off: one scenario per row reads better as a table */
+/* one scenario per row reads better as a table */
+/* clang-format off */
 static const struct scenario scenarios[] = {
 	{ "failure, spare available", false, true, { 7, 0, 3, 1, 0 }, 1,
 	  2, { { 0, 100, false }, { 0, 50, false } }, true,

@@ -17,6 +17,7 @@ enum train_exit {
 	TRAIN_EXIT_OSERR = 71, /* out of memory, other system error */
 	TRAIN_EXIT_CANTCREAT = 73, /* cannot write a checkpoint or output */
 	TRAIN_EXIT_REQUEUE = 75, /* stopped on request, checkpoint written */
+	TRAIN_EXIT_HARDWARE = 79, /* a recomputed step differs: requeue elsewhere */
 	TRAIN_EXIT_PEER = 76, /* a peer rank failed or a collective timed out
 				 (COMM_EXIT_PEER, docs/distributed.md) */
 };

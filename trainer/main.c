@@ -26,6 +26,7 @@
 #include "data.h"
 #include "dist.h"
 #include "exitcodes.h"
+#include "guard.h"
 #include "model.h"
 #include "rng.h"
 
@@ -48,6 +49,8 @@ struct train_opts {
 	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
 	bool resume;
 	bool vocab_set;
+	struct guard_config guard; /* --guard*, guard.h */
+	bool bf16; /* --precision bf16 */
 	int dp, ep, pp; /* layout; dp 0: the job size */
 	double bucket_mb; /* gradient all-reduce bucket */
 };
@@ -94,6 +97,7 @@ static void usage(FILE *f)
 		"                        global --batch is split evenly over them\n"
 		"  --ep N --pp N         expert and pipeline parallel ranks (1)\n"
 		"  --grad-bucket-mb M    gradient all-reduce bucket (default 16)\n"
+		GUARD_USAGE
 		"Reporting:\n"
 		"  --log-every N         progress line every N steps (default 10)\n"
 		"  --eval-every N        validation loss every N steps (default 100; 0: never)\n"
@@ -104,7 +108,8 @@ static void usage(FILE *f)
 		"Exit: 0 done, 64 usage, 65 bad data or checkpoint, 66 missing input,\n"
 		"69 stop requested without a checkpoint dir, 70 diverged, 71 system error,\n"
 		"73 cannot write, 75 stopped on request after a checkpoint (requeue),\n"
-		"76 a peer rank failed or a collective timed out (requeue).\n");
+		"76 a peer rank failed or a collective timed out (requeue),\n"
+		"79 a step's result changed when recomputed (requeue on other nodes).\n");
 }
 
 #define DIE(code, ...)                                                        \
@@ -340,6 +345,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "ep", required_argument, NULL, OPT_EP },
 		{ "pp", required_argument, NULL, OPT_PP },
 		{ "grad-bucket-mb", required_argument, NULL, OPT_BUCKET },
+		GUARD_LONG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -509,6 +515,10 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				return -EINVAL;
 			o->eval_batches = (int)v;
 			break;
+		case GUARD_OPT_FIRST ... GUARD_OPT_LAST:
+			if (guard_option(&o->guard, &o->bf16, c, optarg))
+				return -EINVAL;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(TRAIN_EXIT_OK);
@@ -667,6 +677,8 @@ static int train(struct train_opts *o, struct dist *d)
 	uint64_t t_start, t_last, comm_last = 0;
 	long s_last;
 	int B;
+	struct guard_run gr;
+	bool gr_ready = false;
 
 	rc = data_open(&train_df, o->train_path, err, sizeof(err));
 	if (rc)
@@ -789,6 +801,18 @@ static int train(struct train_opts *o, struct dist *d)
 	}
 	entropy = unigram_entropy(&train_df);
 	print_config(o, m, &train_df, entropy);
+	rc = guard_run_init(&gr, &o->guard, o->bf16, m, err, sizeof(err));
+	if (rc) {
+		sigma_error("%s", err);
+		code = rc == -ENOMEM ? TRAIN_EXIT_OSERR : TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	gr_ready = true;
+	printf("guard: %s, precision %s%s\n", o->guard.enabled ? "on" : "off",
+	       o->bf16 ? "bf16" : "fp32",
+	       o->bf16 ? (sigma_bf16_native() ? " (AVX-512 BF16)"
+					      : " (emulated)")
+		       : "");
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -808,7 +832,8 @@ static int train(struct train_opts *o, struct dist *d)
 		}
 		if (fresh)
 			fprintf(metrics,
-				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms\n");
+				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms"
+				GUARD_METRICS_HEADER "\n");
 	}
 	tok = malloc(sizeof(int32_t) * m->B * m->cfg.T);
 	tgt = malloc(sizeof(int32_t) * m->B * m->cfg.T);
@@ -825,7 +850,16 @@ static int train(struct train_opts *o, struct dist *d)
 		float lr, scale;
 		long done = s + 1;
 		int stop;
+		unsigned gact;
+		bool recomputed = false;
 
+		if (guard_skip_data(&gr.g, done)) {
+			printf("guard: step %ld: data-window: skip\n", done);
+			st.step = done;
+			continue;
+		}
+recompute:
+		guard_run_begin(&gr, done);
 		/* this rank's share of the global batch of step s */
 		data_batch_range(&train_df, st.seed, (uint64_t)s,
 				 d->me.dp_index * m->B, m->B, m->cfg.T, tok,
@@ -853,14 +887,42 @@ static int train(struct train_opts *o, struct dist *d)
 		m->aux = red[1];
 		m->loss = m->ce + m->cfg.aux_coef * m->aux;
 		gn = model_grad_norm(m);
-		if (!isfinite(m->loss) || !isfinite(gn)) {
+		gact = guard_run_check(&gr, done, &gn, recomputed);
+		if (gact & GUARD_ACT_RECOMPUTE) {
+			recomputed = true;
+			goto recompute;
+		}
+		if (gact & (GUARD_ACT_REQUEUE | GUARD_ACT_STOP)) {
+			bool hw = gact & GUARD_ACT_REQUEUE;
+
+			sigma_error("step %ld: %s: exit %d", done,
+				    hw ? "the recomputed step differs, the hardware is suspect (requeue on other nodes)"
+				       : "repeated numerical trouble",
+				    hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED);
+			code = hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED;
+			goto out;
+		}
+		if (gact & GUARD_ACT_ROLLBACK) {
+			long to = guard_run_rollback(&gr, o->ckpt_dir, done);
+
+			if (to < 0) {
+				code = TRAIN_EXIT_DIVERGED;
+				goto out;
+			}
+			s = to - 1; /* the loop continues at step to + 1 */
+			continue;
+		}
+		if (!(gact & GUARD_ACT_SKIP) &&
+		    (!isfinite(m->loss) || !isfinite(gn))) {
 			sigma_error("step %ld: loss %g, gradient norm %g: diverged",
 				    done, m->loss, gn);
 			code = TRAIN_EXIT_DIVERGED;
 			goto out;
 		}
-		lr = optim_lr(&o->optim, s);
-		scale = optim_step(m, &o->optim, gn, lr, done);
+		lr = optim_lr(&o->optim, s) * (float)guard_lr_scale(&gr.g, done);
+		scale = (gact & GUARD_ACT_SKIP) ? 0.0f
+						: optim_step(m, &o->optim, gn, lr,
+							     done);
 		st.step = done;
 		stop = stop_signal ? stop_signal
 				   : (o->stop_at == done ? -1 : 0);
@@ -914,8 +976,10 @@ static int train(struct train_opts *o, struct dist *d)
 					tps * flops_tok / 1e9);
 				if (!isnan(val_ce))
 					fprintf(metrics, "%.6f", val_ce);
-				fprintf(metrics, ",%.3f,%.3f,%.3f\n", el,
+				fprintf(metrics, ",%.3f,%.3f,%.3f", el,
 					step_ms, comm_ms);
+				guard_run_metrics(&gr, metrics);
+				fputc('\n', metrics);
 				fflush(metrics);
 			}
 			comm_last = d->comm_ns;
@@ -962,6 +1026,10 @@ static int train(struct train_opts *o, struct dist *d)
 		       o->optim.steps, m->loss, m->ce, ru.ru_maxrss / 1024.0);
 	}
 out:
+	if (gr_ready) {
+		guard_summary(stdout, &gr.g);
+		guard_run_free(&gr);
+	}
 	if (metrics && fclose(metrics) != 0 && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(tok);
@@ -997,6 +1065,7 @@ int main(int argc, char **argv)
 	o.eval_every = 100;
 	o.eval_batches = 4;
 	o.log_every = 10;
+	guard_config_default(&o.guard);
 	o.bucket_mb = 16.0;
 	if (read_env(&o) || parse_opts(&o, argc, argv))
 		return TRAIN_EXIT_USAGE;

@@ -1,0 +1,754 @@
+/*
+ * guard.c - numerical guardrails: detectors, the escalation state
+ * machine, fault injection (guard.h, docs/guardrails.md).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "bf16.h"
+#include "ckpt.h"
+#include "guard.h"
+#include "model.h"
+
+void guard_config_default(struct guard_config *c)
+{
+	*c = (struct guard_config){ .enabled = true, .window = 50,
+				    .min_samples = 10, .loss_z = 6.0,
+				    .gnorm_z = 6.0, .rel_floor = 0.02,
+				    .collapse = 0.8, .fp32_steps = 50,
+				    .lr_steps = 50, .lr_factor = 0.5,
+				    .rollback_after = 3, .trouble_steps = 50,
+				    .max_rollbacks = 3, .recompute = true };
+}
+
+int guard_config_check(const struct guard_config *c, char *err, size_t len)
+{
+	if (c->window < 2 || c->window > GUARD_MAX_WINDOW)
+		return sigma_set_err(err, len, EINVAL,
+				     "guard window %d is out of range [2, %d]",
+				     c->window, GUARD_MAX_WINDOW);
+	if (c->min_samples < 2 || c->min_samples > c->window)
+		return sigma_set_err(err, len, EINVAL,
+				     "guard min samples %d is out of range [2, window %d]",
+				     c->min_samples, c->window);
+	if (!(c->loss_z > 0 && c->gnorm_z > 0))
+		return sigma_set_err(err, len, EINVAL,
+				     "guard spike thresholds must be positive");
+	if (!(c->rel_floor >= 0 && c->rel_floor <= 1))
+		return sigma_set_err(err, len, EINVAL,
+				     "guard rel floor %g is out of range [0, 1]",
+				     c->rel_floor);
+	if (!(c->collapse > 0 && c->collapse <= 1))
+		return sigma_set_err(err, len, EINVAL,
+				     "guard collapse %g is out of range (0, 1]",
+				     c->collapse);
+	if (!(c->lr_factor > 0 && c->lr_factor <= 1))
+		return sigma_set_err(err, len, EINVAL,
+				     "guard lr factor %g is out of range (0, 1]",
+				     c->lr_factor);
+	if (c->fp32_steps < 1 || c->lr_steps < 1 || c->trouble_steps < 1)
+		return sigma_set_err(err, len, EINVAL,
+				     "guard windows must be at least 1 step");
+	if (c->rollback_after < 1 || c->rollback_after > 64)
+		return sigma_set_err(err, len, EINVAL,
+				     "guard rollback-after %d is out of range [1, 64]",
+				     c->rollback_after);
+	if (c->max_rollbacks < 0 || c->max_rollbacks > 1000)
+		return sigma_set_err(err, len, EINVAL,
+				     "guard max rollbacks %d is out of range [0, 1000]",
+				     c->max_rollbacks);
+	return 0;
+}
+
+int guard_init(struct guard *g, const struct guard_config *c, int nslots,
+	       bool bf16)
+{
+	memset(g, 0, sizeof(*g));
+	g->cfg = *c;
+	g->nslots = nslots;
+	g->bf16 = bf16;
+	g->fp32_until = calloc(nslots > 0 ? nslots : 1, sizeof(long));
+	return g->fp32_until ? 0 : -ENOMEM;
+}
+
+void guard_free(struct guard *g)
+{
+	free(g->fp32_until);
+	g->fp32_until = NULL;
+}
+
+/* ---- running window ------------------------------------------------------ */
+
+static void ring_push(struct guard_ring *r, int window, double x)
+{
+	r->v[r->head] = x;
+	r->head = (r->head + 1) % window;
+	if (r->n < window)
+		r->n++;
+}
+
+static void ring_stats(const struct guard_ring *r, double *mean, double *sd)
+{
+	double s = 0.0, ss = 0.0;
+
+	for (int i = 0; i < r->n; i++)
+		s += r->v[i];
+	*mean = r->n ? s / r->n : 0.0;
+	for (int i = 0; i < r->n; i++)
+		ss += (r->v[i] - *mean) * (r->v[i] - *mean);
+	*sd = r->n > 1 ? sqrt(ss / (r->n - 1)) : 0.0;
+}
+
+/* z-score of x against r with the sd floor; NAN while the window fills */
+static double zscore(const struct guard *g, const struct guard_ring *r,
+		     double x)
+{
+	double mean, sd, fl;
+
+	if (r->n < g->cfg.min_samples)
+		return NAN;
+	ring_stats(r, &mean, &sd);
+	/* in log units the floor is a relative change */
+	fl = g->cfg.rel_floor > 0 ? g->cfg.rel_floor : 1e-12;
+	if (sd < fl)
+		sd = fl;
+	return (x - mean) / sd;
+}
+
+/* ---- the state machine --------------------------------------------------- */
+
+static void count(struct guard *g, const struct guard_event *ev)
+{
+	g->causes[ev->cause]++;
+	for (int i = 0; i < GUARD_NACTS; i++)
+		if (ev->actions & (1u << i))
+			g->acts[i]++;
+}
+
+/*
+ * One more trouble at step: escalate to a rollback when there were
+ * rollback_after of them within trouble_steps; past max_rollbacks, stop.
+ */
+static unsigned escalate(struct guard *g, long step)
+{
+	int keep = 0;
+
+	for (int i = 0; i < g->ntrouble; i++)
+		if (step - g->trouble[i] < g->cfg.trouble_steps)
+			g->trouble[keep++] = g->trouble[i];
+	g->ntrouble = keep;
+	if (g->ntrouble == (int)(sizeof(g->trouble) / sizeof(g->trouble[0]))) {
+		memmove(g->trouble, g->trouble + 1,
+			sizeof(g->trouble[0]) * (g->ntrouble - 1));
+		g->ntrouble--;
+	}
+	g->trouble[g->ntrouble++] = step;
+	if (g->ntrouble < g->cfg.rollback_after)
+		return 0;
+	if (g->rollbacks >= g->cfg.max_rollbacks)
+		return GUARD_ACT_STOP;
+	return GUARD_ACT_ROLLBACK;
+}
+
+static bool same_bits(double a, double b)
+{
+	return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+unsigned guard_check(struct guard *g, const struct guard_obs *o,
+		     struct guard_event *ev)
+{
+	bool finite = isfinite(o->loss) && isfinite(o->gnorm);
+	uint64_t ovf = 0;
+	int ovf_layer = -1;
+	double zl, zg;
+
+	*ev = (struct guard_event){ .step = o->step, .layer = -1, .z = NAN };
+	if (!g->cfg.enabled)
+		return 0;
+
+	/* the second computation of a suspicious step: the hardware check */
+	if (o->recomputed && o->step == g->first_step) {
+		g->first_step = 0;
+		if (!same_bits(o->loss, g->first_loss) ||
+		    !same_bits(o->gnorm, g->first_gnorm)) {
+			ev->cause = GUARD_CAUSE_HARDWARE;
+			ev->actions = GUARD_ACT_REQUEUE;
+			ev->value = o->gnorm;
+			count(g, ev);
+			return ev->actions;
+		}
+	}
+
+	for (int l = 0; o->overflow && l < g->nslots; l++) {
+		if (o->overflow[l] && ovf_layer < 0)
+			ovf_layer = l;
+		ovf += o->overflow[l];
+	}
+	g->overflows += ovf;
+
+	/*
+	 * bf16 overflow: the first layer that overflowed goes fp32 (those
+	 * after it only saw its infinities), the update is dropped
+	 */
+	if (ovf) {
+		ev->cause = GUARD_CAUSE_OVERFLOW;
+		ev->layer = ovf_layer;
+		ev->value = (double)ovf;
+		ev->actions = GUARD_ACT_SKIP | GUARD_ACT_FP32;
+		g->fp32_until[ovf_layer] = o->step + g->cfg.fp32_steps;
+		ev->actions |= escalate(g, o->step);
+		count(g, ev);
+		return ev->actions;
+	}
+
+	/* both are heavy-tailed and positive: judged on their logarithm */
+	finite = finite && o->loss > 0 && o->gnorm > 0;
+	zl = finite ? zscore(g, &g->loss, log(o->loss)) : NAN;
+	zg = finite ? zscore(g, &g->gnorm, log(o->gnorm)) : NAN;
+	if (!finite || zl > g->cfg.loss_z || zg > g->cfg.gnorm_z) {
+		if (!finite) {
+			ev->cause = GUARD_CAUSE_NONFINITE;
+			ev->value = isfinite(o->loss) ? o->gnorm : o->loss;
+		} else if (zl > g->cfg.loss_z) {
+			ev->cause = GUARD_CAUSE_LOSS_SPIKE;
+			ev->value = o->loss;
+			ev->z = zl;
+		} else {
+			ev->cause = GUARD_CAUSE_GNORM_SPIKE;
+			ev->value = o->gnorm;
+			ev->z = zg;
+		}
+		if (g->cfg.recompute && !o->recomputed) {
+			/* judged again after the recomputation; counted then */
+			g->first_step = o->step;
+			g->first_loss = o->loss;
+			g->first_gnorm = o->gnorm;
+			ev->actions = GUARD_ACT_RECOMPUTE;
+			g->acts[0]++;
+			return ev->actions;
+		}
+		ev->actions = GUARD_ACT_SKIP;
+		if (finite) {
+			ev->actions |= GUARD_ACT_LOWER_LR;
+			g->lr_until = o->step + g->cfg.lr_steps;
+		}
+		ev->actions |= escalate(g, o->step);
+		count(g, ev);
+		return ev->actions;
+	}
+
+	/* an accepted step feeds the windows */
+	ring_push(&g->loss, g->cfg.window, log(o->loss));
+	ring_push(&g->gnorm, g->cfg.window, log(o->gnorm));
+	if (isfinite(o->imbalance)) {
+		double mean, sd;
+
+		ring_push(&g->imb, g->cfg.window, o->imbalance);
+		ring_stats(&g->imb, &mean, &sd);
+		if (g->imb.n >= g->cfg.window && mean > g->cfg.collapse) {
+			ev->cause = GUARD_CAUSE_COLLAPSE;
+			ev->value = mean;
+			ev->actions = GUARD_ACT_LOWER_LR;
+			g->lr_until = o->step + g->cfg.lr_steps;
+			g->imb.n = 0; /* judge a fresh window next */
+			g->imb.head = 0;
+			count(g, ev);
+			return ev->actions;
+		}
+	}
+	return 0;
+}
+
+void guard_rolled_back(struct guard *g, long ckpt_step, long at_step)
+{
+	long lo = g->ntrouble ? g->trouble[0] : at_step;
+
+	if (lo <= ckpt_step)
+		lo = ckpt_step + 1;
+	g->skip_lo = lo;
+	g->skip_hi = at_step;
+	g->ntrouble = 0;
+	g->rollbacks++;
+	g->first_step = 0;
+}
+
+bool guard_skip_data(struct guard *g, long step)
+{
+	if (!g->cfg.enabled || !g->skip_lo || step < g->skip_lo ||
+	    step > g->skip_hi)
+		return false;
+	g->causes[GUARD_CAUSE_DATA]++;
+	return true;
+}
+
+unsigned guard_precision(struct guard *g, long step, uint8_t *prec,
+			 struct guard_event *ev)
+{
+	*ev = (struct guard_event){ .step = step, .layer = -1, .z = NAN };
+	for (int l = 0; l < g->nslots; l++) {
+		if (g->fp32_until[l] && step > g->fp32_until[l]) {
+			g->fp32_until[l] = 0;
+			prec[l] = g->bf16;
+			if (!g->bf16)
+				continue;
+			ev->cause = GUARD_CAUSE_RESTORE;
+			ev->layer = l;
+			ev->actions = GUARD_ACT_BF16;
+			count(g, ev);
+			return ev->actions;
+		}
+		prec[l] = g->bf16 && !g->fp32_until[l];
+	}
+	return 0;
+}
+
+double guard_lr_scale(const struct guard *g, long step)
+{
+	if (g->cfg.enabled && g->lr_until && step <= g->lr_until)
+		return g->cfg.lr_factor;
+	return 1.0;
+}
+
+double guard_imbalance(const int *counts, int E, int K)
+{
+	long total = 0, mx = 0;
+	double ratio, worst;
+
+	if (E <= K)
+		return 0.0;
+	for (int e = 0; e < E; e++) {
+		total += counts[e];
+		if (counts[e] > mx)
+			mx = counts[e];
+	}
+	if (total <= 0)
+		return NAN;
+	/* max load over the balanced load: 1 balanced, E/K all on K experts */
+	ratio = (double)mx * E / (double)total;
+	worst = (double)E / K;
+	return (ratio - 1.0) / (worst - 1.0);
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+static const char *const cause_names[GUARD_NCAUSES] = {
+	"none", "non-finite", "loss-spike", "gnorm-spike", "bf16-overflow",
+	"router-collapse", "hardware", "fp32-window-ended", "data-window",
+};
+
+static const char *const act_names[GUARD_NACTS] = {
+	"recompute", "skip", "fp32", "lower-lr",
+	"rollback", "requeue", "stop", "bf16",
+};
+
+const char *guard_cause_name(enum guard_cause c)
+{
+	return (unsigned)c < GUARD_NCAUSES ? cause_names[c] : "?";
+}
+
+void guard_actions_str(unsigned acts, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < GUARD_NACTS; i++) {
+		int n;
+
+		if (!(acts & (1u << i)))
+			continue;
+		n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "",
+			     act_names[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += (size_t)n;
+	}
+	if (!used)
+		sigma_strlcpy(buf, "none", len);
+}
+
+void guard_log(FILE *f, const struct guard_event *ev)
+{
+	char acts[128];
+
+	guard_actions_str(ev->actions, acts, sizeof(acts));
+	fprintf(f, "guard: step %ld: %s", ev->step, guard_cause_name(ev->cause));
+	if (ev->layer >= 0)
+		fprintf(f, " layer %d", ev->layer);
+	if (isfinite(ev->z))
+		fprintf(f, " value %.4g z %.1f", ev->value, ev->z);
+	else if (ev->cause != GUARD_CAUSE_RESTORE)
+		fprintf(f, " value %.4g", ev->value);
+	fprintf(f, ": %s\n", acts);
+	fflush(f);
+}
+
+void guard_summary(FILE *f, const struct guard *g)
+{
+	fprintf(f,
+		"guard: %s; non-finite %llu, loss spikes %llu, gnorm spikes %llu, bf16 overflow steps %llu (%llu outputs), collapse %llu, hardware %llu; recomputed %llu, skipped %llu, fp32 windows %llu, lr lowered %llu, rollbacks %llu, data steps skipped %llu\n",
+		g->cfg.enabled ? "on" : "off",
+		(unsigned long long)g->causes[GUARD_CAUSE_NONFINITE],
+		(unsigned long long)g->causes[GUARD_CAUSE_LOSS_SPIKE],
+		(unsigned long long)g->causes[GUARD_CAUSE_GNORM_SPIKE],
+		(unsigned long long)g->causes[GUARD_CAUSE_OVERFLOW],
+		(unsigned long long)g->overflows,
+		(unsigned long long)g->causes[GUARD_CAUSE_COLLAPSE],
+		(unsigned long long)g->causes[GUARD_CAUSE_HARDWARE],
+		(unsigned long long)g->acts[0], (unsigned long long)g->acts[1],
+		(unsigned long long)g->acts[2], (unsigned long long)g->acts[3],
+		(unsigned long long)g->acts[4],
+		(unsigned long long)g->causes[GUARD_CAUSE_DATA]);
+	fflush(f);
+}
+
+/* ---- persistent state ---------------------------------------------------- */
+
+void guard_state_export(const struct guard *g, int64_t *v)
+{
+	int k = 0;
+
+	v[k++] = g->lr_until;
+	v[k++] = g->skip_lo;
+	v[k++] = g->skip_hi;
+	v[k++] = g->rollbacks;
+	v[k++] = (int64_t)g->overflows;
+	v[k++] = g->ntrouble ? g->trouble[g->ntrouble - 1] : 0;
+	for (int i = 0; i < GUARD_NCAUSES; i++)
+		v[k++] = (int64_t)g->causes[i];
+	for (int i = 0; i < GUARD_NACTS; i++)
+		v[k++] = (int64_t)g->acts[i];
+}
+
+void guard_state_import(struct guard *g, const int64_t *v)
+{
+	int k = 0;
+
+	g->lr_until = (long)v[k++];
+	g->skip_lo = (long)v[k++];
+	g->skip_hi = (long)v[k++];
+	g->rollbacks = (int)v[k++];
+	g->overflows = (uint64_t)v[k++];
+	k++; /* the last trouble step: informative */
+	for (int i = 0; i < GUARD_NCAUSES; i++)
+		g->causes[i] = (uint64_t)v[k++];
+	for (int i = 0; i < GUARD_NACTS; i++)
+		g->acts[i] = (uint64_t)v[k++];
+}
+
+/* ---- fault injection ----------------------------------------------------- */
+
+int guard_inject_parse(struct guard_inject *in, const char *spec,
+		       int nlayers, char *err, size_t len)
+{
+	static const char *const kinds[] = { "nan-grad", "spike", "flaky",
+					      "overflow", NULL };
+	char buf[1024], *save = NULL, *tok;
+
+	memset(in, 0, sizeof(*in));
+	if (sigma_strlcpy(buf, spec, sizeof(buf)) >= sizeof(buf))
+		return sigma_set_err(err, len, EINVAL,
+				     "SIGMA_GUARD_INJECT is too long");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *at = strchr(tok, '@'), *colon, *dash;
+		long lo, hi, layer = -1;
+		int k;
+
+		if (!at)
+			return sigma_set_err(err, len, EINVAL,
+					     "SIGMA_GUARD_INJECT \"%s\": expected KIND@STEP",
+					     tok);
+		*at++ = '\0';
+		k = sigma_parse_enum(tok, kinds);
+		if (k < 0)
+			return sigma_set_err(err, len, EINVAL,
+					     "SIGMA_GUARD_INJECT: unknown fault \"%s\" (nan-grad, spike, flaky, overflow)",
+					     tok);
+		colon = strchr(at, ':');
+		if (colon) {
+			*colon++ = '\0';
+			if (sigma_parse_long(colon, 0, nlayers, &layer))
+				return sigma_set_err(err, len, EINVAL,
+						     "SIGMA_GUARD_INJECT: layer \"%s\" is not in [0, %d]",
+						     colon, nlayers);
+		}
+		if (k == GUARD_FAULT_OVERFLOW && layer < 0)
+			return sigma_set_err(err, len, EINVAL,
+					     "SIGMA_GUARD_INJECT: overflow needs :LAYER");
+		dash = strchr(at, '-');
+		if (dash)
+			*dash++ = '\0';
+		if (sigma_parse_long(at, 1, 999999999, &lo) ||
+		    sigma_parse_long(dash ? dash : at, lo, 999999999, &hi))
+			return sigma_set_err(err, len, EINVAL,
+					     "SIGMA_GUARD_INJECT: bad step range \"%s%s%s\"",
+					     at, dash ? "-" : "", dash ? dash : "");
+		if (in->n == GUARD_MAX_INJECT)
+			return sigma_set_err(err, len, EINVAL,
+					     "SIGMA_GUARD_INJECT: more than %d faults",
+					     GUARD_MAX_INJECT);
+		in->f[in->n].kind = (enum guard_fault)k;
+		in->f[in->n].lo = lo;
+		in->f[in->n].hi = hi;
+		in->f[in->n].layer = (int)layer;
+		in->n++;
+	}
+	return 0;
+}
+
+bool guard_inject_hits(const struct guard_inject *in, enum guard_fault kind,
+		       long step, bool recomputed, int *layer)
+{
+	for (int i = 0; i < in->n; i++) {
+		if (in->f[i].kind != kind || step < in->f[i].lo ||
+		    step > in->f[i].hi)
+			continue;
+		if (kind == GUARD_FAULT_FLAKY && recomputed)
+			continue;
+		if (layer)
+			*layer = in->f[i].layer;
+		return true;
+	}
+	return false;
+}
+
+/* ---- the trainer's side -------------------------------------------------- */
+
+int guard_option(struct guard_config *c, bool *bf16, int opt,
+		 const char *val)
+{
+	static const char *const prec[] = { "fp32", "bf16", NULL };
+	static const char *const onoff[] = { "off", "on", NULL };
+	long v;
+	double d;
+	int k;
+
+	switch (opt) {
+	case GUARD_OPT_PRECISION:
+	case GUARD_OPT_GUARD:
+	case GUARD_OPT_RECOMPUTE:
+		k = sigma_parse_enum(val, opt == GUARD_OPT_PRECISION ? prec
+								     : onoff);
+		if (k < 0) {
+			sigma_error("--%s \"%s\" is not %s",
+				    opt == GUARD_OPT_PRECISION ? "precision"
+				    : opt == GUARD_OPT_GUARD   ? "guard"
+							       : "guard-recompute",
+				    val,
+				    opt == GUARD_OPT_PRECISION ? "fp32 or bf16"
+							       : "on or off");
+			return -EINVAL;
+		}
+		if (opt == GUARD_OPT_PRECISION)
+			*bf16 = k == 1;
+		else if (opt == GUARD_OPT_GUARD)
+			c->enabled = k == 1;
+		else
+			c->recompute = k == 1;
+		return 0;
+	case GUARD_OPT_WINDOW:
+		if (sigma_parse_long(val, 2, GUARD_MAX_WINDOW, &v))
+			goto range_long;
+		c->window = (int)v;
+		if (c->min_samples > c->window)
+			c->min_samples = c->window;
+		return 0;
+	case GUARD_OPT_FP32_STEPS:
+	case GUARD_OPT_LR_STEPS:
+		if (sigma_parse_long(val, 1, 99999999, &v))
+			goto range_long;
+		*(opt == GUARD_OPT_FP32_STEPS ? &c->fp32_steps : &c->lr_steps) = v;
+		return 0;
+	case GUARD_OPT_ROLLBACK_AFTER:
+		if (sigma_parse_long(val, 1, 64, &v))
+			goto range_long;
+		c->rollback_after = (int)v;
+		return 0;
+	case GUARD_OPT_Z:
+		if (sigma_parse_double(val, 0.5, 1000, &d))
+			goto range_real;
+		c->loss_z = c->gnorm_z = d;
+		return 0;
+	case GUARD_OPT_LR_FACTOR:
+		if (sigma_parse_double(val, 1e-6, 1, &d))
+			goto range_real;
+		c->lr_factor = d;
+		return 0;
+	case GUARD_OPT_COLLAPSE:
+		if (sigma_parse_double(val, 0.01, 1, &d))
+			goto range_real;
+		c->collapse = d;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+range_long:
+	sigma_error("guard option value \"%s\" is not a whole number in range (see --help)",
+		    val);
+	return -EINVAL;
+range_real:
+	sigma_error("guard option value \"%s\" is not a number in range (see --help)",
+		    val);
+	return -EINVAL;
+}
+
+int guard_run_init(struct guard_run *r, const struct guard_config *c,
+		   bool bf16, struct model *m, char *err, size_t len)
+{
+	const char *spec = getenv("SIGMA_GUARD_INJECT");
+	int ns = m->cfg.L + 1, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->m = m;
+	if (spec && *spec) {
+		rc = guard_inject_parse(&r->inj, spec, m->cfg.L, err, len);
+		if (rc)
+			return rc;
+	}
+	rc = guard_init(&r->g, c, ns, bf16);
+	r->prec = calloc(ns, sizeof(*r->prec));
+	r->overflow = calloc(ns, sizeof(*r->overflow));
+	if (rc || !r->prec || !r->overflow) {
+		guard_run_free(r);
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	}
+	for (int l = 0; l < ns; l++)
+		r->prec[l] = bf16;
+	m->bf16 = bf16 ? &sigma_bf16_cpu : NULL;
+	m->prec = r->prec;
+	m->overflow = r->overflow;
+	return 0;
+}
+
+void guard_run_free(struct guard_run *r)
+{
+	if (r->m) {
+		r->m->bf16 = NULL;
+		r->m->prec = NULL;
+		r->m->overflow = NULL;
+	}
+	guard_free(&r->g);
+	free(r->prec);
+	free(r->overflow);
+	r->prec = NULL;
+	r->overflow = NULL;
+}
+
+void guard_run_begin(struct guard_run *r, long step)
+{
+	struct guard_event ev;
+	int layer = -1;
+
+	if (r->g.cfg.enabled) {
+		while (guard_precision(&r->g, step, r->prec, &ev))
+			guard_log(stdout, &ev);
+	}
+	memset(r->overflow, 0, sizeof(*r->overflow) * r->g.nslots);
+	if (guard_inject_hits(&r->inj, GUARD_FAULT_OVERFLOW, step, false,
+			      &layer) &&
+	    r->prec[layer])
+		r->m->inject_overflow = layer + 1;
+}
+
+unsigned guard_run_check(struct guard_run *r, long step, double *gn,
+			 bool recomputed)
+{
+	struct model *m = r->m;
+	struct guard_obs obs = { .step = step, .recomputed = recomputed,
+				 .imbalance = NAN };
+	struct guard_event ev;
+	unsigned acts;
+	float nan_ = NAN;
+
+	if (guard_inject_hits(&r->inj, GUARD_FAULT_NAN_GRAD, step, recomputed,
+			      NULL) ||
+	    guard_inject_hits(&r->inj, GUARD_FAULT_FLAKY, step, recomputed,
+			      NULL)) {
+		m->ops->from_host(m->grads, &nan_, sizeof(float));
+		*gn = model_grad_norm(m);
+	}
+	if (guard_inject_hits(&r->inj, GUARD_FAULT_SPIKE, step, recomputed,
+			      NULL)) {
+		/* scale on the host: a test hook, small models */
+		size_t n = m->nparams;
+		float *h = malloc(sizeof(float) * n);
+
+		if (h) {
+			m->ops->to_host(h, m->grads, sizeof(float) * n);
+			for (size_t i = 0; i < n; i++)
+				h[i] *= 1000.0f;
+			m->ops->from_host(m->grads, h, sizeof(float) * n);
+			free(h);
+		}
+		*gn = model_grad_norm(m);
+	}
+	if (!r->g.cfg.enabled)
+		return 0;
+	obs.loss = m->loss;
+	obs.gnorm = *gn;
+	obs.overflow = m->bf16 ? r->overflow : NULL;
+	if (m->cfg.E > m->cfg.K) {
+		int E = m->cfg.E, *cnt = malloc(sizeof(int) * E);
+
+		for (int l = 0; cnt && l < m->cfg.L; l++) {
+			double u;
+
+			m->ops->to_host(cnt, m->act.layer[l].counts,
+					sizeof(int) * E);
+			u = guard_imbalance(cnt, E, m->cfg.K);
+			if (isfinite(u) && !(u <= obs.imbalance))
+				obs.imbalance = u;
+		}
+		free(cnt);
+	}
+	acts = guard_check(&r->g, &obs, &ev);
+	if (ev.cause != GUARD_CAUSE_NONE)
+		guard_log(stdout, &ev);
+	return acts;
+}
+
+long guard_run_rollback(struct guard_run *r, const char *dir, long step)
+{
+	struct ckpt_state st;
+	char path[4096], err[1024];
+	int rc;
+
+	if (!dir || !*dir) {
+		sigma_error("guard: step %ld: repeated trouble and no checkpoint directory to roll back to",
+			    step);
+		return -1;
+	}
+	rc = ckpt_load_latest(dir, r->m, &st, path, sizeof(path), err,
+			      sizeof(err));
+	if (rc) {
+		sigma_error("guard: step %ld: repeated trouble and no checkpoint to roll back to: %s",
+			    step, rc == -ENOENT ? "none written yet" : err);
+		return -1;
+	}
+	guard_rolled_back(&r->g, st.step, step);
+	printf("guard: step %ld: rolled back to %s (step %ld); data steps %ld-%ld skipped\n",
+	       step, path, st.step, r->g.skip_lo, r->g.skip_hi);
+	fflush(stdout);
+	return st.step;
+}
+
+void guard_run_metrics(const struct guard_run *r, FILE *f)
+{
+	uint64_t events = 0;
+	int fp32 = 0;
+
+	for (int i = 1; i < GUARD_NCAUSES; i++)
+		events += r->g.causes[i];
+	for (int l = 0; l < r->g.nslots; l++)
+		fp32 += r->g.bf16 && !r->prec[l];
+	fprintf(f, ",%llu,%llu,%llu,%llu,%d", (unsigned long long)events,
+		(unsigned long long)r->g.acts[1],
+		(unsigned long long)r->g.acts[4],
+		(unsigned long long)r->g.overflows, fp32);
+}

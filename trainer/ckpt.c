@@ -20,6 +20,7 @@
 
 #include "sigma.h"
 #include "ckpt.h"
+#include "guard.h"
 
 #ifndef SIGMA_BUILD_CFLAGS
 #define SIGMA_BUILD_CFLAGS "unknown"
@@ -345,6 +346,14 @@ static int write_state(struct ctx *c, hid_t f, const struct ckpt_state *st)
 	rc = attr_str(c, g, "algorithm", "splitmix64") ?:
 	     attr_u64(c, g, "state", st->rng);
 	H5Gclose(g);
+	if (rc || st->nguard <= 0)
+		return rc;
+	g = H5Gcreate2(f, "guard", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EIO, "cannot create group guard");
+	for (int i = 0; !rc && i < st->nguard && i < CKPT_GUARD_MAX; i++)
+		rc = attr_i64(c, g, guard_state_name(i), st->guard[i]);
+	H5Gclose(g);
 	return rc;
 }
 
@@ -664,6 +673,21 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 		return fail(c, EBADMSG, "cannot open group rng");
 	rc = read_u64(c, g, "state", &st->rng);
 	H5Gclose(g);
+	/* the guard group is optional; values it lacks read as 0 */
+	st->nguard = 0;
+	if (rc || H5Lexists(f, "guard", H5P_DEFAULT) <= 0)
+		return rc;
+	g = H5Gopen2(f, "guard", H5P_DEFAULT);
+	if (g < 0)
+		return fail(c, EBADMSG, "cannot open group guard");
+	for (int i = 0; !rc && i < GUARD_STATE_N && i < CKPT_GUARD_MAX; i++) {
+		st->guard[i] = 0;
+		if (H5Aexists(g, guard_state_name(i)) > 0)
+			rc = read_i64(c, g, guard_state_name(i),
+				      &st->guard[i]);
+	}
+	H5Gclose(g);
+	st->nguard = rc ? 0 : GUARD_STATE_N;
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 
 #define CKPT_FORMAT "sigma-checkpoint"
 #define CKPT_VERSION 1
+#define CKPT_GUARD_MAX 32
 
 /* Everything besides the tensors that a resumed run needs. */
 struct ckpt_state {
@@ -28,6 +29,10 @@ struct ckpt_state {
 	uint64_t data_ntokens; /* identity of the training file */
 	uint64_t data_checksum;
 	struct optim_config optim;
+	/* the guard's counters and windows (guard.h): the /guard group,
+	 * written when nguard > 0; nguard 0 after reading a file without */
+	int nguard;
+	int64_t guard[CKPT_GUARD_MAX];
 };
 
 /*

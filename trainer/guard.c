@@ -409,6 +409,26 @@ void guard_summary(FILE *f, const struct guard *g)
 
 /* ---- persistent state ---------------------------------------------------- */
 
+_Static_assert(GUARD_STATE_N <= CKPT_GUARD_MAX,
+	       "the checkpoint's guard group is too small");
+
+static const char *const state_names[GUARD_STATE_N] = {
+	"lr_until", "skip_lo", "skip_hi", "rollbacks", "overflow_outputs",
+	"last_trouble",
+	/* causes, in enum guard_cause order */
+	"cause_none", "cause_nonfinite", "cause_loss_spike",
+	"cause_gnorm_spike", "cause_overflow", "cause_collapse",
+	"cause_hardware", "cause_restore", "cause_data",
+	/* actions, in bit order */
+	"action_recompute", "action_skip", "action_fp32", "action_lower_lr",
+	"action_rollback", "action_requeue", "action_stop", "action_bf16",
+};
+
+const char *guard_state_name(int i)
+{
+	return i >= 0 && i < GUARD_STATE_N ? state_names[i] : "?";
+}
+
 void guard_state_export(const struct guard *g, int64_t *v)
 {
 	int k = 0;
@@ -690,6 +710,21 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	}
 	if (!r->g.cfg.enabled)
 		return 0;
+	if (r->agree && m->bf16) {
+		int ns = r->g.nslots;
+		double v[MODEL_MAX_L + 1];
+
+		for (int l = 0; l < ns; l++)
+			v[l] = (double)r->overflow[l];
+		r->agree_rc = r->agree(r->agree_ctx, v, ns);
+		if (r->agree_rc) {
+			sigma_error("guard: step %ld: the ranks cannot agree on the bf16 overflows: %s",
+				    step, strerror(-r->agree_rc));
+			return GUARD_ACT_STOP;
+		}
+		for (int l = 0; l < ns; l++)
+			r->overflow[l] = (uint64_t)llround(v[l] * r->agree_size);
+	}
 	obs.loss = m->loss;
 	obs.gnorm = *gn;
 	obs.overflow = m->bf16 ? r->overflow : NULL;

@@ -164,6 +164,8 @@ void guard_summary(FILE *f, const struct guard *g);
 /* the counters and windows as int64 values, in a fixed order */
 void guard_state_export(const struct guard *g, int64_t *v);
 void guard_state_import(struct guard *g, const int64_t *v);
+/* the name of value i in the checkpoint, e.g. "skip_lo", "cause_nonfinite" */
+const char *guard_state_name(int i);
 
 /* ---- fault injection (SIGMA_GUARD_INJECT) -------------------------------- */
 
@@ -246,6 +248,16 @@ struct guard_run {
 	struct model *m;
 	uint8_t *prec; /* [nslots] */
 	uint64_t *overflow; /* [nslots] */
+	/*
+	 * With several data-parallel ranks: the mean over the ranks of v[n]
+	 * (0 or -errno), so that every rank sees every rank's bf16 overflows
+	 * and takes the same decision. Loss, gradient norm and expert counts
+	 * are global already. NULL: one rank. agree_rc: its last failure.
+	 */
+	int (*agree)(void *ctx, double *v, int n);
+	void *agree_ctx;
+	int agree_size;
+	int agree_rc;
 };
 
 /*
@@ -259,7 +271,8 @@ void guard_run_free(struct guard_run *r);
 void guard_run_begin(struct guard_run *r, long step);
 /*
  * after the gradient norm *gn of step is known: injected gradient faults
- * (which update *gn), detection, the event logged. Returns the actions.
+ * (which update *gn), detection, the event logged. Returns the actions;
+ * GUARD_ACT_STOP with agree_rc set when the ranks could not agree.
  */
 unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 			 bool recomputed);

@@ -661,6 +661,12 @@ static int save(const struct train_opts *o, const struct model *m,
 	return 0;
 }
 
+/* the guard's per-rank observations, averaged over the ranks */
+static int guard_agree(void *ctx, double *v, int n)
+{
+	return dist_mean(ctx, v, n);
+}
+
 static int train(struct train_opts *o, struct dist *d)
 {
 	struct data_file train_df, val_df;
@@ -792,6 +798,8 @@ static int train(struct train_opts *o, struct dist *d)
 			start = rs.step;
 			st.seed = rs.seed;
 			st.rng = rs.rng;
+			st.nguard = rs.nguard;
+			memcpy(st.guard, rs.guard, sizeof(st.guard));
 			o->seed = rs.seed;
 			printf("resume: %s, continuing at step %ld\n", path,
 			       start);
@@ -808,6 +816,13 @@ static int train(struct train_opts *o, struct dist *d)
 		goto out;
 	}
 	gr_ready = true;
+	if (st.nguard == GUARD_STATE_N)
+		guard_state_import(&gr.g, st.guard);
+	if (d->lp.dp > 1) {
+		gr.agree = guard_agree;
+		gr.agree_ctx = d;
+		gr.agree_size = d->lp.dp;
+	}
 	printf("guard: %s, precision %s%s\n", o->guard.enabled ? "on" : "off",
 	       o->bf16 ? "bf16" : "fp32",
 	       o->bf16 ? (sigma_bf16_native() ? " (AVX-512 BF16)"
@@ -891,6 +906,10 @@ recompute:
 		if (gact & GUARD_ACT_RECOMPUTE) {
 			recomputed = true;
 			goto recompute;
+		}
+		if (gr.agree_rc) {
+			code = TRAIN_EXIT_PEER;
+			goto out;
 		}
 		if (gact & (GUARD_ACT_REQUEUE | GUARD_ACT_STOP)) {
 			bool hw = gact & GUARD_ACT_REQUEUE;
@@ -990,6 +1009,8 @@ recompute:
 		    ((o->ckpt_every > 0 && done % o->ckpt_every == 0) ||
 		     done == o->optim.steps || stop)) {
 			/* every rank holds the whole model: rank 0 writes */
+			guard_state_export(&gr.g, st.guard);
+			st.nguard = GUARD_STATE_N;
 			if (d->rank == 0 && save(o, m, &st)) {
 				code = TRAIN_EXIT_CANTCREAT;
 				goto out;

@@ -213,6 +213,18 @@ static void test_spikes_roll_back(void **state)
 	snprintf(p, sizeof(p), "%s/ck/ckpt-00000040.h5", dir);
 	assert_int_equal(stat(p, &sb), 0);
 
+	/* the guard's state lives in the checkpoint: stop after the
+	 * rollback, resume in a fresh process, the counts go on */
+	assert_int_equal(run("rm -rf ck2 && SIGMA_GUARD_INJECT=spike@22-24 " RUN
+			     "--ckpt-dir ck2 --ckpt-every 10 --stop-at 30",
+			     prog),
+			 75);
+	assert_true(out_has("rollbacks 1, data steps skipped 3"));
+	assert_int_equal(run(RUN "--ckpt-dir ck2 --resume", prog), 0);
+	assert_true(out_has("continuing at step 30"));
+	assert_true(out_has("gnorm spikes 3,"));
+	assert_true(out_has("rollbacks 1, data steps skipped 3"));
+
 	/* no checkpoint to return to: repeated trouble ends as diverged */
 	assert_int_equal(run("SIGMA_GUARD_INJECT=spike@12-14 " RUN, prog), 70);
 	assert_true(out_has("no checkpoint directory to roll back to"));

@@ -116,6 +116,10 @@ static void test_token_file(void **state)
 		assert_int_equal(t1[i], a[i + 1]);
 	data_batch(&df, 9, 5, 3, 16, b, t2);
 	assert_memory_not_equal(a, b, sizeof(a));
+	/* a data-parallel share: sequences [1, 3) of the same batch */
+	data_batch_range(&df, 9, 4, 1, 2, 16, b, t2);
+	assert_memory_equal(b, a + 16, sizeof(int32_t) * 2 * 16);
+	assert_memory_equal(t2, t1 + 16, sizeof(int32_t) * 2 * 16);
 	assert_int_equal(data_check_len(&df, 16, err, sizeof(err)), 0);
 	assert_int_equal(data_check_len(&df, 999, err, sizeof(err)), -EINVAL);
 	data_close(&df);

@@ -2,7 +2,8 @@
  * test_trainer_model.c - the whole model on the small config of
  * docs/model.md: gradients against finite differences of the loss, per
  * tensor and along a random direction; bitwise determinism; layout and
- * initialisation; the learning-rate schedule and clipping.
+ * initialisation; the learning-rate schedule and clipping; the hooks of
+ * data parallelism (gradients final per layer, global expert counts).
  */
 #include <errno.h>
 #include <math.h>
@@ -276,6 +277,75 @@ static void test_determinism_and_learning(void **state)
 	model_destroy(a), model_destroy(b), model_destroy(c);
 }
 
+/* data-parallel hooks: the offsets the backward pass reports, and
+ * global expert counts */
+struct hook_log {
+	size_t off[64];
+	int n;
+	int calls;
+};
+
+static void log_ready(void *ctx, size_t off)
+{
+	struct hook_log *h = ctx;
+
+	if (h->n < 64)
+		h->off[h->n++] = off;
+}
+
+/* two ranks that drew the same batch: the global counts are twice ours */
+static void double_counts(void *ctx, int *counts, int E)
+{
+	struct hook_log *h = ctx;
+
+	h->calls++;
+	for (int e = 0; e < E; e++)
+		counts[e] *= 2;
+}
+
+static void test_dp_hooks(void **state)
+{
+	struct model *a = small(9), *b = small(9);
+	int32_t tok[B * 32], tgt[B * 32];
+	struct hook_log h = { .n = 0 };
+	const int L = a->cfg.L;
+
+	(void)state;
+	assert_int_equal(a->cfg.T, 32);
+	batch(tok, tgt, B * 32, 4);
+	/* gradients become final from the end of the block down to 0, one
+	 * report after the head, one per layer, one after the embedding */
+	a->grad_ready = log_ready;
+	a->grad_ready_ctx = &h;
+	model_forward(a, tok, tgt);
+	model_backward(a);
+	assert_int_equal(h.n, L + 2);
+	assert_int_equal(h.off[0], model_find_tensor(a, "final_norm")->offset);
+	for (int l = 0; l < L; l++) {
+		char name[MODEL_NAME_MAX];
+
+		snprintf(name, sizeof(name), "layers.%d.attn_norm", L - 1 - l);
+		assert_int_equal(h.off[1 + l],
+				 model_find_tensor(a, name)->offset);
+	}
+	assert_int_equal(h.off[L + 1], 0);
+
+	/* counts summed over two ranks with the same batch: the same
+	 * load-balancing loss and gradients as one rank */
+	b->counts_reduce = double_counts;
+	b->counts_ctx = &h;
+	b->count_ranks = 2;
+	model_forward(b, tok, tgt);
+	model_backward(b);
+	assert_int_equal(h.calls, L);
+	assert_true(fabs(a->aux - b->aux) < 1e-6);
+	assert_true(fabs(a->loss - b->loss) < 1e-6);
+	for (size_t i = 0; i < a->nparams; i++)
+		assert_true(fabsf(a->grads[i] - b->grads[i]) <=
+			    1e-6f + 1e-4f * fabsf(a->grads[i]));
+	model_destroy(a), model_destroy(b);
+}
+
 static void test_schedule_and_clip(void **state)
 {
 	struct optim_config oc;
@@ -324,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_config_check),
 		cmocka_unit_test(test_gradcheck),
 		cmocka_unit_test(test_determinism_and_learning),
+		cmocka_unit_test(test_dp_hooks),
 		cmocka_unit_test(test_schedule_and_clip),
 	};
 

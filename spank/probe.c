@@ -59,6 +59,15 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 	envp[envc] = NULL;
 
 	rc = sigma_probe_run(argv, envp, sigma_conf.probe_timeout, &res);
+	if (rc == 0 && (res.status < 0 || res.status > 3)) {
+		/* not one of the probe's codes (a loader error exits 127) */
+		char line[sizeof(res.line)];
+
+		sigma_strlcpy(line, res.line, sizeof(line));
+		snprintf(res.line, sizeof(res.line), "exit %d: %.400s",
+			 res.status, line);
+		rc = -EPROTO;
+	}
 	if (rc < 0) {
 		/* no verdict: the node's health is unknown, fail closed */
 		snprintf(reason, sizeof(reason),

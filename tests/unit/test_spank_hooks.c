@@ -163,6 +163,17 @@ static void test_prolog_verdicts(void **state)
 	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), -1);
 }
 
+/* an exit code that is not the probe's is no verdict: fail closed */
+static void test_prolog_strange_exit(void **state)
+{
+	fake.context = S_CTX_JOB_SCRIPT;
+	make_probe("sigma-probe: error while loading shared libraries", 127);
+	assert_int_equal(hook(slurm_spank_job_prolog, 1, arg_probe), -1);
+	assert_string_equal(
+	    fake.drained, "n2: sigma: probe quick: could not run: exit 127: "
+			  "sigma-probe: error while loading shared libraries");
+}
+
 static void test_prolog_drain_no(void **state)
 {
 	fake.context = S_CTX_JOB_SCRIPT;
@@ -343,6 +354,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_init, each),
 	    cmocka_unit_test_setup(test_bad_plugstack, each),
 	    cmocka_unit_test_setup(test_prolog_verdicts, each),
+	    cmocka_unit_test_setup(test_prolog_strange_exit, each),
 	    cmocka_unit_test_setup(test_prolog_drain_no, each),
 	    cmocka_unit_test_setup(test_prolog_timeout, each),
 	    cmocka_unit_test_setup(test_prolog_off, each),

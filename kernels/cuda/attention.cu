@@ -345,13 +345,16 @@ __global__ void k_att_backward_kv(float *dk, float *dv, const float *stats,
 	}
 }
 
-static att_dims att_make(int T, int H, int Dh)
+static att_dims att_make(int B, int T, int H, int Dh)
 {
 	att_dims a;
 
 	if (Dh < 1 || Dh > ATT_DMAX)
 		cuda_fatal(__FILE__, __LINE__, "attention",
 			   "head dimension outside 1..256");
+	if ((long)B * H > 65535) /* the grid's y dimension */
+		cuda_fatal(__FILE__, __LINE__, "attention",
+			   "batch x heads above 65535");
 	a.T = T;
 	a.H = H;
 	a.Dh = Dh;
@@ -379,7 +382,7 @@ void cuda_attention_forward(float *out, float *att, const float *q,
 
 	if (B <= 0 || T <= 0 || H <= 0)
 		return;
-	a = att_make(T, H, Dh);
+	a = att_make(B, T, H, Dh);
 	sm = sizeof(float) * (2 * ATT_BK * (Dh + 1) + ATT_ROWS * Dh);
 	grid = dim3((T + ATT_ROWS - 1) / ATT_ROWS, B * H);
 	att_smem(k_att_forward, sm);
@@ -402,7 +405,7 @@ void cuda_attention_backward(float *dq, float *dk, float *dv, float *scratch,
 	(void)att;
 	if (B <= 0 || T <= 0 || H <= 0)
 		return;
-	a = att_make(T, H, Dh);
+	a = att_make(B, T, H, Dh);
 	stats = (float *)cuda_workspace(sizeof(float) * 3 * (size_t)B * H * T);
 	grid = dim3((T + ATT_ROWS - 1) / ATT_ROWS, B * H);
 	smq = sizeof(float) * (2 * ATT_BK * (Dh + 1) + ATT_ROWS * 2 * Dh);

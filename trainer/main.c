@@ -864,7 +864,7 @@ static int train(struct train_opts *o, struct dist *d)
 		double gn, val_ce = NAN, red[3];
 		float lr, scale;
 		long done = s + 1;
-		int stop;
+		int stop, sig;
 		unsigned gact;
 		bool recomputed = false;
 
@@ -887,7 +887,10 @@ recompute:
 		 * and whether any rank was asked to stop */
 		red[0] = m->ce;
 		red[1] = m->aux;
-		red[2] = stop_signal ? 1.0 : 0.0;
+		/* every rank decides on the same flag: a signal arriving
+		 * after this point counts at the next step */
+		sig = stop_signal;
+		red[2] = sig ? 1.0 : 0.0;
 		if (rc == 0)
 			rc = dist_grad_finish(d);
 		if (rc == 0)
@@ -943,10 +946,8 @@ recompute:
 						: optim_step(m, &o->optim, gn, lr,
 							     done);
 		st.step = done;
-		stop = stop_signal ? stop_signal
-				   : (o->stop_at == done ? -1 : 0);
-		if (!stop && red[2] > 0)
-			stop = -2; /* a signal reached another rank */
+		stop = red[2] > 0 ? (sig ? sig : -2) /* -2: another rank's */
+				  : (o->stop_at == done ? -1 : 0);
 
 		if (have_val && o->eval_every > 0 &&
 		    (done % o->eval_every == 0 || done == o->optim.steps)) {

@@ -74,4 +74,26 @@ grep -q 'continuing at step 10' "$d/from1.out" || fail "dp 2 did not resume at s
 close ref from1 || fail "dp 2 resumed from one process: losses differ"
 h5diff -d 1e-4 "$d/ref/$ck20" "$d/from1/$ck20" /model /model >/dev/null ||
 	fail "dp 2 resumed from one process: weights at step 20 differ by more than 1e-4"
+log "SIGUSR1 to rank 1 only: both ranks stop after the same step, exit 75, and resume"
+sig=$d/sig
+srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 "$TRAIN" $ARGS --steps 100000 --log-every 10 \
+	--dp 2 --ckpt-dir "$sig" > "$sig.out" 2> "$sig.err" &
+srun_pid=$!
+until_true 60 grep -q '^step 20/' "$sig.out" || { kill "$srun_pid"; fail "training did not start: $(tail -n 3 "$sig.err")"; }
+pid=$(sed -n 's/.*rank 1 of 2 on [^,]*, pid \([0-9]*\):.*/\1/p' "$sig.err" | head -1)
+[ -n "$pid" ] || { kill "$srun_pid"; fail "no pid of rank 1"; }
+kill -USR1 "$pid"
+until_true 60 bash -c "! kill -0 $srun_pid 2>/dev/null" || { kill "$srun_pid"; fail "the run did not stop after SIGUSR1"; }
+wait "$srun_pid"
+rc=$?
+grep 'stopped by' "$sig.out"
+[ "$rc" = 75 ] || fail "srun exited $rc after SIGUSR1 to rank 1, want 75: $(tail -n 3 "$sig.err")"
+at=$(sed -n 's/^stopped by a signal to another rank at step \([0-9]*\) after a checkpoint.*/\1/p' "$sig.out")
+[ -n "$at" ] || fail "rank 0 did not stop for rank 1's signal"
+[ -f "$sig/$(printf 'ckpt-%08d.h5' "$at")" ] || fail "no checkpoint of step $at"
+srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 "$TRAIN" $ARGS --steps 100000 --log-every 10 \
+	--dp 2 --ckpt-dir "$sig" --resume --stop-at $((at + 5)) >> "$sig.out" 2>> "$sig.err"
+rc=$?
+[ "$rc" = 75 ] || fail "resume after SIGUSR1: exit $rc, want 75 (--stop-at)"
+grep -q "continuing at step $at\$" "$sig.out" || fail "did not resume at step $at"
 log "ok"

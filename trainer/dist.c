@@ -20,8 +20,8 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L,
-	      long batch, char *err, size_t len)
+int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
+	      char *err, size_t len)
 {
 	struct comm_options o;
 	enum comm_backend be;
@@ -49,9 +49,10 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L,
 	}
 	if (d->lp.ep > 1 || d->lp.pp > 1) {
 		rc = -ENOTSUP;
-		sigma_set_err(err, len, ENOTSUP,
-			      "layout: --ep %d --pp %d: sigma-train runs data parallel only (--ep 1 --pp 1)",
-			      d->lp.ep, d->lp.pp);
+		sigma_set_err(
+		    err, len, ENOTSUP,
+		    "layout: --ep %d --pp %d: sigma-train runs data parallel only (--ep 1 --pp 1)",
+		    d->lp.ep, d->lp.pp);
 		goto fail;
 	}
 	rc = layout_coords(&d->lp, d->rank, &d->me);
@@ -67,9 +68,10 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L,
 	be = d->size > 1 ? COMM_MPI : COMM_SELF;
 	if (!comm_backend_available(be)) {
 		rc = -ENOTSUP;
-		sigma_set_err(err, len, ENOTSUP,
-			      "a job of %d ranks needs the MPI back end, which this build lacks",
-			      d->size);
+		sigma_set_err(
+		    err, len, ENOTSUP,
+		    "a job of %d ranks needs the MPI back end, which this build lacks",
+		    d->size);
 		goto fail;
 	}
 	if (o.timeout_s > 0) {
@@ -86,8 +88,7 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L,
 		sigma_set_err(err, len, -rc, "%s", why);
 		goto fail;
 	}
-	rc = layout_group_split(&d->lp, d->rank, LAYOUT_GROUP_DP, &color,
-				&key);
+	rc = layout_group_split(&d->lp, d->rank, LAYOUT_GROUP_DP, &color, &key);
 	if (rc == 0)
 		rc = comm_split(d->world, color, key, "dp", &d->dp);
 	if (rc) {

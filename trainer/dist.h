@@ -9,6 +9,10 @@
  *       -> dist_reduce_scalars (loss, stop flag)
  *   -> dist_fini
  *
+ * Gradients, counts and scalars are reduced in host memory through the MPI
+ * back end: the model must run on the CPU ops (sigma_ops_cpu), as
+ * sigma-train does; the NCCL back end is for device-resident tensors.
+ *
  * A job of one process uses the self back end and costs nothing. Every
  * function that communicates returns 0 or -errno; -EIO and -ETIMEDOUT
  * mean a peer failed: the caller exits TRAIN_EXIT_PEER (76).
@@ -39,11 +43,11 @@ struct dist {
 
 	/* gradient buckets of the current backward pass */
 	struct model *m;
-	size_t bucket; /* floats per bucket */
+	size_t bucket;	/* floats per bucket */
 	size_t sent_to; /* grads [sent_to, nparams) are reduced or in flight */
 	struct comm_request req;
 	int grad_err;
-	int fwd_err; /* a forward-pass reduction failed */
+	int fwd_err;	  /* a forward-pass reduction failed */
 	uint64_t comm_ns; /* time spent waiting for communication */
 	uint64_t buckets; /* buckets started in the last backward */
 };
@@ -54,8 +58,8 @@ struct dist {
  * start the watchdog. dp <= 0 means the job size. Returns 0, -EINVAL (a
  * layout that cannot work, err says why) or another -errno.
  */
-int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L,
-	      long batch, char *err, size_t len);
+int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
+	      char *err, size_t len);
 void dist_fini(struct dist *d);
 
 /* Copy rank 0's parameters and AdamW moments, and state[n] bytes, to every

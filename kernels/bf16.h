@@ -41,5 +41,7 @@ extern const struct sigma_bf16 sigma_bf16_cpu;
 float sigma_bf16_round(float x);
 /* 1 when the CPU path uses AVX-512 BF16 instructions */
 int sigma_bf16_native(void);
+/* tests: on, the portable path even where the CPU has AVX-512 BF16 */
+void sigma_bf16_force_portable(int on);
 
 #endif /* SIGMA_BF16_H */

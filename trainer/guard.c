@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sigma.h"
 #include "bf16.h"
@@ -404,6 +405,10 @@ void guard_summary(FILE *f, const struct guard *g)
 		(unsigned long long)g->acts[2], (unsigned long long)g->acts[3],
 		(unsigned long long)g->acts[4],
 		(unsigned long long)g->causes[GUARD_CAUSE_DATA]);
+	if (g->checks)
+		fprintf(f, "guard: %.1f us per step in the guard (%llu steps)\n",
+			(double)g->time_ns / 1e3 / (double)g->checks,
+			(unsigned long long)g->checks);
 	fflush(f);
 }
 
@@ -660,10 +665,19 @@ void guard_run_free(struct guard_run *r)
 	r->overflow = NULL;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void guard_run_begin(struct guard_run *r, long step)
 {
 	struct guard_event ev;
 	int layer = -1;
+	uint64_t t0 = now_ns();
 
 	if (r->g.cfg.enabled) {
 		while (guard_precision(&r->g, step, r->prec, &ev))
@@ -674,6 +688,7 @@ void guard_run_begin(struct guard_run *r, long step)
 			      &layer) &&
 	    r->prec[layer])
 		r->m->inject_overflow = layer + 1;
+	r->g.time_ns += now_ns() - t0;
 }
 
 unsigned guard_run_check(struct guard_run *r, long step, double *gn,
@@ -685,6 +700,7 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	struct guard_event ev;
 	unsigned acts;
 	float nan_ = NAN;
+	uint64_t t0;
 
 	if (guard_inject_hits(&r->inj, GUARD_FAULT_NAN_GRAD, step, recomputed,
 			      NULL) ||
@@ -710,6 +726,7 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	}
 	if (!r->g.cfg.enabled)
 		return 0;
+	t0 = now_ns();
 	if (r->agree && m->bf16) {
 		int ns = r->g.nslots;
 		double v[MODEL_MAX_L + 1];
@@ -745,6 +762,8 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	acts = guard_check(&r->g, &obs, &ev);
 	if (ev.cause != GUARD_CAUSE_NONE)
 		guard_log(stdout, &ev);
+	r->g.time_ns += now_ns() - t0;
+	r->g.checks++;
 	return acts;
 }
 

@@ -110,6 +110,8 @@ struct guard {
 	uint64_t causes[GUARD_NCAUSES];
 	uint64_t acts[GUARD_NACTS];
 	uint64_t overflows; /* bf16 outputs that overflowed */
+	/* time spent in guard_run_begin and guard_run_check, steps checked */
+	uint64_t time_ns, checks;
 };
 
 void guard_config_default(struct guard_config *c);

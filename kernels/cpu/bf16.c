@@ -29,6 +29,7 @@
 
 static uint64_t *bf16_counter;
 static int bf16_inject;
+static int bf16_portable;
 
 static uint16_t to_bf16(float x)
 {
@@ -55,11 +56,18 @@ float sigma_bf16_round(float x)
 	return from_bf16(to_bf16(x));
 }
 
+void sigma_bf16_force_portable(int on)
+{
+	bf16_portable = on != 0;
+}
+
 int sigma_bf16_native(void)
 {
 #ifdef BF16_X86
 	static int cached = -1;
 
+	if (bf16_portable)
+		return 0;
 	if (cached < 0) {
 		__builtin_cpu_init();
 		cached = __builtin_cpu_supports("avx512bf16") ? 1 : 0;

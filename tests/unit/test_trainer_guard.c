@@ -445,6 +445,24 @@ static void test_bf16_matmul(void **state)
 	assert_true(r16[0] == 0.0f);
 	assert_int_equal(ovf, 1);
 	sigma_bf16_cpu.begin(NULL, 0);
+
+	/* the portable path: the same roundings, another order of the fp32
+	 * additions (on a CPU without AVX-512 BF16 both runs take it) */
+	for (int i = 0; i < N * C; i++)
+		in[i] = (float)rng_normal(&st);
+	for (int i = 0; i < C * OC; i++)
+		w[i] = (float)(0.1 * rng_normal(&st));
+	b->matmul_forward(r32, in, w, N, C, OC, 0);
+	sigma_bf16_force_portable(1);
+	assert_int_equal(sigma_bf16_native(), 0);
+	b->matmul_forward(r16, in, w, N, C, OC, 0);
+	sigma_bf16_force_portable(0);
+	for (int i = 0; i < N * OC; i++) {
+		assert_true(sigma_bf16_round(r16[i]) == r16[i]);
+		/* at most one bf16 step apart, from the output rounding */
+		assert_true(fabs(r16[i] - r32[i]) <=
+			    0x1p-7 * fabs(r32[i]) + 1e-4);
+	}
 	free(in);
 	free(w);
 	free(r32);

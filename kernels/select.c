@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "bf16.h"
 #include "select.h"
 #include "cuda/sigma_cuda.h"
 
@@ -52,4 +53,13 @@ const struct sigma_ops *sigma_ops_select(const char *device, char *err,
 	}
 	sigma_cuda_set_precision(prec);
 	return sigma_cuda_ops();
+}
+
+const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops)
+{
+	if (ops && ops == &sigma_ops_cpu)
+		return &sigma_bf16_cpu;
+	if (ops && ops == sigma_cuda_ops())
+		return sigma_cuda_bf16();
+	return NULL;
 }

@@ -21,4 +21,12 @@
 const struct sigma_ops *sigma_ops_select(const char *device, char *err,
 					 size_t errlen);
 
+/*
+ * The bf16 forward-product table (kernels/bf16.h) that goes with ops:
+ * sigma_bf16_cpu for the CPU table, sigma_bf16_cuda for the CUDA table,
+ * NULL for anything else (NULL included).
+ */
+struct sigma_bf16;
+const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops);
+
 #endif /* SIGMA_KERNELS_SELECT_H */

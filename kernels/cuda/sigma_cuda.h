@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "ops.h"
+#include "bf16.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,21 @@ static inline const struct sigma_ops *sigma_cuda_ops(void)
 }
 
 /*
+ * The CUDA table with bf16 forward products, for the guardrails'
+ * --precision=bf16 (the semantics of sigma_bf16_cpu, kernels/bf16.h:
+ * inputs and weights rounded to bf16, fp32 accumulation, outputs rounded
+ * to bf16, non-finite outputs counted). begin() must precede each product
+ * whose overflows are to be counted; the count is read back to the host.
+ */
+extern const struct sigma_bf16 sigma_bf16_cuda;
+
+/* sigma_bf16_cuda, or NULL in a build without the CUDA path. */
+static inline const struct sigma_bf16 *sigma_cuda_bf16(void)
+{
+	return &sigma_bf16_cuda;
+}
+
+/*
  * Select the precision of later matrix products (default fp32; the
  * environment variable SIGMA_CUDA_PRECISION=fp32|bf16 sets it at init).
  * 0, or -EINVAL for an unknown value.
@@ -58,6 +74,11 @@ enum sigma_cuda_precision sigma_cuda_get_precision(void);
 int sigma_cuda_parse_precision(const char *s, enum sigma_cuda_precision *p);
 #else
 static inline const struct sigma_ops *sigma_cuda_ops(void)
+{
+	return NULL;
+}
+
+static inline const struct sigma_bf16 *sigma_cuda_bf16(void)
 {
 	return NULL;
 }

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "ops.h"
+#include "bf16.h"
 #include "select.h"
 #include "cuda/sigma_cuda.h"
 
@@ -239,6 +240,80 @@ static void test_grouped_matmul(void **state)
 		pair_free(&din);
 		pair_free(&dw);
 	}
+	ipair_free(&offs);
+}
+
+/*
+ * The guardrails' bf16 tables: CUDA against CPU (the same rounding of the
+ * inputs, products exact in fp32, outputs rounded to bf16: at most one bf16
+ * step apart), the overflow count and the injection hook.
+ */
+static void test_bf16_tables(void **state)
+{
+	const struct sigma_bf16 *cb = &sigma_bf16_cpu, *gb = sigma_cuda_bf16();
+	int N = 50, C = 40, OC = 30, G = 3;
+	struct pair in = pair_new((size_t)N * C, 1.0f);
+	struct pair w = pair_new((size_t)G * C * OC, 0.5f);
+	struct pair out = pair_new((size_t)N * OC, 1.0f);
+	struct ipair offs = ipair_new((size_t)G + 1);
+	uint64_t oc = 0, og = 0;
+
+	(void)state;
+	assert_non_null(gb);
+	for (int acc = 0; acc <= 1; acc++) {
+		cb->begin(&oc, 0);
+		cb->ops->matmul_forward(out.h, in.h, w.h, N, C, OC, acc);
+		gb->begin(&og, 0);
+		gb->ops->matmul_forward(out.d, in.d, w.d, N, C, OC, acc);
+		check(acc ? "bf16 table matmul(add)" : "bf16 table matmul",
+		      "out", &out, TOL_BF16);
+	}
+	offs.h[0] = 0;
+	offs.h[1] = 20;
+	offs.h[2] = 20;
+	offs.h[3] = N;
+	ipair_push(&offs);
+	cb->begin(&oc, 0);
+	cb->ops->grouped_matmul_forward(out.h, in.h, w.h, offs.h, G, C, OC);
+	gb->begin(&og, 0);
+	gb->ops->grouped_matmul_forward(out.d, in.d, w.d, offs.d, G, C, OC);
+	check("bf16 table grouped", "out", &out, TOL_BF16);
+	assert_int_equal(oc, 0);
+	assert_int_equal(og, 0);
+	/*
+	 * overflow: rows 0..2 of the input near the top of the range and
+	 * positive weights, so that every order of summation overflows
+	 */
+	for (int i = 0; i < 3 * C; i++)
+		in.h[i] = 3e38f;
+	for (size_t i = 0; i < w.n; i++)
+		w.h[i] = fabsf(w.h[i]);
+	gpu->from_host(in.d, in.h, sizeof(float) * in.n);
+	gpu->from_host(w.d, w.h, sizeof(float) * w.n);
+	cb->begin(&oc, 0);
+	cb->ops->matmul_forward(out.h, in.h, w.h, N, C, OC, 0);
+	gb->begin(&og, 0);
+	gb->ops->matmul_forward(out.d, in.d, w.d, N, C, OC, 0);
+	printf("cuda-vs-cpu bf16 %-24s %-6s cpu %llu cuda %llu\n",
+	       "bf16 table overflows", "count", (unsigned long long)oc,
+	       (unsigned long long)og);
+	assert_int_equal(oc, 3 * OC);
+	assert_int_equal(og, oc);
+	/* the injection hook: first output +inf, counted once */
+	oc = og = 0;
+	for (int i = 0; i < 3 * C; i++)
+		in.h[i] = 0.5f;
+	gpu->from_host(in.d, in.h, sizeof(float) * in.n);
+	gb->begin(&og, 1);
+	gb->ops->matmul_forward(out.d, in.d, w.d, N, C, OC, 0);
+	gpu->to_host(out.h, out.d, sizeof(float));
+	assert_true(isinf(out.h[0]));
+	assert_int_equal(og, 1);
+	gb->begin(NULL, 0);
+	cb->begin(NULL, 0);
+	pair_free(&in);
+	pair_free(&w);
+	pair_free(&out);
 	ipair_free(&offs);
 }
 
@@ -655,6 +730,7 @@ int main(void)
 	const struct CMUnitTest bf16[] = {
 	    cmocka_unit_test(test_matmul),
 	    cmocka_unit_test(test_grouped_matmul),
+	    cmocka_unit_test(test_bf16_tables),
 	};
 	char why[256] = "";
 	int rc;

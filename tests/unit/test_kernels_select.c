@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ops.h"
+#include "bf16.h"
 #include "select.h"
 #include "cuda/sigma_cuda.h"
 
@@ -30,10 +31,25 @@ static void test_cpu(void **state)
 	assert_string_equal(err, "untouched");
 }
 
+static void test_bf16(void **state)
+{
+	(void)state;
+	assert_ptr_equal(sigma_bf16_select(&sigma_ops_cpu), &sigma_bf16_cpu);
+	assert_null(sigma_bf16_select(NULL));
+	if (sigma_cuda_ops()) {
+		assert_non_null(sigma_cuda_bf16());
+		assert_ptr_equal(sigma_bf16_select(sigma_cuda_ops()),
+				 sigma_cuda_bf16());
+		assert_string_equal(sigma_cuda_bf16()->ops->name, "cuda-bf16");
+	} else {
+		assert_null(sigma_cuda_bf16());
+	}
+}
+
 static void test_unknown(void **state)
 {
-	static const char *const bad[] = { "gpu", "cudax", "CUDA", "",
-					   "cpu:bf16", "rocm" };
+	static const char *const bad[] = {"gpu", "cudax",    "CUDA",
+					  "",	 "cpu:bf16", "rocm"};
 	char err[256];
 
 	(void)state;
@@ -84,9 +100,10 @@ static void test_cuda(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cpu),
-		cmocka_unit_test(test_unknown),
-		cmocka_unit_test(test_cuda),
+	    cmocka_unit_test(test_cpu),
+	    cmocka_unit_test(test_bf16),
+	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_cuda),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

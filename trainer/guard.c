@@ -18,7 +18,7 @@
 void guard_config_default(struct guard_config *c)
 {
 	*c = (struct guard_config){ .enabled = true, .window = 50,
-				    .min_samples = 10, .loss_z = 6.0,
+				    .min_samples = 20, .loss_z = 6.0,
 				    .gnorm_z = 6.0, .rel_floor = 0.02,
 				    .collapse = 0.8, .fp32_steps = 50,
 				    .lr_steps = 50, .lr_factor = 0.5,

@@ -30,7 +30,7 @@
 struct guard_config {
 	bool enabled;
 	int window; /* running window of the z-scores and collapse (50) */
-	int min_samples; /* accepted steps before spikes are judged (10) */
+	int min_samples; /* accepted steps before spikes are judged (20) */
 	double loss_z; /* loss spike threshold, in standard deviations (6) */
 	double gnorm_z; /* gradient-norm spike threshold (6) */
 	double rel_floor; /* sd of the logarithms is at least this (0.02) */

@@ -226,7 +226,7 @@ static void test_spikes_roll_back(void **state)
 	assert_true(out_has("rollbacks 1, data steps skipped 3"));
 
 	/* no checkpoint to return to: repeated trouble ends as diverged */
-	assert_int_equal(run("SIGMA_GUARD_INJECT=spike@12-14 " RUN, prog), 70);
+	assert_int_equal(run("SIGMA_GUARD_INJECT=spike@26-28 " RUN, prog), 70);
 	assert_true(out_has("no checkpoint directory to roll back to"));
 }
 

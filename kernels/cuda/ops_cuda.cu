@@ -143,11 +143,57 @@ extern "C" enum sigma_cuda_precision sigma_cuda_get_precision(void)
 	return cuda_precision;
 }
 
+/* a non-negative decimal below limit, or -1 */
+static long cuda_env_index(const char *name, long limit)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v >= limit)
+		return -2;
+	return v;
+}
+
+/*
+ * The device of this process among the n visible: SIGMA_CUDA_DEVICE when
+ * set; else, with several visible, the node-local rank (SLURM_LOCALID,
+ * LOCAL_RANK) modulo n, so that the tasks of a node spread over its GPUs
+ * when Slurm did not bind them (with --gpus-per-task each sees one); else
+ * 0. -1 for a SIGMA_CUDA_DEVICE out of range.
+ */
+static int cuda_pick_device(int n)
+{
+	long v = cuda_env_index("SIGMA_CUDA_DEVICE", n);
+
+	if (v == -2) {
+		fprintf(
+		    stderr,
+		    "sigma-cuda: SIGMA_CUDA_DEVICE=%s: expected 0..%d (visible devices)\n",
+		    getenv("SIGMA_CUDA_DEVICE"), n - 1);
+		return -1;
+	}
+	if (v >= 0)
+		return (int)v;
+	if (n > 1) {
+		v = cuda_env_index("SLURM_LOCALID", 1L << 20);
+		if (v < 0)
+			v = cuda_env_index("LOCAL_RANK", 1L << 20);
+		if (v >= 0)
+			return (int)(v % n);
+	}
+	return 0;
+}
+
 static int cuda_init(int threads)
 {
 	const char *env = getenv("SIGMA_CUDA_PRECISION");
 	enum sigma_cuda_precision p;
-	int n = 0;
+	int n = 0, dev;
 
 	if (threads < 0)
 		return -EINVAL;
@@ -167,7 +213,10 @@ static int cuda_init(int threads)
 		(void)cudaGetLastError();
 		return -ENODEV;
 	}
-	if (cudaSetDevice(0) != cudaSuccess) {
+	dev = cuda_pick_device(n);
+	if (dev < 0)
+		return -EINVAL;
+	if (cudaSetDevice(dev) != cudaSuccess) {
 		(void)cudaGetLastError();
 		return -ENODEV;
 	}

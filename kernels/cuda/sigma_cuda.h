@@ -38,7 +38,9 @@ int sigma_cuda_device_count(char *why, unsigned long whylen);
 /*
  * The CUDA op table (kernels/cuda/ops_cuda.cu): device memory, cuBLAS for
  * the matrix products, CUDA C kernels for the rest. Call its init before
- * any other op; init uses the first visible device (CUDA_VISIBLE_DEVICES).
+ * any other op. init picks one of the visible devices: SIGMA_CUDA_DEVICE,
+ * else the node-local rank (SLURM_LOCALID, LOCAL_RANK) modulo their number,
+ * else the first.
  */
 extern const struct sigma_ops sigma_ops_cuda;
 

@@ -26,6 +26,7 @@
 #define CTL_PROBE_TIMEOUT_S 300
 #define CTL_MAX_TRIES	    64
 #define CTL_STEP_RETRIES    20 /* failed Slurm calls before a step gives up */
+#define CTL_FAILED_END_S    300 /* an ended job's node may be drained this late */
 
 struct ctl_rec {
 	uint32_t job, uid;
@@ -149,14 +150,29 @@ static void ev_from_rec(struct evlog_event *ev, const char *type,
 	sigma_strlcpy(ev->node, r->bad, sizeof(ev->node));
 }
 
+/*
+ * Records fall in three classes that may share an attempt number: a
+ * recovery (requeue, checkpoint, drain only) names the attempt the job
+ * restarts as, a give-up names the attempt that failed, a watch collects
+ * warned nodes of the running attempt.
+ */
+enum rec_class { REC_RECOVERY = 0, REC_WATCH, REC_GIVE_UP };
+
+static enum rec_class rec_class_of(int verdict)
+{
+	if (verdict == POLICY_WATCH)
+		return REC_WATCH;
+	return verdict == POLICY_GIVE_UP ? REC_GIVE_UP : REC_RECOVERY;
+}
+
 static struct ctl_rec *rec_find(struct ctl *c, uint32_t job, int attempt,
-				bool watch)
+				enum rec_class cls)
 {
 	for (size_t i = 0; i < c->nrecs; i++) {
 		struct ctl_rec *r = &c->recs[i];
 
 		if (r->job == job && r->attempt == attempt &&
-		    (r->verdict == POLICY_WATCH) == watch)
+		    rec_class_of(r->verdict) == cls)
 			return r;
 	}
 	return NULL;
@@ -196,7 +212,7 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 
 		if (v < 0)
 			return 0;
-		r = rec_find(c, ev->job, ev->attempt, v == POLICY_WATCH);
+		r = rec_find(c, ev->job, ev->attempt, rec_class_of(v));
 		if (!r && !(r = rec_new(c)))
 			return -ENOMEM;
 		r->job = ev->job;
@@ -224,7 +240,10 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		list_del(c->added, ev->node);
 		return 0;
 	}
-	r = rec_find(c, ev->job, ev->attempt, false);
+	r = rec_find(c, ev->job, ev->attempt,
+		     strcmp(ev->type, "give_up") ? REC_RECOVERY : REC_GIVE_UP);
+	if (!r && !strcmp(ev->type, "complete"))
+		r = rec_find(c, ev->job, ev->attempt, REC_GIVE_UP);
 	if (!r)
 		return 0;
 	if (!strcmp(ev->type, "signal")) {
@@ -567,11 +586,11 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		int R = job->restart_cnt;
 
 		if (job->state == CTL_J_RUNNING) {
-			if (rec_find(c, job->id, R + 2, false) ||
-			    rec_find(c, job->id, R + 1, false))
+			if (rec_find(c, job->id, R + 2, REC_RECOVERY) ||
+			    rec_find(c, job->id, R + 1, REC_GIVE_UP))
 				continue; /* handled, or given up at this
 					     attempt */
-			watch = rec_find(c, job->id, R + 2, true);
+			watch = rec_find(c, job->id, R + 2, REC_WATCH);
 			for (size_t k = 0; k < job->nnodes; k++) {
 				const struct ctl_node *n =
 				    &v->nodes[job->nodes[k]];
@@ -603,16 +622,29 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		}
 		/*
 		 * Slurm requeued it after a node failure: take over from there.
-		 * Or it ended NODE_FAIL and Slurm will not requeue it: do.
+		 * Or it ended NODE_FAIL and Slurm will not requeue it: do. Or
+		 * its script failed with the trainer's "requeue me" codes (76:
+		 * a peer rank died, 79: the trouble follows the hardware) and
+		 * one of its nodes is now drained as failing: the probe (job
+		 * epilog or health check) often drains the node a few seconds
+		 * after the step ended, so an ended job is watched for
+		 * CTL_FAILED_END_S.
 		 */
-		bool slurm_requeued = job->state == CTL_J_PENDING && R >= 1 &&
-				      job->begin_time > v->now + 1 &&
-				      !rec_find(c, job->id, R + 1, false);
-		bool node_failed_end = job->state == CTL_J_ENDED &&
-				       job->node_fail &&
-				       !rec_find(c, job->id, R + 2, false) &&
-				       !rec_find(c, job->id, R + 1, false);
+		bool decided = rec_find(c, job->id, R + 2, REC_RECOVERY) ||
+			       rec_find(c, job->id, R + 1, REC_GIVE_UP);
+		bool slurm_requeued =
+		    job->state == CTL_J_PENDING && R >= 1 &&
+		    job->begin_time > v->now + 1 &&
+		    !rec_find(c, job->id, R + 1, REC_RECOVERY) &&
+		    !rec_find(c, job->id, R, REC_GIVE_UP);
+		bool node_failed_end =
+		    job->state == CTL_J_ENDED && job->node_fail && !decided;
+		bool script_failed_end =
+		    job->state == CTL_J_ENDED && job->failed && !decided &&
+		    (job->exit_code == 76 || job->exit_code == 79) &&
+		    v->now - job->end_time <= CTL_FAILED_END_S;
 
+		node_failed_end = node_failed_end || script_failed_end;
 		if (slurm_requeued || node_failed_end) {
 			char tmp[CTL_LIST_MAX], *save = NULL, *tok;
 
@@ -784,14 +816,15 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 			 const struct ctl_job *job)
 {
-	char account[512], comment[CTL_COMMENT_MAX], marker[48];
+	char account[512], comment[CTL_COMMENT_MAX];
 	struct sigmad_jobopts opts;
 	struct evlog_event ev;
 
 	sigmad_jobopts_parse(job ? job->comment : NULL, &opts, NULL);
 	ctl_account(r, opts.max_restarts, account, sizeof(account));
-	snprintf(marker, sizeof(marker), "sigma: attempt %d:", r->attempt);
-	if (job && !strstr(job->comment, marker)) {
+	/* the whole account: a give-up and the recovery before it may name
+	 * the same attempt */
+	if (job && !strstr(job->comment, account)) {
 		/* keep the plugin's sigma[...] block first; append our account
 		 */
 		if (sigma_snprintf(comment, sizeof(comment), "%s %s",

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,6 +196,11 @@ static int load_jobs(struct ctl_view *v)
 			       : CTL_J_ENDED;
 		c->completing = (j->job_state & JOB_COMPLETING) != 0;
 		c->node_fail = base == JOB_NODE_FAIL;
+		c->failed = base == JOB_FAILED;
+		c->exit_code = WIFEXITED(j->exit_code)
+				   ? (int)WEXITSTATUS(j->exit_code)
+				   : -1;
+		c->end_time = (int64_t)j->end_time;
 		c->restart_cnt = j->restart_cnt;
 		/* a pending job's earliest start: its begin time shows here */
 		c->begin_time = (int64_t)(j->eligible_time > j->start_time

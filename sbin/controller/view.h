@@ -45,6 +45,9 @@ struct ctl_job {
 	int state;
 	bool completing;
 	bool node_fail; /* ended NODE_FAIL */
+	bool failed;	/* ended FAILED (non-zero exit of the batch script) */
+	int exit_code;	/* the batch script's exit status (ended jobs) */
+	int64_t end_time;
 	int restart_cnt;
 	int64_t begin_time;
 	char comment[CTL_COMMENT_MAX];

@@ -643,9 +643,17 @@ int guard_run_init(struct guard_run *r, const struct guard_config *c,
 		guard_run_free(r);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
+	/* the caller may have chosen the device's table (sigma_bf16_select) */
+	if (!m->bf16 && m->ops == &sigma_ops_cpu)
+		m->bf16 = &sigma_bf16_cpu;
+	if (bf16 && !m->bf16) {
+		guard_run_free(r);
+		return sigma_set_err(err, len, EINVAL,
+				     "--precision bf16: the %s kernels have no bf16 products",
+				     m->ops->name);
+	}
 	for (int l = 0; l < ns; l++)
 		r->prec[l] = bf16;
-	m->bf16 = bf16 ? &sigma_bf16_cpu : NULL;
 	m->prec = r->prec;
 	m->overflow = r->overflow;
 	return 0;
@@ -654,7 +662,6 @@ int guard_run_init(struct guard_run *r, const struct guard_config *c,
 void guard_run_free(struct guard_run *r)
 {
 	if (r->m) {
-		r->m->bf16 = NULL;
 		r->m->prec = NULL;
 		r->m->overflow = NULL;
 	}
@@ -727,7 +734,7 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	if (!r->g.cfg.enabled)
 		return 0;
 	t0 = now_ns();
-	if (r->agree && m->bf16) {
+	if (r->agree && r->g.bf16) {
 		int ns = r->g.nslots;
 		double v[MODEL_MAX_L + 1];
 
@@ -744,7 +751,7 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	}
 	obs.loss = m->loss;
 	obs.gnorm = *gn;
-	obs.overflow = m->bf16 ? r->overflow : NULL;
+	obs.overflow = r->g.bf16 ? r->overflow : NULL;
 	if (m->cfg.E > m->cfg.K) {
 		int E = m->cfg.E, *cnt = malloc(sizeof(int) * E);
 

@@ -263,8 +263,10 @@ struct guard_run {
 };
 
 /*
- * Attach to m: bf16 tables when bf16, the fault injection of
- * SIGMA_GUARD_INJECT. 0, -EINVAL (bad SIGMA_GUARD_INJECT) or -ENOMEM.
+ * Attach to m: its layers run bf16 when bf16, through m->bf16 if the
+ * caller set it (sigma_bf16_select for the device), else sigma_bf16_cpu
+ * for the CPU table; the fault injection of SIGMA_GUARD_INJECT. 0,
+ * -EINVAL (bad SIGMA_GUARD_INJECT, no bf16 table) or -ENOMEM.
  */
 int guard_run_init(struct guard_run *r, const struct guard_config *c,
 		   bool bf16, struct model *m, char *err, size_t len);

@@ -27,6 +27,19 @@ enum sigma_cuda_precision {
 	SIGMA_CUDA_BF16 = 1,
 };
 
+/*
+ * The CUDA path's attention:
+ *   SIGMA_CUDA_ATT_FUSED   the fused memory-efficient kernels (attention.cu):
+ *                          fp32 on the CUDA cores, no T x T working set
+ *   SIGMA_CUDA_ATT_CUBLAS  the CPU algorithm with cuBLAS batched products
+ *                          (tensor cores, the matmul precision) over the
+ *                          T x T att and scratch buffers of ops.h
+ */
+enum sigma_cuda_attention {
+	SIGMA_CUDA_ATT_FUSED = 0,
+	SIGMA_CUDA_ATT_CUBLAS = 1,
+};
+
 #ifdef HAVE_CUDA
 /*
  * Number of CUDA devices, 0 when there is no driver or no device (never an
@@ -72,6 +85,12 @@ static inline const struct sigma_bf16 *sigma_cuda_bf16(void)
  */
 int sigma_cuda_set_precision(enum sigma_cuda_precision p);
 enum sigma_cuda_precision sigma_cuda_get_precision(void);
+/*
+ * Select the attention kernels (default fused; the environment variable
+ * SIGMA_CUDA_ATTENTION=fused|cublas sets it at init). 0 or -EINVAL.
+ */
+int sigma_cuda_set_attention(enum sigma_cuda_attention a);
+enum sigma_cuda_attention sigma_cuda_get_attention(void);
 /* Parse "fp32" or "bf16"; 0 or -EINVAL. */
 int sigma_cuda_parse_precision(const char *s, enum sigma_cuda_precision *p);
 #else
@@ -94,6 +113,17 @@ static inline int sigma_cuda_set_precision(enum sigma_cuda_precision p)
 static inline enum sigma_cuda_precision sigma_cuda_get_precision(void)
 {
 	return SIGMA_CUDA_FP32;
+}
+
+static inline int sigma_cuda_set_attention(enum sigma_cuda_attention a)
+{
+	(void)a;
+	return -ENOSYS;
+}
+
+static inline enum sigma_cuda_attention sigma_cuda_get_attention(void)
+{
+	return SIGMA_CUDA_ATT_FUSED;
 }
 
 static inline int sigma_cuda_parse_precision(const char *s,

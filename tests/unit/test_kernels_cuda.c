@@ -31,6 +31,8 @@
 #define TOL_FP32 2e-5
 /* bf16 inputs (8-bit mantissa) to the matrix products, fp32 accumulation */
 #define TOL_BF16 1e-2
+/* attention through cuBLAS in bf16: two products in a chain */
+#define TOL_BF16_ATT 3e-2
 
 static const struct sigma_ops *cpu = &sigma_ops_cpu;
 static const struct sigma_ops *gpu;
@@ -397,7 +399,7 @@ static void test_rope(void **state)
 /* ---- attention ------------------------------------------------------------
  */
 
-static void attention_case(int B, int T, int H, int Dh)
+static void attention_case(int B, int T, int H, int Dh, double tol)
 {
 	size_t n = (size_t)B * T * H * Dh, nt = (size_t)B * H * T * T;
 	struct pair q = pair_new(n, 1.0f), k = pair_new(n, 1.0f);
@@ -407,18 +409,21 @@ static void attention_case(int B, int T, int H, int Dh)
 	struct pair dv = pair_new(n, 0.0f), scr = pair_new(nt, 0.0f);
 	char name[64];
 
-	snprintf(name, sizeof(name), "attention T%d Dh%d", T, Dh);
+	snprintf(name, sizeof(name), "attention(%s) T%d Dh%d",
+		 sigma_cuda_get_attention() == SIGMA_CUDA_ATT_CUBLAS ? "cublas"
+								     : "fused",
+		 T, Dh);
 	cpu->attention_forward(out.h, att.h, q.h, k.h, v.h, B, T, H, Dh);
 	gpu->attention_forward(out.d, att.d, q.d, k.d, v.d, B, T, H, Dh);
-	check(name, "out", &out, TOL_FP32);
-	check(name, "att", &att, TOL_FP32);
+	check(name, "out", &out, tol);
+	check(name, "att", &att, tol);
 	cpu->attention_backward(dq.h, dk.h, dv.h, scr.h, dout.h, q.h, k.h, v.h,
 				att.h, B, T, H, Dh);
 	gpu->attention_backward(dq.d, dk.d, dv.d, scr.d, dout.d, q.d, k.d, v.d,
 				att.d, B, T, H, Dh);
-	check(name, "dq", &dq, TOL_FP32);
-	check(name, "dk", &dk, TOL_FP32);
-	check(name, "dv", &dv, TOL_FP32);
+	check(name, "dq", &dq, tol);
+	check(name, "dk", &dk, tol);
+	check(name, "dv", &dv, tol);
 	pair_free(&q);
 	pair_free(&k);
 	pair_free(&v);
@@ -433,11 +438,25 @@ static void attention_case(int B, int T, int H, int Dh)
 
 static void test_attention(void **state)
 {
+	static const enum sigma_cuda_attention modes[] = {
+	    SIGMA_CUDA_ATT_FUSED, SIGMA_CUDA_ATT_CUBLAS};
+
 	(void)state;
-	attention_case(2, 70, 3, 32);  /* several tiles, a partial one */
-	attention_case(1, 33, 2, 80);  /* Dh not a multiple of 32 */
-	attention_case(1, 1, 1, 8);    /* one position */
-	attention_case(1, 40, 1, 256); /* the largest head dimension */
+	for (int m = 0; m < 2; m++) {
+		/* fused: fp32 always; cublas: the products' precision */
+		double tol =
+		    modes[m] == SIGMA_CUDA_ATT_CUBLAS && tol_mm > TOL_FP32
+			? TOL_BF16_ATT
+			: TOL_FP32;
+
+		assert_int_equal(sigma_cuda_set_attention(modes[m]), 0);
+		attention_case(2, 70, 3, 32,
+			       tol); /* several tiles, a partial */
+		attention_case(1, 33, 2, 80, tol); /* Dh not a multiple of 32 */
+		attention_case(1, 1, 1, 8, tol);   /* one position */
+		attention_case(1, 40, 1, 256, tol); /* the largest Dh */
+	}
+	sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED);
 }
 
 /* ---- mixture of experts ----------------------------------------------------
@@ -731,6 +750,7 @@ int main(void)
 	    cmocka_unit_test(test_matmul),
 	    cmocka_unit_test(test_grouped_matmul),
 	    cmocka_unit_test(test_bf16_tables),
+	    cmocka_unit_test(test_attention),
 	};
 	char why[256] = "";
 	int rc;

@@ -70,7 +70,8 @@ int sigma_bf16_native(void)
 		return 0;
 	if (cached < 0) {
 		__builtin_cpu_init();
-		cached = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
+		cached = __builtin_cpu_supports("avx512bf16") &&
+				 __builtin_cpu_supports("avx512vl");
 	}
 	return cached;
 #else
@@ -153,7 +154,7 @@ static uint64_t emulated(float *out, const float *in, const float *w, int N,
 /* ---- AVX-512 BF16 -------------------------------------------------------- */
 
 #ifdef BF16_X86
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 /* one output row: acc[j] = sum_p a2[p] . wp[p][j] (pairs), 16 at a time */
 BF16_TARGET static void row_avx(float *acc, const uint32_t *a2,
@@ -202,6 +203,123 @@ BF16_TARGET static void row_avx(float *acc, const uint32_t *a2,
 	}
 }
 
+/*
+ * Four output rows at once: each weight vector loaded serves four rows
+ * and each broadcast input pair four column blocks (16 accumulators).
+ */
+BF16_TARGET static void rows4_avx(float *acc, const uint32_t *a2,
+				  const uint16_t *wp, int C2, int OC)
+{
+	int j = 0;
+
+	for (; j + 64 <= OC; j += 64) {
+		__m512 s[4][4];
+
+		for (int r = 0; r < 4; r++)
+			for (int q = 0; q < 4; q++)
+				s[r][q] = _mm512_setzero_ps();
+		for (int p = 0; p < C2; p++) {
+			const uint16_t *b = wp + ((size_t)p * OC + j) * 2;
+			__m512i w0 = _mm512_loadu_si512(b);
+			__m512i w1 = _mm512_loadu_si512(b + 32);
+			__m512i w2 = _mm512_loadu_si512(b + 64);
+			__m512i w3 = _mm512_loadu_si512(b + 96);
+
+			for (int r = 0; r < 4; r++) {
+				__m512i a = _mm512_set1_epi32(
+					(int)a2[(size_t)r * C2 + p]);
+
+				s[r][0] = _mm512_dpbf16_ps(s[r][0], (__m512bh)a,
+							   (__m512bh)w0);
+				s[r][1] = _mm512_dpbf16_ps(s[r][1], (__m512bh)a,
+							   (__m512bh)w1);
+				s[r][2] = _mm512_dpbf16_ps(s[r][2], (__m512bh)a,
+							   (__m512bh)w2);
+				s[r][3] = _mm512_dpbf16_ps(s[r][3], (__m512bh)a,
+							   (__m512bh)w3);
+			}
+		}
+		for (int r = 0; r < 4; r++)
+			for (int q = 0; q < 4; q++)
+				_mm512_storeu_ps(acc + (size_t)r * OC + j + 16 * q,
+						 s[r][q]);
+	}
+	for (; j < OC; j += 16) {
+		int rem = OC - j < 16 ? OC - j : 16;
+		__mmask16 m16 = (__mmask16)((1u << rem) - 1u);
+		__mmask32 m32 = (__mmask32)(rem == 16 ? 0xffffffffu
+						      : (1u << (2 * rem)) - 1u);
+		__m512 s[4];
+
+		for (int r = 0; r < 4; r++)
+			s[r] = _mm512_setzero_ps();
+		for (int p = 0; p < C2; p++) {
+			__m512i b = _mm512_maskz_loadu_epi16(
+				m32, wp + ((size_t)p * OC + j) * 2);
+
+			for (int r = 0; r < 4; r++) {
+				__m512i a = _mm512_set1_epi32(
+					(int)a2[(size_t)r * C2 + p]);
+
+				s[r] = _mm512_dpbf16_ps(s[r], (__m512bh)a,
+							(__m512bh)b);
+			}
+		}
+		for (int r = 0; r < 4; r++)
+			_mm512_mask_storeu_ps(acc + (size_t)r * OC + j, m16,
+					      s[r]);
+	}
+}
+
+/*
+ * Input row x[C] as bf16 pairs a2[C2]: the row in bf16, zero-padded to
+ * even length. VCVTNEPS2BF16 rounds to nearest even like to_bf16 (and
+ * treats denormals as zero).
+ */
+BF16_TARGET static void pack_row(uint32_t *a2, const float *x, int C, int C2)
+{
+	uint16_t *h = (uint16_t *)a2;
+	int k = 0;
+
+	for (; k < C; k += 16) {
+		int rem = C - k < 16 ? C - k : 16;
+		__mmask16 m = (__mmask16)((1u << rem) - 1u);
+		__m512 v = _mm512_maskz_loadu_ps(m, x + k);
+		__m256bh b = _mm512_cvtneps_pbh(v);
+
+		_mm256_mask_storeu_epi16(h + k, m, (__m256i)b);
+	}
+	if (C & 1)
+		h[C] = 0;
+	(void)C2;
+}
+
+/* finish_row with AVX-512: round, count the non-finite, write or add */
+BF16_TARGET static uint64_t finish_row_avx(float *out, const float *r,
+					   int OC, int accumulate)
+{
+	const __m512i expo = _mm512_set1_epi32(0x7f800000);
+	uint64_t bad = 0;
+
+	for (int j = 0; j < OC; j += 16) {
+		int rem = OC - j < 16 ? OC - j : 16;
+		__mmask16 m = (__mmask16)((1u << rem) - 1u);
+		__m512 v = _mm512_maskz_loadu_ps(m, r + j);
+		__m256bh b = _mm512_cvtneps_pbh(v);
+		__m512i u = _mm512_slli_epi32(
+			_mm512_cvtepu16_epi32((__m256i)b), 16);
+		__m512 y = _mm512_castsi512_ps(u);
+		__mmask16 inf = _mm512_mask_cmpeq_epi32_mask(
+			m, _mm512_and_si512(u, expo), expo);
+
+		bad += (uint64_t)__builtin_popcount((unsigned)inf);
+		if (accumulate)
+			y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, out + j));
+		_mm512_mask_storeu_ps(out + j, m, y);
+	}
+	return bad;
+}
+
 static uint64_t native(float *out, const float *in, const float *w, int N,
 		       int C, int OC, int accumulate)
 {
@@ -223,25 +341,31 @@ static uint64_t native(float *out, const float *in, const float *w, int N,
 	}
 #pragma omp parallel reduction(+ : bad)
 	{
-		uint32_t *a2 = malloc(sizeof(uint32_t) * (size_t)C2 + 64);
-		float *acc = malloc(sizeof(float) * (size_t)OC + 64);
+		uint32_t *a2 = malloc(sizeof(uint32_t) * 4 * (size_t)C2 + 64);
+		float *acc = malloc(sizeof(float) * 4 * (size_t)OC + 64);
+		int NB = (N + 3) / 4;
 
 		if (!a2 || !acc)
 			abort();
+		/* blocks of four rows; the last block may be shorter */
 #pragma omp for schedule(static)
-		for (int n = 0; n < N; n++) {
-			const float *x = in + (size_t)n * C;
+		for (int nb = 0; nb < NB; nb++) {
+			int n0 = 4 * nb, rows = N - n0 < 4 ? N - n0 : 4;
 
-			for (int p = 0; p < C2; p++) {
-				uint32_t lo = to_bf16(x[2 * p]);
-				uint32_t hi = 2 * p + 1 < C ? to_bf16(x[2 * p + 1])
-							    : 0;
-
-				a2[p] = lo | hi << 16;
+			for (int r = 0; r < rows; r++)
+				pack_row(a2 + (size_t)r * C2,
+					 in + (size_t)(n0 + r) * C, C, C2);
+			if (rows == 4) {
+				rows4_avx(acc, a2, wp, C2, OC);
+			} else {
+				for (int r = 0; r < rows; r++)
+					row_avx(acc + (size_t)r * OC,
+						a2 + (size_t)r * C2, wp, C2, OC);
 			}
-			row_avx(acc, a2, wp, C2, OC);
-			bad += finish_row(out + (size_t)n * OC, acc, OC,
-					  accumulate);
+			for (int r = 0; r < rows; r++)
+				bad += finish_row_avx(out + (size_t)(n0 + r) * OC,
+						      acc + (size_t)r * OC, OC,
+						      accumulate);
 		}
 		free(a2);
 		free(acc);

@@ -163,7 +163,7 @@ static bool same_bits(double a, double b)
 unsigned guard_check(struct guard *g, const struct guard_obs *o,
 		     struct guard_event *ev)
 {
-	bool finite = isfinite(o->loss) && isfinite(o->gnorm);
+	bool finite = isfinite(o->loss) && isfinite(o->gnorm), pos;
 	uint64_t ovf = 0;
 	int ovf_layer = -1;
 	double zl, zg;
@@ -207,10 +207,11 @@ unsigned guard_check(struct guard *g, const struct guard_obs *o,
 		return ev->actions;
 	}
 
-	/* both are heavy-tailed and positive: judged on their logarithm */
-	finite = finite && o->loss > 0 && o->gnorm > 0;
-	zl = finite ? zscore(g, &g->loss, log(o->loss)) : NAN;
-	zg = finite ? zscore(g, &g->gnorm, log(o->gnorm)) : NAN;
+	/* both are heavy-tailed and positive: judged on their logarithm (a
+	 * zero, as of a model that fits perfectly, is no spike) */
+	pos = finite && o->loss > 0 && o->gnorm > 0;
+	zl = pos ? zscore(g, &g->loss, log(o->loss)) : NAN;
+	zg = pos ? zscore(g, &g->gnorm, log(o->gnorm)) : NAN;
 	if (!finite || zl > g->cfg.loss_z || zg > g->cfg.gnorm_z) {
 		if (!finite) {
 			ev->cause = GUARD_CAUSE_NONFINITE;
@@ -244,8 +245,10 @@ unsigned guard_check(struct guard *g, const struct guard_obs *o,
 	}
 
 	/* an accepted step feeds the windows */
-	ring_push(&g->loss, g->cfg.window, log(o->loss));
-	ring_push(&g->gnorm, g->cfg.window, log(o->gnorm));
+	if (pos) {
+		ring_push(&g->loss, g->cfg.window, log(o->loss));
+		ring_push(&g->gnorm, g->cfg.window, log(o->gnorm));
+	}
 	if (isfinite(o->imbalance)) {
 		double mean, sd;
 

@@ -112,6 +112,9 @@ static void test_spikes_caught(void **state)
 	assert_true(a & GUARD_ACT_SKIP);
 	/* the spikes did not enter the window: normal steps stay normal */
 	feed_normal(103, 140);
+	/* a zero gradient norm is no fault */
+	assert_int_equal(step(141, 2.5, 0.0, &ev), 0);
+	assert_int_equal(ev.cause, GUARD_CAUSE_NONE);
 }
 
 static void test_nonfinite_and_hardware(void **state)

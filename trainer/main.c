@@ -29,6 +29,7 @@
 #include "guard.h"
 #include "model.h"
 #include "rng.h"
+#include "select.h"
 
 struct train_opts {
 	struct model_config model;
@@ -51,6 +52,7 @@ struct train_opts {
 	bool vocab_set;
 	struct guard_config guard; /* --guard*, guard.h */
 	bool bf16; /* --precision bf16 */
+	char device[32]; /* --device: cpu (empty), cuda, cuda:fp32, cuda:bf16 */
 	int dp, ep, pp; /* layout; dp 0: the job size */
 	double bucket_mb; /* gradient all-reduce bucket */
 };
@@ -92,6 +94,7 @@ static void usage(FILE *f)
 		"  --weight-decay W      (default 0.1)  --clip C  (default 1.0, 0: off)\n"
 		"  --seed S              weights and batch order (default 1)\n"
 		"  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all)\n"
+		"  --device NAME         cpu (default), cuda, cuda:fp32, cuda:bf16 (docs/cuda.md)\n"
 		"Parallel (one process per rank under srun --mpi=pmix):\n"
 		"  --dp N                data-parallel ranks (default: all ranks); the\n"
 		"                        global --batch is split evenly over them\n"
@@ -276,7 +279,7 @@ enum {
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
 	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
-	OPT_DP, OPT_EP, OPT_PP, OPT_BUCKET,
+	OPT_DP, OPT_EP, OPT_PP, OPT_BUCKET, OPT_DEVICE,
 };
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
@@ -341,6 +344,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "eval-batches", required_argument, NULL, OPT_EVALB },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "stop-at", required_argument, NULL, OPT_STOP_AT },
+		{ "device", required_argument, NULL, OPT_DEVICE },
 		{ "dp", required_argument, NULL, OPT_DP },
 		{ "ep", required_argument, NULL, OPT_EP },
 		{ "pp", required_argument, NULL, OPT_PP },
@@ -471,6 +475,13 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			if (parse_int("--ckpt-every", optarg, 0, 99999999, &v))
 				return -EINVAL;
 			o->ckpt_every = v;
+			break;
+		case OPT_DEVICE:
+			if (sigma_strlcpy(o->device, optarg, sizeof(o->device)) >=
+			    sizeof(o->device)) {
+				sigma_error("--device %s: name too long", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_STOP_AT:
 			if (parse_int("--stop-at", optarg, 1, 99999999, &v))
@@ -671,6 +682,7 @@ static int train(struct train_opts *o, struct dist *d)
 {
 	struct data_file train_df, val_df;
 	struct model *m = NULL;
+	const struct sigma_ops *ops;
 	struct ckpt_state st = { 0 };
 	struct sigaction sa;
 	char err[1024];
@@ -722,15 +734,35 @@ static int train(struct train_opts *o, struct dist *d)
 		goto out;
 	}
 	B = o->batch / d->lp.dp; /* dist_init checked it divides */
-	rc = sigma_ops_cpu.init(o->threads);
-	if (rc == 0)
-		rc = model_create(&m, &o->model, B, &sigma_ops_cpu, err,
-				  sizeof(err));
+	ops = sigma_ops_select(*o->device ? o->device : "cpu", err,
+			       sizeof(err));
+	if (!ops) {
+		sigma_error("--device: %s", err);
+		code = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	if (ops != &sigma_ops_cpu && d->size > 1) {
+		/* dist.c exchanges gradients in host memory */
+		sigma_error("--device %s: one process only for now (%d in this job)",
+			    o->device, d->size);
+		code = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	rc = ops->init(o->threads);
+	if (rc) {
+		sigma_error("--device %s: cannot initialise the %s kernels: %s",
+			    *o->device ? o->device : "cpu", ops->name,
+			    strerror(-rc));
+		code = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	rc = model_create(&m, &o->model, B, ops, err, sizeof(err));
 	if (rc) {
 		sigma_error("model: %s", err);
 		code = rc == -ENOMEM ? TRAIN_EXIT_OSERR : TRAIN_EXIT_USAGE;
 		goto out;
 	}
+	m->bf16 = sigma_bf16_select(ops); /* for --precision bf16 */
 	model_init_weights(m, o->seed);
 	dist_attach(d, m);
 	st.seed = o->seed;

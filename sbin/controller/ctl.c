@@ -358,13 +358,32 @@ static bool ctl_in_open_rec(const struct ctl *c, const char *node)
 	return false;
 }
 
-/* The reservation's healthy nodes, as a comma list. */
+/*
+ * Node i runs a sigma job that is running. The node and job lists are
+ * loaded one after the other, so a node may still look idle while the job
+ * that was just given it already runs: such a node is no spare.
+ */
+static bool ctl_node_in_job(const struct ctl_view *v, size_t i)
+{
+	for (size_t j = 0; j < v->njobs; j++) {
+		const struct ctl_job *job = &v->jobs[j];
+
+		if (job->state != CTL_J_RUNNING)
+			continue;
+		for (size_t k = 0; k < job->nnodes; k++)
+			if (job->nodes[k] >= 0 && (size_t)job->nodes[k] == i)
+				return true;
+	}
+	return false;
+}
+
+/* The reservation's healthy nodes that run no job, as a comma list. */
 static void ctl_pool_now(const struct ctl_view *v, char *out, size_t size)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < v->nnodes; i++)
 		if ((v->nodes[i].flags & CTL_N_RESERVED) &&
-		    node_healthy(&v->nodes[i]))
+		    node_healthy(&v->nodes[i]) && !ctl_node_in_job(v, i))
 			list_add(out, size, v->nodes[i].name);
 }
 
@@ -415,7 +434,8 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 			continue;
 		n = &v->nodes[i];
 		if ((n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
-		    !(n->flags & CTL_N_IDLE) || ctl_lent(c, v, tok)) {
+		    !(n->flags & CTL_N_IDLE) || ctl_node_in_job(v, (size_t)i) ||
+		    ctl_lent(c, v, tok)) {
 			sigma_debug("spare %s not reserved now (flags 0x%x%s)",
 				    tok, n->flags,
 				    ctl_lent(c, v, tok) ? ", lent" : "");
@@ -480,7 +500,7 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 		const struct ctl_node *n = &v->nodes[i];
 
 		if (!(n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
-		    list_has(bad, n->name))
+		    list_has(bad, n->name) || ctl_node_in_job(v, i))
 			continue;
 		spares[nsp].failures = ctl_node_failures(c, n->name);
 		spares[nsp].since = 0;

@@ -328,8 +328,22 @@ static void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 }
 
 /*
+ * The job's batch script failed with the trainer's "requeue me" codes (76: a
+ * peer rank died, 79: the trouble follows the hardware) a short while ago:
+ * the probe may still drain the node at fault, and sigmad then requeues it.
+ */
+static bool job_may_come_back(const struct ctl_job *job, int64_t now)
+{
+	return job->state == CTL_J_ENDED && job->failed &&
+	       (job->exit_code == 76 || job->exit_code == 79) &&
+	       now - job->end_time <= CTL_FAILED_END_S;
+}
+
+/*
  * A spare released for a recovery stays out of the pool until its job has
- * started (then the node is busy, or the job went elsewhere and it is free).
+ * started (then the node is busy, or the job went elsewhere and it is free),
+ * and while a job that ran on it may come back (job_may_come_back): the job
+ * needs it again.
  */
 static bool ctl_lent(const struct ctl *c, const struct ctl_view *v,
 		     const char *node)
@@ -345,6 +359,8 @@ static bool ctl_lent(const struct ctl *c, const struct ctl_view *v,
 		job = ctl_view_job(v, r->job);
 		if (job && job->state == CTL_J_PENDING &&
 		    v->now - r->decided_at < CTL_LENT_S)
+			return true;
+		if (job && job_may_come_back(job, v->now))
 			return true;
 	}
 	return false;
@@ -660,9 +676,7 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		bool node_failed_end =
 		    job->state == CTL_J_ENDED && job->node_fail && !decided;
 		bool script_failed_end =
-		    job->state == CTL_J_ENDED && job->failed && !decided &&
-		    (job->exit_code == 76 || job->exit_code == 79) &&
-		    v->now - job->end_time <= CTL_FAILED_END_S;
+		    !decided && job_may_come_back(job, v->now);
 
 		node_failed_end = node_failed_end || script_failed_end;
 		if (slurm_requeued || node_failed_end) {

@@ -57,6 +57,9 @@ struct fjob {
 	int nodes[4];
 	bool exits_on_usr1;
 	bool node_fail;
+	bool failed; /* ended FAILED with exit_code */
+	int exit_code;
+	int64_t end;
 };
 
 static struct {
@@ -181,6 +184,9 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature)
 	j->restart_cnt = M.job.restart_cnt;
 	j->begin_time = M.job.begin;
 	j->node_fail = M.job.state == CTL_J_ENDED && M.job.node_fail;
+	j->failed = M.job.state == CTL_J_ENDED && M.job.failed;
+	j->exit_code = M.job.exit_code;
+	j->end_time = M.job.end;
 	sigma_strlcpy(j->comment, M.job.comment, sizeof(j->comment));
 	sigma_strlcpy(j->exc_nodes, M.job.exc, sizeof(j->exc_nodes));
 	if (M.job.state == CTL_J_RUNNING) {
@@ -595,6 +601,60 @@ static void test_node_fail_end(void **state)
 }
 
 /*
+ * Two recoveries of one job. The first (n3 fails while the job runs) moves
+ * it onto n5; while the node list still shows n5 idle under the running job,
+ * n5 is not taken back into the pool. Then a rank dies: the script exits 76
+ * and the job ends FAILED before the probe drains n2. sigmad requeues it
+ * once n2 is drained, onto n6, keeping n5 (which the job needs again) out of
+ * the pool, and the AdminComment tells both.
+ */
+static void test_second_failure_after_exit(void **state)
+{
+	struct ctl *c = NULL;
+
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	ticks(c, 8);
+	assert_int_equal(M.job.restart_cnt, 1);
+	assert_true(job_on("n5"));
+	/* the node list lags: n5 looks idle, its job runs */
+	M.n[4].flags = (M.n[4].flags & ~(unsigned)CTL_N_BUSY) | CTL_N_IDLE;
+	ticks(c, 2);
+	assert_false(M.n[4].flags & CTL_N_RESERVED);
+	M.n[4].flags = (M.n[4].flags & ~(unsigned)CTL_N_IDLE) | CTL_N_BUSY;
+
+	fjob_release_nodes(); /* a rank died: exit 76 */
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+	ticks(c, 3);
+	assert_int_equal(M.requeues, 1); /* no drained node yet: waits */
+	assert_false(M.n[4].flags & CTL_N_RESERVED);
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	ticks(c, 8);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 2);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_int_equal(M.job.restart_cnt, 2);
+	assert_false(job_on("n2"));
+	assert_false(job_on("n3"));
+	assert_true(job_on("n5"));
+	assert_true(job_on("n6"));
+	assert_non_null(strstr(M.job.exc, "n2"));
+	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n3 gpu0 "
+					      "ecc_uncorrected=2 -> requeued "
+					      "onto n5"));
+	assert_non_null(strstr(M.job.comment,
+			       "sigma: attempt 3: n2 host compute=fail -> "
+			       "requeued onto n6"));
+}
+
+/*
  * One sigmactl request from a child process running as uid (when this test
  * runs as root; otherwise as whoever runs it); the reply comes back here.
  */
@@ -742,6 +802,7 @@ int main(void)
 	    cmocka_unit_test(test_warning_crash_everywhere),
 	    cmocka_unit_test(test_max_restarts),
 	    cmocka_unit_test(test_node_fail_end),
+	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_socket),
 	};
 

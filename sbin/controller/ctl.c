@@ -25,8 +25,9 @@
 #define CTL_LENT_S	    300 /* a released spare is not reclaimed this soon */
 #define CTL_PROBE_TIMEOUT_S 300
 #define CTL_MAX_TRIES	    64
-#define CTL_STEP_RETRIES    20 /* failed Slurm calls before a step gives up */
-#define CTL_FAILED_END_S    300 /* an ended job's node may be drained this late */
+#define CTL_STEP_RETRIES    20	/* failed Slurm calls before a step gives up */
+#define CTL_FAILED_END_S    300 /* an ended job's node may be drained this late \
+				 */
 
 struct ctl_rec {
 	uint32_t job, uid;

@@ -26,8 +26,7 @@
 #define CTL_PROBE_TIMEOUT_S 300
 #define CTL_MAX_TRIES	    64
 #define CTL_STEP_RETRIES    20	/* failed Slurm calls before a step gives up */
-#define CTL_FAILED_END_S    300 /* an ended job's node may be drained this late \
-				 */
+#define CTL_FAILED_END_S    300 /* a failed job's node may drain this late */
 
 struct ctl_rec {
 	uint32_t job, uid;

@@ -339,6 +339,23 @@ static bool job_may_come_back(const struct ctl_job *job, int64_t now)
 	       now - job->end_time <= CTL_FAILED_END_S;
 }
 
+/* A recovery or a give-up was decided for the job's current attempt. */
+static bool ctl_decided(const struct ctl *c, const struct ctl_job *job)
+{
+	for (size_t i = 0; i < c->nrecs; i++) {
+		const struct ctl_rec *r = &c->recs[i];
+		enum rec_class cls = rec_class_of(r->verdict);
+
+		if (r->job != job->id)
+			continue;
+		if ((cls == REC_RECOVERY &&
+		     r->attempt == job->restart_cnt + 2) ||
+		    (cls == REC_GIVE_UP && r->attempt == job->restart_cnt + 1))
+			return true;
+	}
+	return false;
+}
+
 /*
  * A spare released for a recovery stays out of the pool until its job has
  * started (then the node is busy, or the job went elsewhere and it is free),
@@ -360,7 +377,8 @@ static bool ctl_lent(const struct ctl *c, const struct ctl_view *v,
 		if (job && job->state == CTL_J_PENDING &&
 		    v->now - r->decided_at < CTL_LENT_S)
 			return true;
-		if (job && job_may_come_back(job, v->now))
+		if (job && job_may_come_back(job, v->now) &&
+		    !ctl_decided(c, job))
 			return true;
 	}
 	return false;

@@ -17,13 +17,20 @@
 
 void guard_config_default(struct guard_config *c)
 {
-	*c = (struct guard_config){ .enabled = true, .window = 50,
-				    .min_samples = 20, .loss_z = 6.0,
-				    .gnorm_z = 6.0, .rel_floor = 0.02,
-				    .collapse = 0.8, .fp32_steps = 50,
-				    .lr_steps = 50, .lr_factor = 0.5,
-				    .rollback_after = 3, .trouble_steps = 50,
-				    .max_rollbacks = 3, .recompute = true };
+	*c = (struct guard_config){.enabled = true,
+				   .window = 50,
+				   .min_samples = 20,
+				   .loss_z = 6.0,
+				   .gnorm_z = 6.0,
+				   .rel_floor = 0.02,
+				   .collapse = 0.8,
+				   .fp32_steps = 50,
+				   .lr_steps = 50,
+				   .lr_factor = 0.5,
+				   .rollback_after = 3,
+				   .trouble_steps = 50,
+				   .max_rollbacks = 3,
+				   .recompute = true};
 }
 
 int guard_config_check(const struct guard_config *c, char *err, size_t len)
@@ -33,35 +40,38 @@ int guard_config_check(const struct guard_config *c, char *err, size_t len)
 				     "guard window %d is out of range [2, %d]",
 				     c->window, GUARD_MAX_WINDOW);
 	if (c->min_samples < 2 || c->min_samples > c->window)
-		return sigma_set_err(err, len, EINVAL,
-				     "guard min samples %d is out of range [2, window %d]",
-				     c->min_samples, c->window);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "guard min samples %d is out of range [2, window %d]",
+		    c->min_samples, c->window);
 	if (!(c->loss_z > 0 && c->gnorm_z > 0))
 		return sigma_set_err(err, len, EINVAL,
 				     "guard spike thresholds must be positive");
 	if (!(c->rel_floor >= 0 && c->rel_floor <= 1))
-		return sigma_set_err(err, len, EINVAL,
-				     "guard rel floor %g is out of range [0, 1]",
-				     c->rel_floor);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "guard rel floor %g is out of range [0, 1]", c->rel_floor);
 	if (!(c->collapse > 0 && c->collapse <= 1))
 		return sigma_set_err(err, len, EINVAL,
 				     "guard collapse %g is out of range (0, 1]",
 				     c->collapse);
 	if (!(c->lr_factor > 0 && c->lr_factor <= 1))
-		return sigma_set_err(err, len, EINVAL,
-				     "guard lr factor %g is out of range (0, 1]",
-				     c->lr_factor);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "guard lr factor %g is out of range (0, 1]", c->lr_factor);
 	if (c->fp32_steps < 1 || c->lr_steps < 1 || c->trouble_steps < 1)
 		return sigma_set_err(err, len, EINVAL,
 				     "guard windows must be at least 1 step");
 	if (c->rollback_after < 1 || c->rollback_after > 64)
-		return sigma_set_err(err, len, EINVAL,
-				     "guard rollback-after %d is out of range [1, 64]",
-				     c->rollback_after);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "guard rollback-after %d is out of range [1, 64]",
+		    c->rollback_after);
 	if (c->max_rollbacks < 0 || c->max_rollbacks > 1000)
-		return sigma_set_err(err, len, EINVAL,
-				     "guard max rollbacks %d is out of range [0, 1000]",
-				     c->max_rollbacks);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "guard max rollbacks %d is out of range [0, 1000]",
+		    c->max_rollbacks);
 	return 0;
 }
 
@@ -168,7 +178,7 @@ unsigned guard_check(struct guard *g, const struct guard_obs *o,
 	int ovf_layer = -1;
 	double zl, zg;
 
-	*ev = (struct guard_event){ .step = o->step, .layer = -1, .z = NAN };
+	*ev = (struct guard_event){.step = o->step, .layer = -1, .z = NAN};
 	if (!g->cfg.enabled)
 		return 0;
 
@@ -293,7 +303,7 @@ bool guard_skip_data(struct guard *g, long step)
 unsigned guard_precision(struct guard *g, long step, uint8_t *prec,
 			 struct guard_event *ev)
 {
-	*ev = (struct guard_event){ .step = step, .layer = -1, .z = NAN };
+	*ev = (struct guard_event){.step = step, .layer = -1, .z = NAN};
 	for (int l = 0; l < g->nslots; l++) {
 		if (g->fp32_until[l] && step > g->fp32_until[l]) {
 			g->fp32_until[l] = 0;
@@ -341,13 +351,14 @@ double guard_imbalance(const int *counts, int E, int K)
 /* ---- reporting ----------------------------------------------------------- */
 
 static const char *const cause_names[GUARD_NCAUSES] = {
-	"none", "non-finite", "loss-spike", "gnorm-spike", "bf16-overflow",
-	"router-collapse", "hardware", "fp32-window-ended", "data-window",
+    "none",	   "non-finite",	"loss-spike",
+    "gnorm-spike", "bf16-overflow",	"router-collapse",
+    "hardware",	   "fp32-window-ended", "data-window",
 };
 
 static const char *const act_names[GUARD_NACTS] = {
-	"recompute", "skip", "fp32", "lower-lr",
-	"rollback", "requeue", "stop", "bf16",
+    "recompute", "skip",    "fp32", "lower-lr",
+    "rollback",	 "requeue", "stop", "bf16",
 };
 
 const char *guard_cause_name(enum guard_cause c)
@@ -381,7 +392,8 @@ void guard_log(FILE *f, const struct guard_event *ev)
 	char acts[128];
 
 	guard_actions_str(ev->actions, acts, sizeof(acts));
-	fprintf(f, "guard: step %ld: %s", ev->step, guard_cause_name(ev->cause));
+	fprintf(f, "guard: step %ld: %s", ev->step,
+		guard_cause_name(ev->cause));
 	if (ev->layer >= 0)
 		fprintf(f, " layer %d", ev->layer);
 	if (isfinite(ev->z))
@@ -394,22 +406,24 @@ void guard_log(FILE *f, const struct guard_event *ev)
 
 void guard_summary(FILE *f, const struct guard *g)
 {
-	fprintf(f,
-		"guard: %s; non-finite %llu, loss spikes %llu, gnorm spikes %llu, bf16 overflow steps %llu (%llu outputs), collapse %llu, hardware %llu; recomputed %llu, skipped %llu, fp32 windows %llu, lr lowered %llu, rollbacks %llu, data steps skipped %llu\n",
-		g->cfg.enabled ? "on" : "off",
-		(unsigned long long)g->causes[GUARD_CAUSE_NONFINITE],
-		(unsigned long long)g->causes[GUARD_CAUSE_LOSS_SPIKE],
-		(unsigned long long)g->causes[GUARD_CAUSE_GNORM_SPIKE],
-		(unsigned long long)g->causes[GUARD_CAUSE_OVERFLOW],
-		(unsigned long long)g->overflows,
-		(unsigned long long)g->causes[GUARD_CAUSE_COLLAPSE],
-		(unsigned long long)g->causes[GUARD_CAUSE_HARDWARE],
-		(unsigned long long)g->acts[0], (unsigned long long)g->acts[1],
-		(unsigned long long)g->acts[2], (unsigned long long)g->acts[3],
-		(unsigned long long)g->acts[4],
-		(unsigned long long)g->causes[GUARD_CAUSE_DATA]);
+	fprintf(
+	    f,
+	    "guard: %s; non-finite %llu, loss spikes %llu, gnorm spikes %llu, bf16 overflow steps %llu (%llu outputs), collapse %llu, hardware %llu; recomputed %llu, skipped %llu, fp32 windows %llu, lr lowered %llu, rollbacks %llu, data steps skipped %llu\n",
+	    g->cfg.enabled ? "on" : "off",
+	    (unsigned long long)g->causes[GUARD_CAUSE_NONFINITE],
+	    (unsigned long long)g->causes[GUARD_CAUSE_LOSS_SPIKE],
+	    (unsigned long long)g->causes[GUARD_CAUSE_GNORM_SPIKE],
+	    (unsigned long long)g->causes[GUARD_CAUSE_OVERFLOW],
+	    (unsigned long long)g->overflows,
+	    (unsigned long long)g->causes[GUARD_CAUSE_COLLAPSE],
+	    (unsigned long long)g->causes[GUARD_CAUSE_HARDWARE],
+	    (unsigned long long)g->acts[0], (unsigned long long)g->acts[1],
+	    (unsigned long long)g->acts[2], (unsigned long long)g->acts[3],
+	    (unsigned long long)g->acts[4],
+	    (unsigned long long)g->causes[GUARD_CAUSE_DATA]);
 	if (g->checks)
-		fprintf(f, "guard: %.1f us per step in the guard (%llu steps)\n",
+		fprintf(f,
+			"guard: %.1f us per step in the guard (%llu steps)\n",
 			(double)g->time_ns / 1e3 / (double)g->checks,
 			(unsigned long long)g->checks);
 	fflush(f);
@@ -421,15 +435,31 @@ _Static_assert(GUARD_STATE_N <= CKPT_GUARD_MAX,
 	       "the checkpoint's guard group is too small");
 
 static const char *const state_names[GUARD_STATE_N] = {
-	"lr_until", "skip_lo", "skip_hi", "rollbacks", "overflow_outputs",
-	"last_trouble",
-	/* causes, in enum guard_cause order */
-	"cause_none", "cause_nonfinite", "cause_loss_spike",
-	"cause_gnorm_spike", "cause_overflow", "cause_collapse",
-	"cause_hardware", "cause_restore", "cause_data",
-	/* actions, in bit order */
-	"action_recompute", "action_skip", "action_fp32", "action_lower_lr",
-	"action_rollback", "action_requeue", "action_stop", "action_bf16",
+    "lr_until",
+    "skip_lo",
+    "skip_hi",
+    "rollbacks",
+    "overflow_outputs",
+    "last_trouble",
+    /* causes, in enum guard_cause order */
+    "cause_none",
+    "cause_nonfinite",
+    "cause_loss_spike",
+    "cause_gnorm_spike",
+    "cause_overflow",
+    "cause_collapse",
+    "cause_hardware",
+    "cause_restore",
+    "cause_data",
+    /* actions, in bit order */
+    "action_recompute",
+    "action_skip",
+    "action_fp32",
+    "action_lower_lr",
+    "action_rollback",
+    "action_requeue",
+    "action_stop",
+    "action_bf16",
 };
 
 const char *guard_state_name(int i)
@@ -471,11 +501,11 @@ void guard_state_import(struct guard *g, const int64_t *v)
 
 /* ---- fault injection ----------------------------------------------------- */
 
-int guard_inject_parse(struct guard_inject *in, const char *spec,
-		       int nlayers, char *err, size_t len)
+int guard_inject_parse(struct guard_inject *in, const char *spec, int nlayers,
+		       char *err, size_t len)
 {
-	static const char *const kinds[] = { "nan-grad", "spike", "flaky",
-					      "overflow", NULL };
+	static const char *const kinds[] = {"nan-grad", "spike", "flaky",
+					    "overflow", NULL};
 	char buf[1024], *save = NULL, *tok;
 
 	memset(in, 0, sizeof(*in));
@@ -489,38 +519,44 @@ int guard_inject_parse(struct guard_inject *in, const char *spec,
 		int k;
 
 		if (!at)
-			return sigma_set_err(err, len, EINVAL,
-					     "SIGMA_GUARD_INJECT \"%s\": expected KIND@STEP",
-					     tok);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "SIGMA_GUARD_INJECT \"%s\": expected KIND@STEP",
+			    tok);
 		*at++ = '\0';
 		k = sigma_parse_enum(tok, kinds);
 		if (k < 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "SIGMA_GUARD_INJECT: unknown fault \"%s\" (nan-grad, spike, flaky, overflow)",
-					     tok);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "SIGMA_GUARD_INJECT: unknown fault \"%s\" (nan-grad, spike, flaky, overflow)",
+			    tok);
 		colon = strchr(at, ':');
 		if (colon) {
 			*colon++ = '\0';
 			if (sigma_parse_long(colon, 0, nlayers, &layer))
-				return sigma_set_err(err, len, EINVAL,
-						     "SIGMA_GUARD_INJECT: layer \"%s\" is not in [0, %d]",
-						     colon, nlayers);
+				return sigma_set_err(
+				    err, len, EINVAL,
+				    "SIGMA_GUARD_INJECT: layer \"%s\" is not in [0, %d]",
+				    colon, nlayers);
 		}
 		if (k == GUARD_FAULT_OVERFLOW && layer < 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "SIGMA_GUARD_INJECT: overflow needs :LAYER");
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "SIGMA_GUARD_INJECT: overflow needs :LAYER");
 		dash = strchr(at, '-');
 		if (dash)
 			*dash++ = '\0';
 		if (sigma_parse_long(at, 1, 999999999, &lo) ||
 		    sigma_parse_long(dash ? dash : at, lo, 999999999, &hi))
-			return sigma_set_err(err, len, EINVAL,
-					     "SIGMA_GUARD_INJECT: bad step range \"%s%s%s\"",
-					     at, dash ? "-" : "", dash ? dash : "");
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "SIGMA_GUARD_INJECT: bad step range \"%s%s%s\"", at,
+			    dash ? "-" : "", dash ? dash : "");
 		if (in->n == GUARD_MAX_INJECT)
-			return sigma_set_err(err, len, EINVAL,
-					     "SIGMA_GUARD_INJECT: more than %d faults",
-					     GUARD_MAX_INJECT);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "SIGMA_GUARD_INJECT: more than %d faults",
+			    GUARD_MAX_INJECT);
 		in->f[in->n].kind = (enum guard_fault)k;
 		in->f[in->n].lo = lo;
 		in->f[in->n].hi = hi;
@@ -548,11 +584,10 @@ bool guard_inject_hits(const struct guard_inject *in, enum guard_fault kind,
 
 /* ---- the trainer's side -------------------------------------------------- */
 
-int guard_option(struct guard_config *c, bool *bf16, int opt,
-		 const char *val)
+int guard_option(struct guard_config *c, bool *bf16, int opt, const char *val)
 {
-	static const char *const prec[] = { "fp32", "bf16", NULL };
-	static const char *const onoff[] = { "off", "on", NULL };
+	static const char *const prec[] = {"fp32", "bf16", NULL};
+	static const char *const onoff[] = {"off", "on", NULL};
 	long v;
 	double d;
 	int k;
@@ -561,13 +596,14 @@ int guard_option(struct guard_config *c, bool *bf16, int opt,
 	case GUARD_OPT_PRECISION:
 	case GUARD_OPT_GUARD:
 	case GUARD_OPT_RECOMPUTE:
-		k = sigma_parse_enum(val, opt == GUARD_OPT_PRECISION ? prec
-								     : onoff);
+		k = sigma_parse_enum(val,
+				     opt == GUARD_OPT_PRECISION ? prec : onoff);
 		if (k < 0) {
 			sigma_error("--%s \"%s\" is not %s",
 				    opt == GUARD_OPT_PRECISION ? "precision"
-				    : opt == GUARD_OPT_GUARD   ? "guard"
-							       : "guard-recompute",
+				    : opt == GUARD_OPT_GUARD
+					? "guard"
+					: "guard-recompute",
 				    val,
 				    opt == GUARD_OPT_PRECISION ? "fp32 or bf16"
 							       : "on or off");
@@ -591,7 +627,8 @@ int guard_option(struct guard_config *c, bool *bf16, int opt,
 	case GUARD_OPT_LR_STEPS:
 		if (sigma_parse_long(val, 1, 99999999, &v))
 			goto range_long;
-		*(opt == GUARD_OPT_FP32_STEPS ? &c->fp32_steps : &c->lr_steps) = v;
+		*(opt == GUARD_OPT_FP32_STEPS ? &c->fp32_steps : &c->lr_steps) =
+		    v;
 		return 0;
 	case GUARD_OPT_ROLLBACK_AFTER:
 		if (sigma_parse_long(val, 1, 64, &v))
@@ -617,17 +654,19 @@ int guard_option(struct guard_config *c, bool *bf16, int opt,
 		return -EINVAL;
 	}
 range_long:
-	sigma_error("guard option value \"%s\" is not a whole number in range (see --help)",
-		    val);
+	sigma_error(
+	    "guard option value \"%s\" is not a whole number in range (see --help)",
+	    val);
 	return -EINVAL;
 range_real:
-	sigma_error("guard option value \"%s\" is not a number in range (see --help)",
-		    val);
+	sigma_error(
+	    "guard option value \"%s\" is not a number in range (see --help)",
+	    val);
 	return -EINVAL;
 }
 
-int guard_run_init(struct guard_run *r, const struct guard_config *c,
-		   bool bf16, struct model *m, char *err, size_t len)
+int guard_run_init(struct guard_run *r, const struct guard_config *c, bool bf16,
+		   struct model *m, char *err, size_t len)
 {
 	const char *spec = getenv("SIGMA_GUARD_INJECT");
 	int ns = m->cfg.L + 1, rc;
@@ -651,9 +690,10 @@ int guard_run_init(struct guard_run *r, const struct guard_config *c,
 		m->bf16 = &sigma_bf16_cpu;
 	if (bf16 && !m->bf16) {
 		guard_run_free(r);
-		return sigma_set_err(err, len, EINVAL,
-				     "--precision bf16: the %s kernels have no bf16 products",
-				     m->ops->name);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "--precision bf16: the %s kernels have no bf16 products",
+		    m->ops->name);
 	}
 	for (int l = 0; l < ns; l++)
 		r->prec[l] = bf16;
@@ -705,8 +745,8 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 			 bool recomputed)
 {
 	struct model *m = r->m;
-	struct guard_obs obs = { .step = step, .recomputed = recomputed,
-				 .imbalance = NAN };
+	struct guard_obs obs = {
+	    .step = step, .recomputed = recomputed, .imbalance = NAN};
 	struct guard_event ev;
 	unsigned acts;
 	float nan_ = NAN;
@@ -745,12 +785,14 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 			v[l] = (double)r->overflow[l];
 		r->agree_rc = r->agree(r->agree_ctx, v, ns);
 		if (r->agree_rc) {
-			sigma_error("guard: step %ld: the ranks cannot agree on the bf16 overflows: %s",
-				    step, strerror(-r->agree_rc));
+			sigma_error(
+			    "guard: step %ld: the ranks cannot agree on the bf16 overflows: %s",
+			    step, strerror(-r->agree_rc));
 			return GUARD_ACT_STOP;
 		}
 		for (int l = 0; l < ns; l++)
-			r->overflow[l] = (uint64_t)llround(v[l] * r->agree_size);
+			r->overflow[l] =
+			    (uint64_t)llround(v[l] * r->agree_size);
 	}
 	obs.loss = m->loss;
 	obs.gnorm = *gn;
@@ -784,20 +826,23 @@ long guard_run_rollback(struct guard_run *r, const char *dir, long step)
 	int rc;
 
 	if (!dir || !*dir) {
-		sigma_error("guard: step %ld: repeated trouble and no checkpoint directory to roll back to",
-			    step);
+		sigma_error(
+		    "guard: step %ld: repeated trouble and no checkpoint directory to roll back to",
+		    step);
 		return -1;
 	}
 	rc = ckpt_load_latest(dir, r->m, &st, path, sizeof(path), err,
 			      sizeof(err));
 	if (rc) {
-		sigma_error("guard: step %ld: repeated trouble and no checkpoint to roll back to: %s",
-			    step, rc == -ENOENT ? "none written yet" : err);
+		sigma_error(
+		    "guard: step %ld: repeated trouble and no checkpoint to roll back to: %s",
+		    step, rc == -ENOENT ? "none written yet" : err);
 		return -1;
 	}
 	guard_rolled_back(&r->g, st.step, step);
-	printf("guard: step %ld: rolled back to %s (step %ld); data steps %ld-%ld skipped\n",
-	       step, path, st.step, r->g.skip_lo, r->g.skip_hi);
+	printf(
+	    "guard: step %ld: rolled back to %s (step %ld); data steps %ld-%ld skipped\n",
+	    step, path, st.step, r->g.skip_lo, r->g.skip_hi);
 	fflush(stdout);
 	return st.step;
 }

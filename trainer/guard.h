@@ -3,8 +3,9 @@
  *
  * Detection, every step and cheap: a loss or gradient norm that is not
  * finite; a loss or gradient-norm spike (z-score of its logarithm against
- * a running window of the accepted steps); bf16 outputs that overflowed, per layer; router
- * collapse (expert load far from balance, averaged over a window).
+ * a running window of the accepted steps); bf16 outputs that overflowed, per
+ * layer; router collapse (expert load far from balance, averaged over a
+ * window).
  *
  * Actions, escalating: recompute the step (the hardware check); skip the
  * update; run the overflowing layers in fp32 for a window, then bf16
@@ -29,19 +30,19 @@
 
 struct guard_config {
 	bool enabled;
-	int window; /* running window of the z-scores and collapse (50) */
-	int min_samples; /* accepted steps before spikes are judged (20) */
-	double loss_z; /* loss spike threshold, in standard deviations (6) */
-	double gnorm_z; /* gradient-norm spike threshold (6) */
+	int window;	  /* running window of the z-scores and collapse (50) */
+	int min_samples;  /* accepted steps before spikes are judged (20) */
+	double loss_z;	  /* loss spike threshold, in standard deviations (6) */
+	double gnorm_z;	  /* gradient-norm spike threshold (6) */
 	double rel_floor; /* sd of the logarithms is at least this (0.02) */
-	double collapse; /* router imbalance, 0 balanced .. 1 one expert (0.8) */
-	long fp32_steps; /* steps an overflowing layer stays fp32 (50) */
-	long lr_steps; /* steps the learning rate stays lowered (50) */
+	double collapse;  /* router imbalance that is collapse (0.8) */
+	long fp32_steps;  /* steps an overflowing layer stays fp32 (50) */
+	long lr_steps;	  /* steps the learning rate stays lowered (50) */
 	double lr_factor; /* its factor (0.5) */
 	int rollback_after; /* troubles within trouble_steps -> rollback (3) */
 	long trouble_steps; /* (50) */
-	int max_rollbacks; /* then give up: diverged (3) */
-	bool recompute; /* recompute a bad step once: the hardware check */
+	int max_rollbacks;  /* then give up: diverged (3) */
+	bool recompute;	    /* recompute a bad step once: the hardware check */
 };
 
 enum guard_cause {
@@ -52,21 +53,21 @@ enum guard_cause {
 	GUARD_CAUSE_OVERFLOW, /* bf16 outputs overflowed */
 	GUARD_CAUSE_COLLAPSE, /* router load far from balance */
 	GUARD_CAUSE_HARDWARE, /* the recomputed step differs */
-	GUARD_CAUSE_RESTORE, /* a layer's fp32 window ended */
-	GUARD_CAUSE_DATA, /* a step of a skipped data window */
+	GUARD_CAUSE_RESTORE,  /* a layer's fp32 window ended */
+	GUARD_CAUSE_DATA,     /* a step of a skipped data window */
 	GUARD_NCAUSES,
 };
 
 /* actions: a bit set */
 enum {
 	GUARD_ACT_RECOMPUTE = 1 << 0, /* run the same step again, then check */
-	GUARD_ACT_SKIP = 1 << 1, /* no update; the state stays as it was */
+	GUARD_ACT_SKIP = 1 << 1,      /* no update; the state stays as it was */
 	GUARD_ACT_FP32 = 1 << 2, /* the event's layers go fp32 for a window */
 	GUARD_ACT_LOWER_LR = 1 << 3,
 	GUARD_ACT_ROLLBACK = 1 << 4, /* reload a checkpoint, skip the window */
-	GUARD_ACT_REQUEUE = 1 << 5, /* exit TRAIN_EXIT_HARDWARE */
-	GUARD_ACT_STOP = 1 << 6, /* exit TRAIN_EXIT_DIVERGED */
-	GUARD_ACT_BF16 = 1 << 7, /* the event's layer is back to bf16 */
+	GUARD_ACT_REQUEUE = 1 << 5,  /* exit TRAIN_EXIT_HARDWARE */
+	GUARD_ACT_STOP = 1 << 6,     /* exit TRAIN_EXIT_DIVERGED */
+	GUARD_ACT_BF16 = 1 << 7,     /* the event's layer is back to bf16 */
 	GUARD_NACTS = 8,
 };
 
@@ -74,9 +75,9 @@ struct guard_event {
 	long step; /* 1-based, as logged */
 	enum guard_cause cause;
 	unsigned actions;
-	int layer; /* first layer concerned, -1 none (L: the output head) */
+	int layer;    /* first layer concerned, -1 none (L: the output head) */
 	double value; /* loss, gradient norm, overflow count or imbalance */
-	double z; /* z-score of a spike, else NAN */
+	double z;     /* z-score of a spike, else NAN */
 };
 
 /* What a step produced. */
@@ -84,8 +85,8 @@ struct guard_obs {
 	long step; /* 1-based */
 	double loss, gnorm;
 	const uint64_t *overflow; /* [nslots] bf16 overflows this step; NULL */
-	double imbalance; /* worst layer, 0 .. 1; NAN when unknown */
-	bool recomputed; /* the second computation of this step */
+	double imbalance;	  /* worst layer, 0 .. 1; NAN when unknown */
+	bool recomputed;	  /* the second computation of this step */
 };
 
 struct guard_ring {
@@ -96,10 +97,10 @@ struct guard_ring {
 struct guard {
 	struct guard_config cfg;
 	int nslots; /* precision slots: layers + the output head */
-	bool bf16; /* the run's precision: bf16 where not held in fp32 */
+	bool bf16;  /* the run's precision: bf16 where not held in fp32 */
 	struct guard_ring loss, gnorm, imb;
 	long *fp32_until; /* [nslots] last step a layer stays fp32; 0 none */
-	long lr_until; /* last step of the lowered learning rate; 0 none */
+	long lr_until;	  /* last step of the lowered learning rate; 0 none */
 	long trouble[64]; /* steps of recent trouble, oldest first */
 	int ntrouble;
 	long skip_lo, skip_hi; /* skipped data window, 1-based; 0 none */
@@ -173,8 +174,8 @@ const char *guard_state_name(int i);
 
 enum guard_fault {
 	GUARD_FAULT_NAN_GRAD, /* a NaN gradient, every computation */
-	GUARD_FAULT_SPIKE, /* gradients x 1000, every computation */
-	GUARD_FAULT_FLAKY, /* a NaN gradient, first computation only */
+	GUARD_FAULT_SPIKE,    /* gradients x 1000, every computation */
+	GUARD_FAULT_FLAKY,    /* a NaN gradient, first computation only */
 	GUARD_FAULT_OVERFLOW, /* a bf16 overflow in a layer */
 };
 
@@ -191,8 +192,8 @@ struct guard_inject {
  * Parse "KIND@STEP[-STEP2][:LAYER],..." with KIND nan-grad, spike, flaky,
  * overflow (LAYER required, 0 .. nlayers). 0 or -EINVAL with err.
  */
-int guard_inject_parse(struct guard_inject *in, const char *spec,
-		       int nlayers, char *err, size_t len);
+int guard_inject_parse(struct guard_inject *in, const char *spec, int nlayers,
+		       char *err, size_t len);
 /* Whether fault kind hits step; *layer receives its layer. */
 bool guard_inject_hits(const struct guard_inject *in, enum guard_fault kind,
 		       long step, bool recomputed, int *layer);
@@ -213,7 +214,8 @@ enum {
 	GUARD_OPT_RECOMPUTE,
 };
 #define GUARD_OPT_FIRST GUARD_OPT_PRECISION
-#define GUARD_OPT_LAST GUARD_OPT_RECOMPUTE
+#define GUARD_OPT_LAST	GUARD_OPT_RECOMPUTE
+/* clang-format off */
 #define GUARD_LONG_OPTIONS                                                    \
 	{ "precision", 1, NULL, GUARD_OPT_PRECISION },                        \
 	{ "guard", 1, NULL, GUARD_OPT_GUARD },                                \
@@ -236,10 +238,10 @@ enum {
 	"  --guard-rollback-after N  troubles within 50 steps before a rollback (3)\n" \
 	"  --guard-collapse U    router imbalance 0..1 that counts as collapse (0.8)\n" \
 	"  --guard-recompute on|off  recompute a bad step: the hardware check (on)\n"
+/* clang-format on */
 
 /* one option of the table above; 0 or -EINVAL after printing why */
-int guard_option(struct guard_config *c, bool *bf16, int opt,
-		 const char *val);
+int guard_option(struct guard_config *c, bool *bf16, int opt, const char *val);
 
 struct model;
 
@@ -248,7 +250,7 @@ struct guard_run {
 	struct guard g;
 	struct guard_inject inj;
 	struct model *m;
-	uint8_t *prec; /* [nslots] */
+	uint8_t *prec;	    /* [nslots] */
 	uint64_t *overflow; /* [nslots] */
 	/*
 	 * With several data-parallel ranks: the mean over the ranks of v[n]
@@ -268,8 +270,8 @@ struct guard_run {
  * for the CPU table; the fault injection of SIGMA_GUARD_INJECT. 0,
  * -EINVAL (bad SIGMA_GUARD_INJECT, no bf16 table) or -ENOMEM.
  */
-int guard_run_init(struct guard_run *r, const struct guard_config *c,
-		   bool bf16, struct model *m, char *err, size_t len);
+int guard_run_init(struct guard_run *r, const struct guard_config *c, bool bf16,
+		   struct model *m, char *err, size_t len);
 void guard_run_free(struct guard_run *r);
 /* before the forward of step: precision per layer, injected overflow */
 void guard_run_begin(struct guard_run *r, long step);
@@ -287,6 +289,7 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 long guard_run_rollback(struct guard_run *r, const char *dir, long step);
 /* ",skipped,rollbacks,overflows,fp32_layers" for the metrics row */
 void guard_run_metrics(const struct guard_run *r, FILE *f);
-#define GUARD_METRICS_HEADER ",guard_events,guard_skipped,guard_rollbacks,bf16_overflows,fp32_layers"
+#define GUARD_METRICS_HEADER                                                   \
+	",guard_events,guard_skipped,guard_rollbacks,bf16_overflows,fp32_layers"
 
 #endif /* SIGMA_TRAIN_GUARD_H */

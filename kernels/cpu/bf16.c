@@ -71,7 +71,7 @@ int sigma_bf16_native(void)
 	if (cached < 0) {
 		__builtin_cpu_init();
 		cached = __builtin_cpu_supports("avx512bf16") &&
-				 __builtin_cpu_supports("avx512vl");
+			 __builtin_cpu_supports("avx512vl");
 	}
 	return cached;
 #else
@@ -118,7 +118,7 @@ static void account(float *out, int N, int accumulate, uint64_t bad)
 	(void)accumulate;
 }
 
-/* ---- portable path --------------------------------------------------------- */
+/* ---- portable path ------------------------------------------------------ */
 
 static float *rounded_copy(const float *x, size_t n)
 {
@@ -154,7 +154,8 @@ static uint64_t emulated(float *out, const float *in, const float *w, int N,
 /* ---- AVX-512 BF16 -------------------------------------------------------- */
 
 #ifdef BF16_X86
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define BF16_TARGET                                                            \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 /* one output row: acc[j] = sum_p a2[p] . wp[p][j] (pairs), 16 at a time */
 BF16_TARGET static void row_avx(float *acc, const uint32_t *a2,
@@ -172,12 +173,15 @@ BF16_TARGET static void row_avx(float *acc, const uint32_t *a2,
 
 			s0 = _mm512_dpbf16_ps(s0, (__m512bh)a,
 					      (__m512bh)_mm512_loadu_si512(b));
-			s1 = _mm512_dpbf16_ps(s1, (__m512bh)a,
-					      (__m512bh)_mm512_loadu_si512(b + 32));
-			s2 = _mm512_dpbf16_ps(s2, (__m512bh)a,
-					      (__m512bh)_mm512_loadu_si512(b + 64));
-			s3 = _mm512_dpbf16_ps(s3, (__m512bh)a,
-					      (__m512bh)_mm512_loadu_si512(b + 96));
+			s1 = _mm512_dpbf16_ps(
+			    s1, (__m512bh)a,
+			    (__m512bh)_mm512_loadu_si512(b + 32));
+			s2 = _mm512_dpbf16_ps(
+			    s2, (__m512bh)a,
+			    (__m512bh)_mm512_loadu_si512(b + 64));
+			s3 = _mm512_dpbf16_ps(
+			    s3, (__m512bh)a,
+			    (__m512bh)_mm512_loadu_si512(b + 96));
 		}
 		_mm512_storeu_ps(acc + j, s0);
 		_mm512_storeu_ps(acc + j + 16, s1);
@@ -195,9 +199,9 @@ BF16_TARGET static void row_avx(float *acc, const uint32_t *a2,
 			__m512i a = _mm512_set1_epi32((int)a2[p]);
 			const uint16_t *b = wp + ((size_t)p * OC + j) * 2;
 
-			s = _mm512_dpbf16_ps(s, (__m512bh)a,
-					     (__m512bh)_mm512_maskz_loadu_epi16(m32,
-										b));
+			s = _mm512_dpbf16_ps(
+			    s, (__m512bh)a,
+			    (__m512bh)_mm512_maskz_loadu_epi16(m32, b));
 		}
 		_mm512_mask_storeu_ps(acc + j, m16, s);
 	}
@@ -227,7 +231,7 @@ BF16_TARGET static void rows4_avx(float *acc, const uint32_t *a2,
 
 			for (int r = 0; r < 4; r++) {
 				__m512i a = _mm512_set1_epi32(
-					(int)a2[(size_t)r * C2 + p]);
+				    (int)a2[(size_t)r * C2 + p]);
 
 				s[r][0] = _mm512_dpbf16_ps(s[r][0], (__m512bh)a,
 							   (__m512bh)w0);
@@ -241,8 +245,8 @@ BF16_TARGET static void rows4_avx(float *acc, const uint32_t *a2,
 		}
 		for (int r = 0; r < 4; r++)
 			for (int q = 0; q < 4; q++)
-				_mm512_storeu_ps(acc + (size_t)r * OC + j + 16 * q,
-						 s[r][q]);
+				_mm512_storeu_ps(
+				    acc + (size_t)r * OC + j + 16 * q, s[r][q]);
 	}
 	for (; j < OC; j += 16) {
 		int rem = OC - j < 16 ? OC - j : 16;
@@ -255,11 +259,11 @@ BF16_TARGET static void rows4_avx(float *acc, const uint32_t *a2,
 			s[r] = _mm512_setzero_ps();
 		for (int p = 0; p < C2; p++) {
 			__m512i b = _mm512_maskz_loadu_epi16(
-				m32, wp + ((size_t)p * OC + j) * 2);
+			    m32, wp + ((size_t)p * OC + j) * 2);
 
 			for (int r = 0; r < 4; r++) {
 				__m512i a = _mm512_set1_epi32(
-					(int)a2[(size_t)r * C2 + p]);
+				    (int)a2[(size_t)r * C2 + p]);
 
 				s[r] = _mm512_dpbf16_ps(s[r], (__m512bh)a,
 							(__m512bh)b);
@@ -295,8 +299,8 @@ BF16_TARGET static void pack_row(uint32_t *a2, const float *x, int C, int C2)
 }
 
 /* finish_row with AVX-512: round, count the non-finite, write or add */
-BF16_TARGET static uint64_t finish_row_avx(float *out, const float *r,
-					   int OC, int accumulate)
+BF16_TARGET static uint64_t finish_row_avx(float *out, const float *r, int OC,
+					   int accumulate)
 {
 	const __m512i expo = _mm512_set1_epi32(0x7f800000);
 	uint64_t bad = 0;
@@ -306,11 +310,11 @@ BF16_TARGET static uint64_t finish_row_avx(float *out, const float *r,
 		__mmask16 m = (__mmask16)((1u << rem) - 1u);
 		__m512 v = _mm512_maskz_loadu_ps(m, r + j);
 		__m256bh b = _mm512_cvtneps_pbh(v);
-		__m512i u = _mm512_slli_epi32(
-			_mm512_cvtepu16_epi32((__m256i)b), 16);
+		__m512i u =
+		    _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)b), 16);
 		__m512 y = _mm512_castsi512_ps(u);
 		__mmask16 inf = _mm512_mask_cmpeq_epi32_mask(
-			m, _mm512_and_si512(u, expo), expo);
+		    m, _mm512_and_si512(u, expo), expo);
 
 		bad += (uint64_t)__builtin_popcount((unsigned)inf);
 		if (accumulate)
@@ -347,7 +351,7 @@ static uint64_t native(float *out, const float *in, const float *w, int N,
 
 		if (!a2 || !acc)
 			abort();
-		/* blocks of four rows; the last block may be shorter */
+			/* blocks of four rows; the last block may be shorter */
 #pragma omp for schedule(static)
 		for (int nb = 0; nb < NB; nb++) {
 			int n0 = 4 * nb, rows = N - n0 < 4 ? N - n0 : 4;
@@ -360,12 +364,13 @@ static uint64_t native(float *out, const float *in, const float *w, int N,
 			} else {
 				for (int r = 0; r < rows; r++)
 					row_avx(acc + (size_t)r * OC,
-						a2 + (size_t)r * C2, wp, C2, OC);
+						a2 + (size_t)r * C2, wp, C2,
+						OC);
 			}
 			for (int r = 0; r < rows; r++)
-				bad += finish_row_avx(out + (size_t)(n0 + r) * OC,
-						      acc + (size_t)r * OC, OC,
-						      accumulate);
+				bad += finish_row_avx(
+				    out + (size_t)(n0 + r) * OC,
+				    acc + (size_t)r * OC, OC, accumulate);
 		}
 		free(a2);
 		free(acc);
@@ -423,7 +428,7 @@ __attribute__((constructor)) static void bf16_fill_table(void)
 }
 
 const struct sigma_bf16 sigma_bf16_cpu = {
-	.name = "cpu-bf16",
-	.ops = &bf16_ops_cpu,
-	.begin = bf16_begin,
+    .name = "cpu-bf16",
+    .ops = &bf16_ops_cpu,
+    .begin = bf16_begin,
 };

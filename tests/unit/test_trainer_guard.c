@@ -52,8 +52,8 @@ static void normal_step(long s, double *loss, double *gn)
 
 static unsigned step(long s, double loss, double gn, struct guard_event *ev)
 {
-	struct guard_obs o = { .step = s, .loss = loss, .gnorm = gn,
-			       .imbalance = NAN };
+	struct guard_obs o = {
+	    .step = s, .loss = loss, .gnorm = gn, .imbalance = NAN};
 	unsigned a = guard_check(&g, &o, ev);
 
 	if (a & GUARD_ACT_RECOMPUTE) {
@@ -89,8 +89,8 @@ static void test_no_false_positive(void **state)
 static void test_spikes_caught(void **state)
 {
 	struct guard_event ev;
-	struct guard_obs o = { .step = 101, .loss = 40.0, .gnorm = 2.5,
-			       .imbalance = NAN };
+	struct guard_obs o = {
+	    .step = 101, .loss = 40.0, .gnorm = 2.5, .imbalance = NAN};
 	unsigned a;
 
 	(void)state;
@@ -120,8 +120,8 @@ static void test_spikes_caught(void **state)
 static void test_nonfinite_and_hardware(void **state)
 {
 	struct guard_event ev;
-	struct guard_obs o = { .step = 5, .loss = NAN, .gnorm = 1.0,
-			       .imbalance = NAN };
+	struct guard_obs o = {
+	    .step = 5, .loss = NAN, .gnorm = 1.0, .imbalance = NAN};
 
 	(void)state;
 	feed_normal(1, 4);
@@ -132,8 +132,8 @@ static void test_nonfinite_and_hardware(void **state)
 	assert_int_equal(ev.cause, GUARD_CAUSE_NONFINITE);
 
 	/* a NaN that goes away when recomputed: the hardware */
-	o = (struct guard_obs){ .step = 6, .loss = 3.0, .gnorm = INFINITY,
-				.imbalance = NAN };
+	o = (struct guard_obs){
+	    .step = 6, .loss = 3.0, .gnorm = INFINITY, .imbalance = NAN};
 	assert_int_equal(guard_check(&g, &o, &ev), GUARD_ACT_RECOMPUTE);
 	o.gnorm = 2.0;
 	o.recomputed = true;
@@ -142,8 +142,8 @@ static void test_nonfinite_and_hardware(void **state)
 
 	/* a recomputed value that differs in the last bit: hardware too */
 	feed_normal(7, 40);
-	o = (struct guard_obs){ .step = 41, .loss = 3.0, .gnorm = 1e6,
-				.imbalance = NAN };
+	o = (struct guard_obs){
+	    .step = 41, .loss = 3.0, .gnorm = 1e6, .imbalance = NAN};
 	assert_int_equal(guard_check(&g, &o, &ev), GUARD_ACT_RECOMPUTE);
 	o.gnorm = nextafter(1e6, 2e6);
 	o.recomputed = true;
@@ -154,10 +154,13 @@ static void test_nonfinite_and_hardware(void **state)
 static void test_overflow_fp32_window(void **state)
 {
 	struct guard_event ev;
-	uint64_t ovf[NSLOTS] = { 0, 7, 30 };
+	uint64_t ovf[NSLOTS] = {0, 7, 30};
 	uint8_t prec[NSLOTS];
-	struct guard_obs o = { .step = 10, .loss = NAN, .gnorm = NAN,
-			       .overflow = ovf, .imbalance = NAN };
+	struct guard_obs o = {.step = 10,
+			      .loss = NAN,
+			      .gnorm = NAN,
+			      .overflow = ovf,
+			      .imbalance = NAN};
 	long fp32 = g.cfg.fp32_steps;
 
 	(void)state;
@@ -223,10 +226,10 @@ static void test_escalation_rollback(void **state)
 
 static void test_collapse(void **state)
 {
-	int bal[4] = { 50, 50, 50, 50 }, one[4] = { 100, 100, 0, 0 };
-	int worse[4] = { 100, 90, 5, 5 };
+	int bal[4] = {50, 50, 50, 50}, one[4] = {100, 100, 0, 0};
+	int worse[4] = {100, 90, 5, 5};
 	struct guard_event ev;
-	struct guard_obs o = { .loss = 3.0, .gnorm = 2.0 };
+	struct guard_obs o = {.loss = 3.0, .gnorm = 2.0};
 	unsigned a = 0;
 
 	(void)state;
@@ -256,9 +259,12 @@ static void test_disabled(void **state)
 	struct guard_config c;
 	struct guard off;
 	struct guard_event ev;
-	uint64_t ovf[NSLOTS] = { 5, 0, 0 };
-	struct guard_obs o = { .step = 3, .loss = NAN, .gnorm = NAN,
-			       .overflow = ovf, .imbalance = 1.0 };
+	uint64_t ovf[NSLOTS] = {5, 0, 0};
+	struct guard_obs o = {.step = 3,
+			      .loss = NAN,
+			      .gnorm = NAN,
+			      .overflow = ovf,
+			      .imbalance = 1.0};
 
 	(void)state;
 	guard_config_default(&c);
@@ -299,35 +305,36 @@ static void test_inject_parse(void **state)
 	int layer = -1;
 
 	(void)state;
-	assert_int_equal(guard_inject_parse(&in, "nan-grad@5,spike@10-12,flaky@7,overflow@9:2",
-					    2, err, sizeof(err)),
+	assert_int_equal(guard_inject_parse(
+			     &in, "nan-grad@5,spike@10-12,flaky@7,overflow@9:2",
+			     2, err, sizeof(err)),
 			 0);
 	assert_int_equal(in.n, 4);
-	assert_true(guard_inject_hits(&in, GUARD_FAULT_NAN_GRAD, 5, true, NULL));
-	assert_false(guard_inject_hits(&in, GUARD_FAULT_NAN_GRAD, 6, false,
-				       NULL));
+	assert_true(
+	    guard_inject_hits(&in, GUARD_FAULT_NAN_GRAD, 5, true, NULL));
+	assert_false(
+	    guard_inject_hits(&in, GUARD_FAULT_NAN_GRAD, 6, false, NULL));
 	assert_true(guard_inject_hits(&in, GUARD_FAULT_SPIKE, 11, false, NULL));
-	assert_false(guard_inject_hits(&in, GUARD_FAULT_SPIKE, 13, false,
-				       NULL));
+	assert_false(
+	    guard_inject_hits(&in, GUARD_FAULT_SPIKE, 13, false, NULL));
 	/* flaky: only the first computation */
 	assert_true(guard_inject_hits(&in, GUARD_FAULT_FLAKY, 7, false, NULL));
 	assert_false(guard_inject_hits(&in, GUARD_FAULT_FLAKY, 7, true, NULL));
-	assert_true(guard_inject_hits(&in, GUARD_FAULT_OVERFLOW, 9, false,
-				      &layer));
+	assert_true(
+	    guard_inject_hits(&in, GUARD_FAULT_OVERFLOW, 9, false, &layer));
 	assert_int_equal(layer, 2);
 
 	assert_int_equal(guard_inject_parse(&in, "melt@5", 2, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "melt"));
-	assert_int_equal(guard_inject_parse(&in, "overflow@5", 2, err,
-					    sizeof(err)),
-			 -EINVAL);
-	assert_int_equal(guard_inject_parse(&in, "overflow@5:3", 2, err,
-					    sizeof(err)),
-			 -EINVAL);
-	assert_int_equal(guard_inject_parse(&in, "spike@9-3", 2, err,
-					    sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    guard_inject_parse(&in, "overflow@5", 2, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    guard_inject_parse(&in, "overflow@5:3", 2, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    guard_inject_parse(&in, "spike@9-3", 2, err, sizeof(err)), -EINVAL);
 	assert_int_equal(guard_inject_parse(&in, "spike", 2, err, sizeof(err)),
 			 -EINVAL);
 }
@@ -374,7 +381,7 @@ static void test_bf16_matmul(void **state)
 {
 	const struct sigma_ops *f = &sigma_ops_cpu, *b = sigma_bf16_cpu.ops;
 	/* odd C and a remainder of columns exercise the padding and masks */
-	int N = 7, C = 37, OC = 83, offs[3] = { 0, 3, 7 };
+	int N = 7, C = 37, OC = 83, offs[3] = {0, 3, 7};
 	float *in = malloc(sizeof(float) * N * C);
 	float *w = malloc(sizeof(float) * 2 * C * OC);
 	float *r32 = malloc(sizeof(float) * N * OC);
@@ -411,7 +418,8 @@ static void test_bf16_matmul(void **state)
 		}
 	}
 	print_message("bf16 vs fp32: max error %.2e of sum |in||w| (%s)\n",
-		      maxrel, sigma_bf16_native() ? "AVX-512 BF16" : "emulated");
+		      maxrel,
+		      sigma_bf16_native() ? "AVX-512 BF16" : "emulated");
 	assert_true(maxrel <= 3.0 * 0x1p-9);
 	assert_true(maxrel > 0); /* it did round */
 	assert_int_equal(ovf, 0);
@@ -426,7 +434,8 @@ static void test_bf16_matmul(void **state)
 	b->grouped_matmul_forward(r16, in, w, offs, 2, C, OC);
 	f->grouped_matmul_forward(r32, in, w, offs, 2, C, OC);
 	for (int i = 0; i < N * OC; i++)
-		assert_true(fabs(r16[i] - r32[i]) <= 0.03 * (fabs(r32[i]) + 0.1));
+		assert_true(fabs(r16[i] - r32[i]) <=
+			    0.03 * (fabs(r32[i]) + 0.1));
 
 	/* overflow: products past the bf16 range become inf and count */
 	for (int i = 0; i < C; i++)
@@ -475,26 +484,24 @@ static void test_bf16_matmul(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_no_false_positive, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_spikes_caught, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_nonfinite_and_hardware,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overflow_fp32_window,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_escalation_rollback, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_collapse, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state_roundtrip, setup,
-						teardown),
-		cmocka_unit_test(test_disabled),
-		cmocka_unit_test(test_config_and_names),
-		cmocka_unit_test(test_inject_parse),
-		cmocka_unit_test_setup_teardown(test_bf16_round, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_bf16_matmul, setup,
-						teardown),
+	    cmocka_unit_test_setup_teardown(test_no_false_positive, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_spikes_caught, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_nonfinite_and_hardware, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_overflow_fp32_window, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_escalation_rollback, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_collapse, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_roundtrip, setup,
+					    teardown),
+	    cmocka_unit_test(test_disabled),
+	    cmocka_unit_test(test_config_and_names),
+	    cmocka_unit_test(test_inject_parse),
+	    cmocka_unit_test_setup_teardown(test_bf16_round, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bf16_matmul, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

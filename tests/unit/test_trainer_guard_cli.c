@@ -27,9 +27,9 @@ static char dir[64];
 static char prog[PATH_MAX];
 
 /* small config: 40 steps take well under a second */
-#define RUN                                                                   \
-	"'%s' --train train.tok --val val.tok --preset small --batch 2 "      \
-	"--seq-len 16 --threads 2 --warmup 3 --log-every 5 --steps 40 "       \
+#define RUN                                                                    \
+	"'%s' --train train.tok --val val.tok --preset small --batch 2 "       \
+	"--seq-len 16 --threads 2 --warmup 3 --log-every 5 --steps 40 "        \
 	"--eval-every 40 --eval-batches 4 "
 
 static int run(const char *fmt, ...) SIGMA_PRINTF(1, 2);
@@ -127,8 +127,8 @@ static int setup(void **state)
 	fclose(f);
 	return run("'%s' prepare --train-out train.tok --val-out val.tok text.txt",
 		   prog) == 0
-		       ? 0
-		       : -1;
+		   ? 0
+		   : -1;
 }
 
 static int teardown(void **state)
@@ -160,9 +160,8 @@ static void test_nan_skipped(void **state)
 	assert_true(fabs(faulty - clean) < 0.15);
 
 	/* without the guard the same fault ends the run */
-	assert_int_equal(run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN "--guard off",
-			     prog),
-			 70);
+	assert_int_equal(
+	    run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN "--guard off", prog), 70);
 	assert_true(out_has("step 15: loss"));
 	assert_true(out_has("diverged"));
 }
@@ -170,10 +169,11 @@ static void test_nan_skipped(void **state)
 static void test_overflow_fp32_and_back(void **state)
 {
 	(void)state;
-	assert_int_equal(run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
-			     "--precision bf16 --guard-fp32-steps 5 --metrics m.csv",
-			     prog),
-			 0);
+	assert_int_equal(
+	    run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
+		"--precision bf16 --guard-fp32-steps 5 --metrics m.csv",
+		prog),
+	    0);
 	assert_true(out_has("precision bf16"));
 	assert_true(out_has("guard: step 12: bf16-overflow layer 1"));
 	assert_true(out_has("skip+fp32"));
@@ -259,11 +259,11 @@ static void test_bad_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nan_skipped),
-		cmocka_unit_test(test_overflow_fp32_and_back),
-		cmocka_unit_test(test_spikes_roll_back),
-		cmocka_unit_test(test_hardware_requeue),
-		cmocka_unit_test(test_bad_options),
+	    cmocka_unit_test(test_nan_skipped),
+	    cmocka_unit_test(test_overflow_fp32_and_back),
+	    cmocka_unit_test(test_spikes_roll_back),
+	    cmocka_unit_test(test_hardware_requeue),
+	    cmocka_unit_test(test_bad_options),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

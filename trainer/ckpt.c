@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,7 +200,7 @@ static int read_str(struct ctx *c, hid_t loc, const char *name, char *buf,
 static int write_tensor(struct ctx *c, hid_t g, const struct model_tensor *t,
 			const float *data)
 {
-	hsize_t dims[3], chunk[3];
+	hsize_t dims[3] = { 1, 1, 1 }, chunk[3] = { 1, 1, 1 };
 	hid_t sp = -1, dcpl = -1, d = -1;
 	size_t row = sizeof(float);
 	int rc = 0;
@@ -384,8 +386,10 @@ static int write_provenance(struct ctx *c, hid_t f, const struct model *m)
 	return rc;
 }
 
+/* block: in the device's memory, or already in host memory (staged) */
 static int write_block(struct ctx *c, hid_t f, const char *gname,
-		       const struct model *m, const float *block, float *host)
+		       const struct model *m, const float *block, bool staged,
+		       float *host)
 {
 	hid_t g = H5Gcreate2(f, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	int rc = 0;
@@ -395,6 +399,10 @@ static int write_block(struct ctx *c, hid_t f, const char *gname,
 	for (int i = 0; i < m->ntensors && !rc; i++) {
 		const struct model_tensor *t = &m->tensors[i];
 
+		if (staged) {
+			rc = write_tensor(c, g, t, block + t->offset);
+			continue;
+		}
 		m->ops->to_host(host, block + t->offset, sizeof(float) * t->n);
 		rc = write_tensor(c, g, t, host);
 	}
@@ -414,10 +422,15 @@ static int fsync_path(const char *path, int flags)
 	return rc;
 }
 
-int ckpt_write(const char *dir, const struct model *m,
-	       const struct ckpt_state *st, char *path, size_t plen,
-	       char *err, size_t len)
+/*
+ * stage: NULL to read the tensors from m, or params, m and v of m's
+ * layout one after the other in host memory (the asynchronous writer).
+ */
+static int write_file(const char *dir, const struct model *m,
+		      const float *stage, const struct ckpt_state *st,
+		      char *path, size_t plen, char *err, size_t len)
 {
+	const size_t n = m->nparams;
 	char tmp[PATH_MAX], final[PATH_MAX];
 	struct ctx c = { tmp, err, len };
 	size_t maxn = 0;
@@ -464,7 +477,8 @@ int ckpt_write(const char *dir, const struct model *m,
 	     attr_i32(&c, f, "format_version", CKPT_VERSION) ?:
 	     attr_i64(&c, f, "step", st->step) ?:
 	     write_config(&c, f, m, st) ?:
-	     write_block(&c, f, "model", m, m->params, host);
+	     write_block(&c, f, "model", m, stage ? stage : m->params,
+			 stage != NULL, host);
 	if (rc)
 		goto out;
 	g = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -473,8 +487,10 @@ int ckpt_write(const char *dir, const struct model *m,
 		goto out;
 	}
 	H5Gclose(g);
-	rc = write_block(&c, f, "optim/m", m, m->m, host) ?:
-	     write_block(&c, f, "optim/v", m, m->v, host);
+	rc = write_block(&c, f, "optim/m", m, stage ? stage + n : m->m,
+			 stage != NULL, host) ?:
+	     write_block(&c, f, "optim/v", m, stage ? stage + 2 * n : m->v,
+			 stage != NULL, host);
 	if (rc)
 		goto out;
 	/* the optimizer's settings, as attributes of the group of moments */
@@ -545,6 +561,13 @@ out:
 		unlink(tmp);
 	free(host);
 	return rc;
+}
+
+int ckpt_write(const char *dir, const struct model *m,
+	       const struct ckpt_state *st, char *path, size_t plen,
+	       char *err, size_t len)
+{
+	return write_file(dir, m, NULL, st, path, plen, err, len);
 }
 
 /* ---- read ----------------------------------------------------------------- */
@@ -845,4 +868,266 @@ int ckpt_prune(const char *dir, int keep)
 	}
 	free(steps);
 	return n < 0 ? n : 0;
+}
+
+/* ---- asynchronous writer -------------------------------------------------- */
+
+struct ckpt_async {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char dir[PATH_MAX];
+	int keep;
+	int attempts; /* per checkpoint, the first included */
+	unsigned retry_ms; /* before the first retry; doubles */
+	const struct model *m; /* layout, configuration, kernels' name */
+	float *stage; /* params, m, v: 3 * nparams, host memory */
+	struct ckpt_state st;
+	bool pending; /* a staged snapshot not yet written */
+	bool quit;
+	int result; /* of the last finished write: 0 or -errno */
+	char err[1024];
+	int inject; /* test hook: attempts still to fail */
+	struct ckpt_async_stats stats;
+};
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* one snapshot: every attempt until one succeeds or none is left */
+static int async_write(struct ckpt_async *w, double *ms)
+{
+	char path[PATH_MAX], why[1024];
+	unsigned delay = w->retry_ms;
+	double t0 = mono_ms();
+	int rc = -EIO;
+
+	for (int a = 1; a <= w->attempts; a++) {
+		bool inject;
+
+		pthread_mutex_lock(&w->mu);
+		inject = w->inject > 0;
+		if (inject)
+			w->inject--;
+		pthread_mutex_unlock(&w->mu);
+		if (inject) {
+			rc = sigma_set_err(why, sizeof(why), EIO,
+					   "%s: injected write failure",
+					   w->dir);
+		} else {
+			rc = write_file(w->dir, w->m, w->stage, &w->st, path,
+					sizeof(path), why, sizeof(why));
+		}
+		if (rc == 0)
+			break;
+		pthread_mutex_lock(&w->mu);
+		w->stats.failures++;
+		pthread_mutex_unlock(&w->mu);
+		if (a < w->attempts) {
+			sigma_warn("checkpoint step %ld: attempt %d of %d failed: %s; retrying in %u ms",
+				   w->st.step, a, w->attempts, why, delay);
+			sleep_ms(delay);
+			delay = delay < 30000 ? delay * 2 : delay;
+		} else {
+			sigma_error("checkpoint step %ld: all %d attempts failed: %s",
+				    w->st.step, w->attempts, why);
+		}
+	}
+	*ms = mono_ms() - t0;
+	if (rc == 0) {
+		ckpt_prune(w->dir, w->keep);
+		printf("checkpoint step %ld: %s (%.2f s, in the background)\n",
+		       w->st.step, path, *ms / 1000.0);
+		fflush(stdout);
+	}
+	pthread_mutex_lock(&w->mu);
+	if (rc)
+		sigma_strlcpy(w->err, why, sizeof(w->err));
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+static void *async_main(void *arg)
+{
+	struct ckpt_async *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		double ms;
+		int rc;
+
+		while (!w->pending && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->pending)
+			break;
+		/* the stage and st belong to this thread until pending
+		 * is cleared: submit waits for that before it copies */
+		pthread_mutex_unlock(&w->mu);
+		rc = async_write(w, &ms);
+		pthread_mutex_lock(&w->mu);
+		w->result = rc;
+		w->stats.write_ms = ms;
+		w->stats.total_write_ms += ms;
+		if (rc == 0) {
+			w->stats.writes++;
+			w->stats.write_step = w->st.step;
+		} else {
+			w->stats.lost++;
+		}
+		w->pending = false;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int ckpt_async_create(struct ckpt_async **out, const char *dir, int keep,
+		      int attempts, unsigned retry_ms, const struct model *m,
+		      char *err, size_t len)
+{
+	struct ckpt_async *w;
+	int rc;
+
+	*out = NULL;
+	if (keep < 1 || attempts < 1 || attempts > 100 || retry_ms > 600000)
+		return sigma_set_err(err, len, EINVAL,
+				     "checkpoint writer: keep %d, attempts %d, retry %u ms out of range",
+				     keep, attempts, retry_ms);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	if (sigma_strlcpy(w->dir, dir, sizeof(w->dir)) >= sizeof(w->dir)) {
+		free(w);
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: checkpoint path too long", dir);
+	}
+	w->stage = malloc(sizeof(float) * 3 * m->nparams);
+	if (!w->stage) {
+		free(w);
+		return sigma_set_err(err, len, ENOMEM,
+				     "out of memory for a %zu MiB checkpoint stage",
+				     sizeof(float) * 3 * m->nparams >> 20);
+	}
+	w->keep = keep;
+	w->attempts = attempts;
+	w->retry_ms = retry_ms;
+	w->m = m;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	rc = pthread_create(&w->thread, NULL, async_main, w);
+	if (rc) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w->stage);
+		free(w);
+		return sigma_set_err(err, len, rc,
+				     "cannot start the checkpoint writer: %s",
+				     strerror(rc));
+	}
+	*out = w;
+	return 0;
+}
+
+/* with w->mu held: until no write is in flight; the time it took */
+static double async_drain(struct ckpt_async *w)
+{
+	double t0 = mono_ms();
+
+	while (w->pending)
+		pthread_cond_wait(&w->cv, &w->mu);
+	return mono_ms() - t0;
+}
+
+int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
+		      const struct ckpt_state *st, char *err, size_t len)
+{
+	const size_t n = m->nparams;
+	double t0 = mono_ms(), waited;
+	int rc;
+
+	if (m->nparams != w->m->nparams)
+		return sigma_set_err(err, len, EINVAL,
+				     "checkpoint writer: model layout changed");
+	pthread_mutex_lock(&w->mu);
+	if (w->pending)
+		w->stats.stalls++;
+	waited = async_drain(w);
+	rc = w->result;
+	if (rc) {
+		/* the previous snapshot could not be written: say so now,
+		 * and keep failing until the caller gives up */
+		sigma_set_err(err, len, -rc, "checkpoint step %ld: %s",
+			      w->st.step, w->err);
+		pthread_mutex_unlock(&w->mu);
+		return rc;
+	}
+	m->ops->to_host(w->stage, m->params, sizeof(float) * n);
+	m->ops->to_host(w->stage + n, m->m, sizeof(float) * n);
+	m->ops->to_host(w->stage + 2 * n, m->v, sizeof(float) * n);
+	w->st = *st;
+	w->pending = true;
+	w->stats.wait_ms = waited;
+	w->stats.stall_ms = mono_ms() - t0;
+	w->stats.total_stall_ms += w->stats.stall_ms;
+	w->stats.submits++;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->mu);
+	async_drain(w);
+	rc = w->result;
+	if (rc)
+		sigma_set_err(err, len, -rc, "checkpoint step %ld: %s",
+			      w->st.step, w->err);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+void ckpt_async_stats(struct ckpt_async *w, struct ckpt_async_stats *s)
+{
+	pthread_mutex_lock(&w->mu);
+	*s = w->stats;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void ckpt_async_inject_failures(struct ckpt_async *w, int n)
+{
+	pthread_mutex_lock(&w->mu);
+	w->inject = n;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void ckpt_async_destroy(struct ckpt_async *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	async_drain(w);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w->stage);
+	free(w);
 }

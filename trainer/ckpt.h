@@ -70,6 +70,50 @@ int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 /* Remove all but the newest keep complete checkpoints of dir. */
 int ckpt_prune(const char *dir, int keep);
 
+/*
+ * Asynchronous writer (docs/checkpoint-format.md, "Asynchronous
+ * writes"). Submit copies the weights and both moments to a host stage
+ * (the only stall of training) and a background thread writes the file
+ * with ckpt_write's guarantees, then prunes to the newest keep. At most
+ * one write is in flight: a submit while one is still writing waits for
+ * it (a stall, counted). A failed write is retried attempts - 1 more
+ * times, waiting retry_ms, then twice that, ...; if every attempt fails
+ * the next submit or wait returns the error, naming the step, and keeps
+ * returning it: the caller stops rather than run on unprotected.
+ *
+ * Only the writer thread calls HDF5 while a write is in flight: call
+ * ckpt_async_wait before any other ckpt_ function (a rollback, the
+ * end, a stop). m must outlive the writer and keep its layout.
+ */
+struct ckpt_async;
+
+struct ckpt_async_stats {
+	long submits; /* snapshots staged */
+	long writes; /* written and renamed into place */
+	long failures; /* attempts that failed (retried or not) */
+	long lost; /* snapshots for which every attempt failed */
+	long stalls; /* submits that waited for the previous write */
+	long write_step; /* step of the newest written checkpoint */
+	double stall_ms; /* last submit: waiting plus copying */
+	double wait_ms; /* of it, waiting for the previous write */
+	double write_ms; /* last finished write, retries included */
+	double total_stall_ms, total_write_ms;
+};
+
+int ckpt_async_create(struct ckpt_async **w, const char *dir, int keep,
+		      int attempts, unsigned retry_ms, const struct model *m,
+		      char *err, size_t len);
+/* 0, or -errno with err when the previous snapshot was never written */
+int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
+		      const struct ckpt_state *st, char *err, size_t len);
+/* until nothing is in flight; the result of the last write as submit */
+int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len);
+void ckpt_async_stats(struct ckpt_async *w, struct ckpt_async_stats *s);
+/* test hook: the next n attempts fail with EIO before touching the disk */
+void ckpt_async_inject_failures(struct ckpt_async *w, int n);
+/* waits for the write in flight, stops the thread; NULL is fine */
+void ckpt_async_destroy(struct ckpt_async *w);
+
 /* "HDF5 1.10.8" */
 void ckpt_library_version(char *buf, size_t len);
 

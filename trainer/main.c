@@ -42,6 +42,7 @@ struct train_opts {
 	char ckpt_dir[PATH_MAX];
 	long ckpt_every; /* 0: only at the end and on request */
 	int ckpt_keep;
+	bool ckpt_sync; /* --ckpt-sync: write in the loop, no writer thread */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;
@@ -77,6 +78,7 @@ static void usage(FILE *f)
 		"  --ckpt-dir DIR        checkpoint directory ($SIGMA_CKPT_DIR)\n"
 		"  --ckpt-every N        checkpoint every N steps ($SIGMA_CKPT_EVERY; 0: at the end)\n"
 		"  --ckpt-keep N         keep the newest N checkpoints (default 3)\n"
+		"  --ckpt-sync           write checkpoints in the loop, not in the background\n"
 		"  --resume              continue from the newest valid checkpoint\n"
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
 		"  --init-from FILE      start from the weights of a checkpoint\n"
@@ -275,6 +277,7 @@ static int cmd_sgemm(int argc, char **argv)
 
 enum {
 	OPT_TRAIN = 256, OPT_VAL, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP,
+	OPT_CKPT_SYNC,
 	OPT_RESUME, OPT_INIT_FROM, OPT_PRESET, OPT_VOCAB, OPT_DIM, OPT_LAYERS,
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
@@ -318,6 +321,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "ckpt-dir", required_argument, NULL, OPT_CKPT_DIR },
 		{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
 		{ "ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP },
+		{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
 		{ "resume", no_argument, NULL, OPT_RESUME },
 		{ "init-from", required_argument, NULL, OPT_INIT_FROM },
 		{ "preset", required_argument, NULL, OPT_PRESET },
@@ -388,6 +392,9 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			if (copy_path("--metrics", optarg, o->metrics_path,
 				      sizeof(o->metrics_path)))
 				return -EINVAL;
+			break;
+		case OPT_CKPT_SYNC:
+			o->ckpt_sync = true;
 			break;
 		case OPT_RESUME:
 			o->resume = true;
@@ -653,23 +660,84 @@ static void fmt_eta(char *buf, size_t len, double sec)
 
 /* ---- main ---------------------------------------------------------------- */
 
-static int save(const struct train_opts *o, const struct model *m,
-		struct ckpt_state *st)
+/* checkpoint timings for the metrics file: NAN where none in the row */
+struct ckpt_times {
+	double stall_ms; /* training stopped for the last checkpoint */
+	double write_ms; /* the last write that finished */
+	long finished; /* writes finished (or given up) by the last row */
+};
+
+/*
+ * In the background (aw) or, with --ckpt-sync or no writer, in the loop.
+ * A failure of the previous background write surfaces here.
+ */
+static int save(const struct train_opts *o, struct ckpt_async *aw,
+		const struct model *m, struct ckpt_state *st,
+		struct ckpt_times *ct)
 {
 	char path[PATH_MAX], err[1024];
 	uint64_t t0 = sigma_now_ms();
-	int rc = ckpt_write(o->ckpt_dir, m, st, path, sizeof(path), err,
-			    sizeof(err));
+	int rc;
 
+	if (aw) {
+		struct ckpt_async_stats cs;
+
+		rc = ckpt_async_submit(aw, m, st, err, sizeof(err));
+		if (rc) {
+			sigma_error("checkpoint failed: %s", err);
+			return rc;
+		}
+		ckpt_async_stats(aw, &cs);
+		ct->stall_ms = cs.stall_ms;
+		return 0;
+	}
+	rc = ckpt_write(o->ckpt_dir, m, st, path, sizeof(path), err,
+			sizeof(err));
 	if (rc) {
 		sigma_error("checkpoint failed: %s", err);
 		return rc;
 	}
 	ckpt_prune(o->ckpt_dir, o->ckpt_keep);
+	ct->stall_ms = ct->write_ms = (double)(sigma_now_ms() - t0);
 	printf("checkpoint step %ld: %s (%.2f s)\n", st->step, path,
 	       (sigma_now_ms() - t0) / 1000.0);
 	fflush(stdout);
 	return 0;
+}
+
+/* the background write in flight, if any, is on disk or reported */
+static int save_wait(struct ckpt_async *aw)
+{
+	char err[1024];
+	int rc;
+
+	if (!aw)
+		return 0;
+	rc = ckpt_async_wait(aw, err, sizeof(err));
+	if (rc)
+		sigma_error("checkpoint failed: %s", err);
+	return rc;
+}
+
+static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
+			 struct ckpt_times *ct)
+{
+	if (aw) {
+		struct ckpt_async_stats cs;
+
+		ckpt_async_stats(aw, &cs);
+		if (cs.writes + cs.lost > ct->finished) {
+			ct->write_ms = cs.write_ms;
+			ct->finished = cs.writes + cs.lost;
+		}
+	}
+	fputc(',', f);
+	if (!isnan(ct->stall_ms))
+		fprintf(f, "%.3f", ct->stall_ms);
+	fputc(',', f);
+	if (!isnan(ct->write_ms))
+		fprintf(f, "%.3f", ct->write_ms);
+	ct->stall_ms = ct->write_ms = NAN;
 }
 
 /* the guard's per-rank observations, averaged over the ranks */
@@ -697,6 +765,8 @@ static int train(struct train_opts *o, struct dist *d)
 	int B;
 	struct guard_run gr;
 	bool gr_ready = false;
+	struct ckpt_async *aw = NULL;
+	struct ckpt_times ct = { NAN, NAN, 0 };
 
 	rc = data_open(&train_df, o->train_path, err, sizeof(err));
 	if (rc)
@@ -879,7 +949,7 @@ static int train(struct train_opts *o, struct dist *d)
 		}
 		if (fresh)
 			fprintf(metrics,
-				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms"
+				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
 				GUARD_METRICS_HEADER "\n");
 	}
 	tok = malloc(sizeof(int32_t) * m->B * m->cfg.T);
@@ -887,6 +957,17 @@ static int train(struct train_opts *o, struct dist *d)
 	if (!tok || !tgt) {
 		code = TRAIN_EXIT_OSERR;
 		goto out;
+	}
+	/* every rank holds the whole model: rank 0 writes, in the
+	 * background unless asked otherwise */
+	if (*o->ckpt_dir && d->rank == 0 && !o->ckpt_sync) {
+		rc = ckpt_async_create(&aw, o->ckpt_dir, o->ckpt_keep, 3, 200,
+				       m, err, sizeof(err));
+		if (rc) {
+			sigma_error("%s", err);
+			code = TRAIN_EXIT_OSERR;
+			goto out;
+		}
 	}
 	flops_tok = model_flops_per_token(&m->cfg);
 	t_start = t_last = sigma_now_ms();
@@ -957,7 +1038,19 @@ recompute:
 			goto out;
 		}
 		if (gact & GUARD_ACT_ROLLBACK) {
-			long to = guard_run_rollback(&gr, o->ckpt_dir, done);
+			long to;
+
+			/* the newest checkpoint is on disk before any rank
+			 * reads it */
+			if (save_wait(aw)) {
+				code = TRAIN_EXIT_CANTCREAT;
+				goto out;
+			}
+			if (d->size > 1 && dist_barrier(d)) {
+				code = TRAIN_EXIT_PEER;
+				goto out;
+			}
+			to = guard_run_rollback(&gr, o->ckpt_dir, done);
 
 			if (to < 0) {
 				code = TRAIN_EXIT_DIVERGED;
@@ -1030,6 +1123,7 @@ recompute:
 					fprintf(metrics, "%.6f", val_ce);
 				fprintf(metrics, ",%.3f,%.3f,%.3f", el,
 					step_ms, comm_ms);
+				metrics_ckpt(metrics, aw, &ct);
 				guard_run_metrics(&gr, metrics);
 				fputc('\n', metrics);
 				fflush(metrics);
@@ -1044,7 +1138,12 @@ recompute:
 			/* every rank holds the whole model: rank 0 writes */
 			guard_state_export(&gr.g, st.guard);
 			st.nguard = GUARD_STATE_N;
-			if (d->rank == 0 && save(o, m, &st)) {
+			if (d->rank == 0 && save(o, aw, m, &st, &ct)) {
+				code = TRAIN_EXIT_CANTCREAT;
+				goto out;
+			}
+			/* at the end or a stop the file is on disk first */
+			if ((stop || done == o->optim.steps) && save_wait(aw)) {
 				code = TRAIN_EXIT_CANTCREAT;
 				goto out;
 			}
@@ -1080,6 +1179,10 @@ recompute:
 		       o->optim.steps, m->loss, m->ce, ru.ru_maxrss / 1024.0);
 	}
 out:
+	/* whatever happened, a write in flight is finished (or reported) */
+	if (save_wait(aw) && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	ckpt_async_destroy(aw);
 	if (gr_ready) {
 		guard_summary(stdout, &gr.g);
 		guard_run_free(&gr);

@@ -359,6 +359,90 @@ static void test_ckpt_damage_and_fallback(void **state)
 	model_destroy(a), model_destroy(b);
 }
 
+/* the background writer: what was staged is written, not what came after;
+ * failures are retried, and one that outlasts the retries is reported */
+static void test_ckpt_async(void **state)
+{
+	struct model *a = small(32), *b = small(32);
+	struct ckpt_async *w = NULL;
+	struct ckpt_async_stats cs;
+	struct ckpt_state st, got;
+	char p[PATH_MAX + 32], err[1024], ck[PATH_MAX];
+	float *want;
+
+	(void)state;
+	path_of(ck, "async");
+	assert_int_equal(ckpt_async_create(&w, ck, 0, 3, 1, a, err,
+					   sizeof(err)),
+			 -EINVAL);
+	assert_null(w);
+	assert_int_equal(ckpt_async_create(&w, ck, 2, 3, 1, a, err,
+					   sizeof(err)),
+			 0);
+	want = malloc(sizeof(float) * a->nparams);
+	assert_non_null(want);
+	fill_state(a, &st, 5);
+	memcpy(want, a->params, sizeof(float) * a->nparams);
+	assert_int_equal(ckpt_async_submit(w, a, &st, err, sizeof(err)), 0);
+	/* training goes on while the file is written */
+	for (size_t i = 0; i < a->nparams; i++)
+		a->params[i] += 1.0f;
+	for (long s = 6; s <= 7; s++) {
+		st.step = s;
+		assert_int_equal(ckpt_async_submit(w, a, &st, err,
+						   sizeof(err)),
+				 0);
+	}
+	assert_int_equal(ckpt_async_wait(w, err, sizeof(err)), 0);
+	ckpt_async_stats(w, &cs);
+	assert_int_equal(cs.submits, 3);
+	assert_int_equal(cs.writes, 3);
+	assert_int_equal(cs.write_step, 7);
+	assert_int_equal(cs.failures, 0);
+	assert_true(cs.stall_ms >= 0 && cs.write_ms > 0);
+	/* keep 2: step 5 pruned, 6 holds the state after the change */
+	snprintf(p, sizeof(p), "%s/ckpt-00000005.h5", ck);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/ckpt-00000006.h5", ck);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.step, 6);
+	assert_memory_equal(a->params, b->params,
+			    sizeof(float) * 3 * a->nparams);
+	assert_memory_not_equal(want, b->params,
+				sizeof(float) * a->nparams);
+
+	/* two failed attempts, the third succeeds */
+	ckpt_async_inject_failures(w, 2);
+	st.step = 8;
+	assert_int_equal(ckpt_async_submit(w, a, &st, err, sizeof(err)), 0);
+	assert_int_equal(ckpt_async_wait(w, err, sizeof(err)), 0);
+	ckpt_async_stats(w, &cs);
+	assert_int_equal(cs.failures, 2);
+	assert_int_equal(cs.lost, 0);
+	assert_int_equal(cs.write_step, 8);
+	snprintf(p, sizeof(p), "%s/ckpt-00000008.h5", ck);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);
+
+	/* every attempt fails: reported, and again at the next submit */
+	ckpt_async_inject_failures(w, 3);
+	st.step = 9;
+	assert_int_equal(ckpt_async_submit(w, a, &st, err, sizeof(err)), 0);
+	assert_int_equal(ckpt_async_wait(w, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "step 9"));
+	assert_non_null(strstr(err, "injected"));
+	ckpt_async_stats(w, &cs);
+	assert_int_equal(cs.lost, 1);
+	assert_int_equal(cs.write_step, 8);
+	snprintf(p, sizeof(p), "%s/ckpt-00000009.h5", ck);
+	assert_int_equal(access(p, F_OK), -1);
+	st.step = 10;
+	assert_int_equal(ckpt_async_submit(w, a, &st, err, sizeof(err)),
+			 -EIO);
+	ckpt_async_destroy(w);
+	free(want);
+	model_destroy(a), model_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_prepare),
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
+		cmocka_unit_test(test_ckpt_async),
 	};
 
 	sigma_log_init("test", SIGMA_LOG_ERROR);

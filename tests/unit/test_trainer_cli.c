@@ -216,6 +216,29 @@ static void test_resume_bitwise(void **state)
 	model_destroy(a);
 	model_destroy(b);
 
+	/* written in the loop (--ckpt-sync) or in the background: the same
+	 * bits; the stall of the checkpoint of step 5 in the row of step 10,
+	 * its write (finished before the next one was staged) by step 15 */
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir SY --ckpt-every 5 --ckpt-sync",
+			     prog),
+			 0);
+	snprintf(pb, sizeof(pb), "%s/SY/ckpt-00000020.h5", dir);
+	load(pa, &a, &sa);
+	load(pb, &b, &sb);
+	assert_memory_equal(a->params, b->params, sizeof(float) * a->nparams);
+	assert_memory_equal(a->m, b->m, sizeof(float) * a->nparams);
+	assert_memory_equal(a->v, b->v, sizeof(float) * a->nparams);
+	model_destroy(a);
+	model_destroy(b);
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir AS --ckpt-every 5 --metrics AS.csv",
+			     prog),
+			 0);
+	assert_int_equal(run("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }"
+			     " $1 == 10 && $c[\"ckpt_stall_ms\"] != \"\" { s = 1 }"
+			     " $1 >= 15 && $c[\"ckpt_write_ms\"] > 0 { w = 1 }"
+			     " END { exit !(s && w) }' AS.csv"),
+			 0);
+
 	/* metrics: a header and one row per 5 steps */
 	assert_int_equal(run("grep -c '^[0-9]' A.csv | grep -qx 4 && head -1 A.csv | grep -q '^step,loss,ce,aux,lr,grad_norm'"),
 			 0);

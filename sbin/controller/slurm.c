@@ -11,6 +11,7 @@
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <slurm/slurmdb.h>
 
 #include "sigma.h"
 #include "slurm.h"
@@ -360,6 +361,76 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
 	return 0;
 }
 
+/*
+ * slurmctld refuses to change a job that has finished (a give-up is often
+ * decided just after the job ended): write its accounting record instead,
+ * as `sacctmgr modify job where jobid=ID set AdminComment=TEXT` does, so
+ * that sacct tells the story.
+ */
+static int slurm_admin_comment_db(uint32_t job, const char *text,
+				  const char *id)
+{
+	slurm_selected_step_t step;
+	slurmdb_job_cond_t cond;
+	slurmdb_job_rec_t rec;
+	slurm_conf_t *conf = NULL;
+	void *db = NULL;
+	List steps = NULL, clusters = NULL, ret = NULL;
+	int rc = -EIO;
+
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
+		return slurm_fail("slurm_load_ctl_conf", id);
+	memset(&step, 0, sizeof(step));
+	step.array_task_id = NO_VAL;
+	step.het_job_offset = NO_VAL;
+	step.step_id.job_id = job;
+	step.step_id.step_id = NO_VAL;
+	step.step_id.step_het_comp = NO_VAL;
+	memset(&cond, 0, sizeof(cond));
+	memset(&rec, 0, sizeof(rec));
+	rec.array_task_id = NO_VAL;
+	rec.derived_ec = NO_VAL;
+	rec.lft = NO_VAL;
+	rec.resvid = NO_VAL;
+	rec.admin_comment = (char *)text;
+	steps = slurm_list_create(NULL); /* our memory: no destructor */
+	clusters = slurm_list_create(NULL);
+	if (!steps || !clusters || !conf->cluster_name)
+		goto out;
+	slurm_list_append(steps, &step);
+	slurm_list_append(clusters, conf->cluster_name);
+	cond.step_list = steps;
+	cond.cluster_list = clusters;
+	cond.db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
+	db = slurmdb_connection_get(NULL);
+	if (!db) {
+		slurm_fail("slurmdb_connection_get", id);
+		goto out;
+	}
+	ret = slurmdb_job_modify(db, &cond, &rec);
+	if (!ret || slurm_list_count(ret) == 0) {
+		slurm_fail("slurmdb_job_modify(admin_comment)", id);
+		slurmdb_connection_commit(db, false);
+		goto out;
+	}
+	if (slurmdb_connection_commit(db, true) != SLURM_SUCCESS) {
+		slurm_fail("slurmdb_connection_commit", id);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (ret)
+		slurm_list_destroy(ret);
+	if (db)
+		slurmdb_connection_close(&db);
+	if (steps)
+		slurm_list_destroy(steps);
+	if (clusters)
+		slurm_list_destroy(clusters);
+	slurm_free_ctl_conf(conf);
+	return rc;
+}
+
 int ctl_slurm_admin_comment(uint32_t job, const char *text)
 {
 	job_desc_msg_t j;
@@ -369,9 +440,11 @@ int ctl_slurm_admin_comment(uint32_t job, const char *text)
 	slurm_init_job_desc_msg(&j);
 	j.job_id = job;
 	j.admin_comment = (char *)text;
-	if (slurm_update_job(&j) != SLURM_SUCCESS)
-		return slurm_fail("slurm_update_job(admin_comment)", id);
-	return 0;
+	if (slurm_update_job(&j) == SLURM_SUCCESS)
+		return 0;
+	if (slurm_get_errno() == ESLURM_JOB_FINISHED)
+		return slurm_admin_comment_db(job, text, id);
+	return slurm_fail("slurm_update_job(admin_comment)", id);
 }
 
 int ctl_slurm_signal(uint32_t job, int sig)

@@ -1131,3 +1131,42 @@ void ckpt_async_destroy(struct ckpt_async *w)
 	free(w->stage);
 	free(w);
 }
+
+const float *ckpt_async_staged(struct ckpt_async *w)
+{
+	return w->stage;
+}
+
+float *ckpt_async_claim(struct ckpt_async *w, char *err, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->pending)
+		w->stats.stalls++;
+	async_drain(w);
+	rc = w->result;
+	if (rc)
+		sigma_set_err(err, len, -rc, "checkpoint step %ld: %s",
+			      w->st.step, w->err);
+	pthread_mutex_unlock(&w->mu);
+	return rc ? NULL : w->stage;
+}
+
+void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st)
+{
+	pthread_mutex_lock(&w->mu);
+	w->st = *st;
+	w->pending = true;
+	w->stats.submits++;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+long ckpt_newest_step(const char *dir)
+{
+	long s[CKPT_MAX_LISTED];
+	int n = list_steps(dir, s, CKPT_MAX_LISTED);
+
+	return n > 0 ? s[0] : -1;
+}

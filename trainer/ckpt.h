@@ -111,6 +111,17 @@ int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len);
 void ckpt_async_stats(struct ckpt_async *w, struct ckpt_async_stats *s);
 /* test hook: the next n attempts fail with EIO before touching the disk */
 void ckpt_async_inject_failures(struct ckpt_async *w, int n);
+/*
+ * Staging from elsewhere (a replica received from a peer): claim waits
+ * for the write in flight and returns the stage (3 * nparams floats) to
+ * fill, or NULL with err as submit; commit hands it to the writer.
+ * staged: the stage of the last submit, read-only until the next one.
+ */
+float *ckpt_async_claim(struct ckpt_async *w, char *err, size_t len);
+void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st);
+const float *ckpt_async_staged(struct ckpt_async *w);
+/* the newest step named in dir (not validated), -1 if none */
+long ckpt_newest_step(const char *dir);
 /* waits for the write in flight, stops the thread; NULL is fine */
 void ckpt_async_destroy(struct ckpt_async *w);
 

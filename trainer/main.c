@@ -43,6 +43,8 @@ struct train_opts {
 	long ckpt_every; /* 0: only at the end and on request */
 	int ckpt_keep;
 	bool ckpt_sync; /* --ckpt-sync: write in the loop, no writer thread */
+	char local_dir[PATH_MAX]; /* tier 1, node-local; empty: off */
+	long ckpt_full_every; /* with tier 1: shared every N steps; 0 end */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;
@@ -79,6 +81,10 @@ static void usage(FILE *f)
 		"  --ckpt-every N        checkpoint every N steps ($SIGMA_CKPT_EVERY; 0: at the end)\n"
 		"  --ckpt-keep N         keep the newest N checkpoints (default 3)\n"
 		"  --ckpt-sync           write checkpoints in the loop, not in the background\n"
+		"  --local-ckpt-dir DIR  node-local tier every --ckpt-every steps, replicated to\n"
+		"                        a rank on another node ($SIGMA_LOCAL_CKPT_DIR)\n"
+		"  --ckpt-full-every N   with --local-ckpt-dir: shared checkpoint every N steps\n"
+		"                        (0: at the end and on a stop only)\n"
 		"  --resume              continue from the newest valid checkpoint\n"
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
 		"  --init-from FILE      start from the weights of a checkpoint\n"
@@ -277,7 +283,7 @@ static int cmd_sgemm(int argc, char **argv)
 
 enum {
 	OPT_TRAIN = 256, OPT_VAL, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP,
-	OPT_CKPT_SYNC,
+	OPT_CKPT_SYNC, OPT_LOCAL_CKPT_DIR, OPT_CKPT_FULL_EVERY,
 	OPT_RESUME, OPT_INIT_FROM, OPT_PRESET, OPT_VOCAB, OPT_DIM, OPT_LAYERS,
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
@@ -294,6 +300,10 @@ static int read_env(struct train_opts *o)
 	s = getenv("SIGMA_CKPT_DIR");
 	if (s && *s && copy_path("SIGMA_CKPT_DIR", s, o->ckpt_dir,
 				 sizeof(o->ckpt_dir)))
+		return -EINVAL;
+	s = getenv("SIGMA_LOCAL_CKPT_DIR");
+	if (s && *s && copy_path("SIGMA_LOCAL_CKPT_DIR", s, o->local_dir,
+				 sizeof(o->local_dir)))
 		return -EINVAL;
 	s = getenv("SIGMA_CKPT_EVERY");
 	if (s && *s) {
@@ -322,6 +332,9 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
 		{ "ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP },
 		{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
+		{ "local-ckpt-dir", required_argument, NULL, OPT_LOCAL_CKPT_DIR },
+		{ "ckpt-full-every", required_argument, NULL,
+		  OPT_CKPT_FULL_EVERY },
 		{ "resume", no_argument, NULL, OPT_RESUME },
 		{ "init-from", required_argument, NULL, OPT_INIT_FROM },
 		{ "preset", required_argument, NULL, OPT_PRESET },
@@ -395,6 +408,17 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			break;
 		case OPT_CKPT_SYNC:
 			o->ckpt_sync = true;
+			break;
+		case OPT_LOCAL_CKPT_DIR:
+			if (copy_path("--local-ckpt-dir", optarg, o->local_dir,
+				      sizeof(o->local_dir)))
+				return -EINVAL;
+			break;
+		case OPT_CKPT_FULL_EVERY:
+			if (parse_int("--ckpt-full-every", optarg, 0, 99999999,
+				      &v))
+				return -EINVAL;
+			o->ckpt_full_every = v;
 			break;
 		case OPT_RESUME:
 			o->resume = true;
@@ -665,6 +689,7 @@ struct ckpt_times {
 	double stall_ms; /* training stopped for the last checkpoint */
 	double write_ms; /* the last write that finished */
 	long finished; /* writes finished (or given up) by the last row */
+	long finished1; /* the same, of the tier-1 writer */
 };
 
 /*
@@ -719,16 +744,25 @@ static int save_wait(struct ckpt_async *aw)
 	return rc;
 }
 
+/* aw: the shared tier's writer, a1: this rank's tier-1 one (or NULL) */
 static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
-			 struct ckpt_times *ct)
+			 struct ckpt_async *a1, struct ckpt_times *ct)
 {
-	if (aw) {
-		struct ckpt_async_stats cs;
+	struct ckpt_async_stats cs;
 
+	if (aw) {
 		ckpt_async_stats(aw, &cs);
 		if (cs.writes + cs.lost > ct->finished) {
 			ct->write_ms = cs.write_ms;
 			ct->finished = cs.writes + cs.lost;
+		}
+	}
+	if (a1) {
+		ckpt_async_stats(a1, &cs);
+		if (cs.writes + cs.lost > ct->finished1) {
+			if (isnan(ct->write_ms) || cs.write_ms > ct->write_ms)
+				ct->write_ms = cs.write_ms;
+			ct->finished1 = cs.writes + cs.lost;
 		}
 	}
 	fputc(',', f);
@@ -738,6 +772,199 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 	if (!isnan(ct->write_ms))
 		fprintf(f, "%.3f", ct->write_ms);
 	ct->stall_ms = ct->write_ms = NAN;
+}
+
+/* ---- tier 1: node-local checkpoints replicated to a buddy ---------------- */
+
+struct tier1 {
+	struct ckpt_async *own, *rep; /* this rank's shard, the replica */
+	char own_dir[PATH_MAX], rep_dir[PATH_MAX];
+	int buddy, from; /* sends to buddy, keeps from's replica; -1: none */
+};
+
+/*
+ * LOCAL/NODE/rank-R and LOCAL/NODE/replica-F; the buddy is the rank at
+ * the same place on the next node (ranks placed node by node, as srun
+ * does by default), so it is on another node whenever there is one.
+ */
+static int tier1_open(struct tier1 *t, const struct train_opts *o,
+		      const struct dist *d, const struct model *m)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1;
+	char err[1024];
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (!node || !*node)
+		node = *d->boot.node ? d->boot.node : "localhost";
+	t->buddy = t->from = -1;
+	if (d->size > ls) {
+		t->buddy = (d->rank + ls) % d->size;
+		t->from = (d->rank - ls + d->size) % d->size;
+	}
+	if (sigma_snprintf(t->own_dir, sizeof(t->own_dir), "%s/%s/rank-%d",
+			   o->local_dir, node, d->rank) ||
+	    sigma_snprintf(t->rep_dir, sizeof(t->rep_dir),
+			   "%s/%s/replica-%d", o->local_dir, node,
+			   t->from < 0 ? d->rank : t->from)) {
+		sigma_error("--local-ckpt-dir %s: path too long", o->local_dir);
+		return -ENAMETOOLONG;
+	}
+	rc = ckpt_async_create(&t->own, t->own_dir, o->ckpt_keep, 3, 200, m,
+			       err, sizeof(err));
+	if (rc == 0 && t->buddy >= 0)
+		rc = ckpt_async_create(&t->rep, t->rep_dir, o->ckpt_keep, 3,
+				       200, m, err, sizeof(err));
+	if (rc)
+		sigma_error("tier 1: %s", err);
+	return rc;
+}
+
+static int tier1_wait(struct tier1 *t)
+{
+	int a = save_wait(t->own), b = save_wait(t->rep);
+
+	return a ?: b;
+}
+
+static void tier1_close(struct tier1 *t)
+{
+	tier1_wait(t);
+	ckpt_async_destroy(t->own);
+	ckpt_async_destroy(t->rep);
+	t->own = t->rep = NULL;
+}
+
+/* stage, write locally in the background, and send a copy to the buddy
+ * while keeping the one from's buddy sends; an exit code or 0 */
+static int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+		      const struct ckpt_state *st, struct ckpt_times *ct)
+{
+	struct ckpt_async_stats cs;
+	uint64_t t0 = sigma_now_ms();
+	const size_t n3 = 3 * m->nparams;
+	struct ckpt_state rst;
+	char err[1024];
+	float *r;
+	int rc;
+
+	rc = ckpt_async_submit(t->own, m, st, err, sizeof(err));
+	if (rc) {
+		sigma_error("tier 1: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	ckpt_async_stats(t->own, &cs);
+	ct->stall_ms = cs.stall_ms;
+	if (t->buddy < 0)
+		return 0;
+	r = ckpt_async_claim(t->rep, err, sizeof(err));
+	if (!r) {
+		sigma_error("tier 1: replica: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	rc = comm_sendrecv(d->world, ckpt_async_staged(t->own), n3, t->buddy,
+			   r, n3, t->from, COMM_F32, 7101);
+	if (rc == 0)
+		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,
+				   sizeof(rst), t->from, COMM_U8, 7102);
+	if (rc) {
+		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
+			    st->step, t->buddy, strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
+	ckpt_async_commit(t->rep, &rst);
+	/* the replica's exchange stalls training too */
+	ct->stall_ms = (double)(sigma_now_ms() - t0);
+	return 0;
+}
+
+/*
+ * The newest step some rank holds whole in tier 1 (its own copy or the
+ * replica it keeps), loaded on every rank from the lowest such rank: with
+ * data parallelism every rank's shard is the same state. 0 with *step, or
+ * -ENOENT (none anywhere), or -EIO (a peer).
+ */
+static int tier1_restore(struct tier1 *t, struct dist *d, struct model *m,
+			 struct ckpt_state *rs, long *step, int *holder,
+			 bool *replica)
+{
+	const size_t n = m->nparams;
+	struct ckpt_state tmp;
+	char path[PATH_MAX], err[1024];
+	long own = -1, rep = -1;
+	int32_t best, *all = NULL;
+	size_t *cnt = NULL, *dsp = NULL, *one = NULL;
+	int rc = 0, h = -1;
+
+	if (ckpt_load_latest(t->own_dir, m, rs, path, sizeof(path), err,
+			     sizeof(err)) == 0)
+		own = rs->step;
+	if (t->buddy >= 0 &&
+	    ckpt_load_latest(t->rep_dir, m, &tmp, path, sizeof(path), err,
+			     sizeof(err)) == 0) {
+		if (tmp.step > own) {
+			rep = tmp.step;
+			*rs = tmp;
+		} else if (own >= 0 &&
+			   ckpt_load_latest(t->own_dir, m, rs, path,
+					    sizeof(path), err, sizeof(err))) {
+			own = -1; /* gone meanwhile */
+		}
+	}
+	best = (int32_t)(own > rep ? own : rep);
+	all = calloc(d->size, sizeof(*all));
+	cnt = calloc(d->size, sizeof(*cnt));
+	dsp = calloc(d->size, sizeof(*dsp));
+	one = calloc(d->size, sizeof(*one));
+	if (!all || !cnt || !dsp || !one) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < d->size; i++) {
+		one[i] = 1;
+		dsp[i] = (size_t)i;
+		cnt[i] = 1;
+		all[i] = best; /* the send buffer: reused below */
+	}
+	{
+		int32_t *mine = malloc(sizeof(int32_t) * d->size);
+
+		if (!mine) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(mine, all, sizeof(int32_t) * d->size);
+		rc = comm_alltoallv(d->world, mine, one, dsp, all, cnt, dsp,
+				    COMM_I32);
+		free(mine);
+	}
+	if (rc)
+		goto out;
+	for (int i = 0; i < d->size; i++)
+		if (all[i] >= 0 && (h < 0 || all[i] > all[h]))
+			h = i;
+	if (h < 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = comm_bcast(d->world, m->params, n, COMM_F32, h) ?:
+	     comm_bcast(d->world, m->m, n, COMM_F32, h) ?:
+	     comm_bcast(d->world, m->v, n, COMM_F32, h) ?:
+	     comm_bcast(d->world, rs, sizeof(*rs), COMM_U8, h);
+	if (rc)
+		goto out;
+	{
+		int32_t r = d->rank == h && rep > own ? 1 : 0;
+
+		rc = comm_bcast(d->world, &r, 1, COMM_I32, h);
+		*replica = r != 0;
+	}
+	*step = all[h];
+	*holder = h;
+out:
+	free(all), free(cnt), free(dsp), free(one);
+	return rc;
 }
 
 /* the guard's per-rank observations, averaged over the ranks */
@@ -766,7 +993,9 @@ static int train(struct train_opts *o, struct dist *d)
 	struct guard_run gr;
 	bool gr_ready = false;
 	struct ckpt_async *aw = NULL;
-	struct ckpt_times ct = { NAN, NAN, 0 };
+	struct ckpt_times ct = { NAN, NAN, 0, 0 };
+	struct tier1 t1 = { .buddy = -1, .from = -1 };
+	bool use_t1 = false, t1_resumed = false;
 
 	rc = data_open(&train_df, o->train_path, err, sizeof(err));
 	if (rc)
@@ -862,7 +1091,59 @@ static int train(struct train_opts *o, struct dist *d)
 		}
 		printf("weights from %s\n", o->init_from);
 	}
-	if (o->resume && *o->ckpt_dir) {
+	if (*o->local_dir) {
+		if (!*o->ckpt_dir || d->lp.ep > 1 || d->lp.pp > 1) {
+			sigma_error("--local-ckpt-dir: needs --ckpt-dir and data parallelism only (ep %d pp %d)",
+				    d->lp.ep, d->lp.pp);
+			code = TRAIN_EXIT_USAGE;
+			goto out;
+		}
+		if (tier1_open(&t1, o, d, m)) {
+			code = TRAIN_EXIT_CANTCREAT;
+			goto out;
+		}
+		use_t1 = true;
+	}
+	if (o->resume && use_t1) {
+		struct ckpt_state rs;
+		long ts = -1;
+		int h = -1, shared = -1;
+		bool replica = false;
+
+		memset(&rs, 0, sizeof(rs));
+		rc = tier1_restore(&t1, d, m, &rs, &ts, &h, &replica);
+		if (rc && rc != -ENOENT) {
+			sigma_error("resume: tier 1: %s", strerror(-rc));
+			code = TRAIN_EXIT_PEER;
+			goto out;
+		}
+		if (d->rank == 0) {
+			long ns = ckpt_newest_step(o->ckpt_dir);
+
+			shared = ns > INT_MAX ? INT_MAX : (int)ns;
+		}
+		if (dist_bcast_int(d, &shared)) {
+			code = TRAIN_EXIT_PEER;
+			goto out;
+		}
+		if (rc == 0 && ts >= shared) {
+			start = rs.step;
+			st.seed = rs.seed;
+			st.rng = rs.rng;
+			st.nguard = rs.nguard;
+			memcpy(st.guard, rs.guard, sizeof(st.guard));
+			o->seed = rs.seed;
+			t1_resumed = true;
+			printf("resume: tier 1, step %ld from rank %d's %s (newest shared checkpoint: %d), continuing at step %ld\n",
+			       ts, h, replica ? "replica of its buddy's shard"
+					      : "own copy",
+			       shared, start);
+		} else {
+			printf("resume: tier 1 has %s; the shared tier is newer or the only one\n",
+			       rc ? "no valid checkpoint" : "an older step");
+		}
+	}
+	if (o->resume && *o->ckpt_dir && !t1_resumed) {
 		char path[PATH_MAX] = "rank 0's checkpoint";
 		struct ckpt_state rs;
 
@@ -1123,7 +1404,7 @@ recompute:
 					fprintf(metrics, "%.6f", val_ce);
 				fprintf(metrics, ",%.3f,%.3f,%.3f", el,
 					step_ms, comm_ms);
-				metrics_ckpt(metrics, aw, &ct);
+				metrics_ckpt(metrics, aw, t1.own, &ct);
 				guard_run_metrics(&gr, metrics);
 				fputc('\n', metrics);
 				fflush(metrics);
@@ -1132,18 +1413,34 @@ recompute:
 			t_last = now;
 			s_last = done;
 		}
-		if (*o->ckpt_dir &&
-		    ((o->ckpt_every > 0 && done % o->ckpt_every == 0) ||
-		     done == o->optim.steps || stop)) {
-			/* every rank holds the whole model: rank 0 writes */
+		bool t1_now = use_t1 && o->ckpt_every > 0 &&
+			      done % o->ckpt_every == 0;
+		long full_every = use_t1 ? o->ckpt_full_every : o->ckpt_every;
+		bool full_now = *o->ckpt_dir &&
+				((full_every > 0 && done % full_every == 0) ||
+				 done == o->optim.steps || stop);
+
+		if (t1_now || full_now) {
 			guard_state_export(&gr.g, st.guard);
 			st.nguard = GUARD_STATE_N;
+		}
+		if (t1_now) {
+			int c1 = tier1_save(&t1, d, m, &st, &ct);
+
+			if (c1) {
+				code = c1;
+				goto out;
+			}
+		}
+		if (full_now) {
+			/* every rank holds the whole model: rank 0 writes */
 			if (d->rank == 0 && save(o, aw, m, &st, &ct)) {
 				code = TRAIN_EXIT_CANTCREAT;
 				goto out;
 			}
-			/* at the end or a stop the file is on disk first */
-			if ((stop || done == o->optim.steps) && save_wait(aw)) {
+			/* at the end or a stop the files are on disk first */
+			if ((stop || done == o->optim.steps) &&
+			    (save_wait(aw) || tier1_wait(&t1))) {
 				code = TRAIN_EXIT_CANTCREAT;
 				goto out;
 			}
@@ -1183,6 +1480,9 @@ out:
 	if (save_wait(aw) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	ckpt_async_destroy(aw);
+	if (tier1_wait(&t1) && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	tier1_close(&t1);
 	if (gr_ready) {
 		guard_summary(stdout, &gr.g);
 		guard_run_free(&gr);

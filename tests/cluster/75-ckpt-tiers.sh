@@ -1,0 +1,65 @@
+#!/bin/bash
+# Checkpoint tiers: a dp 2 run on two nodes with a node-local tier every 3
+# steps (replicated to the buddy rank on the other node) and a shared one
+# every 8 stops after step 10. Then one node's local copies are lost, the
+# other node's own copy too, and the shared checkpoint of step 10: the
+# resumed run must pick tier 1 at step 9 from the replica the surviving
+# node keeps, and end bitwise equal to an uninterrupted run.
+. "$SIGMA_SRCDIR/tests/cluster/lib.sh"
+TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
+F=/usr/share/games/fortunes
+[ -x "$TRAIN" ] || skip "sigma-train not built"
+[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
+grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
+grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+command -v h5diff >/dev/null || skip "h5diff not installed"
+
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=60
+d=$(workdir ckpt-tiers)
+"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" "$F/fortunes" >/dev/null ||
+	fail "prepare failed"
+ARGS="--train $d/train.tok --preset small --batch 8 --steps 20 --warmup 2
+	--seed 7 --threads 1 --log-every 1 --eval-every 0 --dp 2"
+TIERS="--local-ckpt-dir $d/local --ckpt-every 3 --ckpt-full-every 8"
+
+# run NAME WANT_RC [FLAGS]: dp 2 on n1 and n2, shared checkpoints in $d/NAME
+run() {
+	local name=$1 want=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 -w n1,n2 \
+		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
+		>> "$d/$name.out" 2>> "$d/$name.err"
+	local rc=$?
+	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
+}
+
+log "reference: dp 2, 20 steps"
+run ref 0
+log "tiers: stopped after step 10"
+# shellcheck disable=SC2086
+run t 75 $TIERS --stop-at 10
+for n in n1 n2; do
+	for s in 3 6 9; do
+		ls "$d/local/$n"/*/ckpt-0000000$s.h5 >/dev/null 2>&1 ||
+			fail "no tier-1 step $s on $n: $(find "$d/local" -type f)"
+	done
+	[ "$(ls -d "$d/local/$n"/* | wc -l)" = 2 ] ||
+		fail "$n: want its rank's copy and a replica: $(ls "$d/local/$n")"
+done
+[ -f "$d/t/ckpt-00000008.h5" ] || fail "no shared checkpoint of step 8"
+[ -e "$d/t/ckpt-00000006.h5" ] && fail "a shared checkpoint at a tier-1 step"
+
+log "lose rank 0's node's local copies, rank 1's own copy, the shared step 10"
+lost=$(dirname "$(ls -d "$d"/local/*/rank-0)")
+rm -rf "$lost" "$d"/local/*/rank-1 "$d/t/ckpt-00000010.h5"
+[ -d "$(ls -d "$d"/local/*/replica-0)" ] || fail "no replica of rank 0 left"
+run t 0 $TIERS --resume
+grep -q "resume: tier 1, step 9 from rank 1's replica" "$d/t.out" ||
+	fail "did not resume from the replica at step 9: $(grep resume "$d/t.out")"
+for g in /model /optim/m /optim/v; do
+	h5diff "$d/ref/ckpt-00000020.h5" "$d/t/ckpt-00000020.h5" $g $g >/dev/null ||
+		fail "$g differs from the uninterrupted run"
+done
+log "resumed from the buddy's replica at step 9, bitwise equal at step 20"
+exit 0

@@ -296,6 +296,41 @@ static void test_checkpoint_read_by_numpy(void **state)
 	model_destroy(m);
 }
 
+/*
+ * The tier to resume from: the node-local one when it holds a newer step
+ * than the shared directory, the shared one when that is newer, and an
+ * older valid local step when the newest local file is damaged.
+ */
+static void test_ckpt_tiers(void **state)
+{
+	(void)state;
+	/* local 3, 6; shared 4 and 7 (the stop); 7 lost: tier 1 at 6 */
+	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --stop-at 7",
+			     prog),
+			 75);
+	assert_int_equal(run("test -f T1/nx/rank-0/ckpt-00000006.h5 && test -f T2/ckpt-00000004.h5 && ! test -e T2/ckpt-00000003.h5 && rm T2/ckpt-00000007.h5"),
+			 0);
+	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume --stop-at 8",
+			     prog),
+			 75);
+	assert_true(out_has("resume: tier 1, step 6 from rank 0's own copy (newest shared checkpoint: 4)"));
+	/* now shared 8 is newer than local 6: the shared tier */
+	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume",
+			     prog),
+			 0);
+	assert_true(out_has("the shared tier is newer"));
+	assert_true(out_has("continuing at step 8"));
+	/* the newest local file damaged, the shared ones gone: local 6 */
+	assert_int_equal(run("rm T2/*.h5 && head -c 3000 T1/nx/rank-0/ckpt-00000009.h5 > x && mv x T1/nx/rank-0/ckpt-00000009.h5 && SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --resume",
+			     prog),
+			 0);
+	assert_true(out_has("resume: tier 1, step 6"));
+	/* with no shared directory: refused */
+	assert_int_equal(run("%s --train train.tok " SMALL "--steps 2 --local-ckpt-dir T1",
+			     prog),
+			 64);
+}
+
 static void test_bad_checkpoints(void **state)
 {
 	(void)state;
@@ -388,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_resume_bitwise),
 		cmocka_unit_test(test_checkpoint_read_by_numpy),
 		cmocka_unit_test(test_bad_checkpoints),
+		cmocka_unit_test(test_ckpt_tiers),
 		cmocka_unit_test(test_signals),
 	};
 

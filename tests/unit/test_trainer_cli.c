@@ -21,70 +21,24 @@
 #include <cmocka.h>
 
 #include "sigma.h"
+#include "train_cli.h"
 #include "ckpt.h"
 #include "data.h"
 #include "model.h"
 
-static char dir[64];
-static char prog[PATH_MAX];
+/* the scratch directory and sigma-train (train_cli.c) */
+static const char *const dir = train_cli_dir;
+static const char *const prog = train_cli_prog;
 static char train_tok[PATH_MAX + 16], val_tok[PATH_MAX + 16];
 
 /* small config, few steps: each run takes well under a second */
 #define SMALL "--preset small --batch 2 --seq-len 16 --threads 2 --warmup 3 --log-every 5 "
 
-/* run a shell command line, output to dir/out; the exit status */
-static int run(const char *fmt, ...) SIGMA_PRINTF(1, 2);
-
-static int run(const char *fmt, ...)
-{
-	char cmd[8192], full[8400];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "cd '%s' && { %s; } >out 2>&1", dir, cmd);
-	st = system(full);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
-}
-
-static bool out_has(const char *what)
-{
-	char p[PATH_MAX], *buf = NULL;
-	size_t len;
-	bool hit;
-
-	snprintf(p, sizeof(p), "%s/out", dir);
-	assert_int_equal(sigma_file_read(p, 1 << 24, &buf, &len), 0);
-	hit = strstr(buf, what) != NULL;
-	if (!hit)
-		print_message("output lacks \"%s\":\n%s\n", what, buf);
-	free(buf);
-	return hit;
-}
-
 static int setup(void **state)
 {
-	const char *b = getenv("top_builddir");
-	char text[PATH_MAX + 16];
-	FILE *f;
-
 	(void)state;
-	snprintf(prog, sizeof(prog), "%s/trainer/sigma-train", b ? b : "..");
-	strcpy(dir, "/tmp/sigma-test-cli.XXXXXX");
-	if (!mkdtemp(dir))
+	if (train_cli_setup("/tmp/sigma-test-cli.XXXXXX"))
 		return -1;
-	/* a text with structure to learn */
-	snprintf(text, sizeof(text), "%s/text.txt", dir);
-	f = fopen(text, "w");
-	if (!f)
-		return -1;
-	for (int i = 0; i < 3000; i++)
-		fprintf(f, "%d little pigs went to market, %s\n", i % 10,
-			i % 3 ? "wee wee" : "all the way home");
-	fclose(f);
 	snprintf(train_tok, sizeof(train_tok), "%s/train.tok", dir);
 	snprintf(val_tok, sizeof(val_tok), "%s/val.tok", dir);
 	return 0;
@@ -92,68 +46,65 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return train_cli_teardown();
 }
 
 static void test_prepare_and_usage(void **state)
 {
 	(void)state;
-	assert_int_equal(run("%s prepare --train-out train.tok --val-out val.tok text.txt",
+	assert_int_equal(train_cli_run("%s prepare --train-out train.tok --val-out val.tok text.txt",
 			     prog),
 			 0);
-	assert_true(out_has("prepared"));
-	assert_int_equal(run("%s prepare --val-out v.tok text.txt", prog), 64);
-	assert_int_equal(run("%s prepare --train-out a --val-out b nothere.txt",
+	assert_true(train_cli_out_has("prepared"));
+	assert_int_equal(train_cli_run("%s prepare --val-out v.tok text.txt", prog), 64);
+	assert_int_equal(train_cli_run("%s prepare --train-out a --val-out b nothere.txt",
 			     prog),
 			 66);
-	assert_int_equal(run("%s prepare --train-out a --val-out b --val-fraction 2 text.txt",
+	assert_int_equal(train_cli_run("%s prepare --train-out a --val-out b --val-fraction 2 text.txt",
 			     prog),
 			 64);
 	/* usage errors: 64 with a message naming the problem */
-	assert_int_equal(run("%s --train train.tok --batch -3", prog), 64);
-	assert_true(out_has("--batch -3 is out of range"));
-	assert_int_equal(run("%s --train train.tok --batch 0", prog), 64);
-	assert_int_equal(run("%s --train train.tok --lr abc", prog), 64);
-	assert_true(out_has("not a number"));
-	assert_int_equal(run("%s --train train.tok --dim 63 --heads 4", prog),
+	assert_int_equal(train_cli_run("%s --train train.tok --batch -3", prog), 64);
+	assert_true(train_cli_out_has("--batch -3 is out of range"));
+	assert_int_equal(train_cli_run("%s --train train.tok --batch 0", prog), 64);
+	assert_int_equal(train_cli_run("%s --train train.tok --lr abc", prog), 64);
+	assert_true(train_cli_out_has("not a number"));
+	assert_int_equal(train_cli_run("%s --train train.tok --dim 63 --heads 4", prog),
 			 64);
-	assert_true(out_has("not a multiple"));
-	assert_int_equal(run("%s --batch 2", prog), 64);
-	assert_true(out_has("--train FILE is required"));
-	assert_int_equal(run("%s --train train.tok --bogus", prog), 64);
-	assert_int_equal(run("SIGMA_CKPT_EVERY=-5 %s --train train.tok", prog),
+	assert_true(train_cli_out_has("not a multiple"));
+	assert_int_equal(train_cli_run("%s --batch 2", prog), 64);
+	assert_true(train_cli_out_has("--train FILE is required"));
+	assert_int_equal(train_cli_run("%s --train train.tok --bogus", prog), 64);
+	assert_int_equal(train_cli_run("SIGMA_CKPT_EVERY=-5 %s --train train.tok", prog),
 			 64);
-	assert_true(out_has("SIGMA_CKPT_EVERY"));
-	assert_int_equal(run("%s --help", prog), 0);
+	assert_true(train_cli_out_has("SIGMA_CKPT_EVERY"));
+	assert_int_equal(train_cli_run("%s --help", prog), 0);
 }
 
 static void test_bad_data(void **state)
 {
 	(void)state;
-	assert_int_equal(run("%s --train missing.tok", prog), 66);
-	assert_true(out_has("missing.tok: cannot open"));
+	assert_int_equal(train_cli_run("%s --train missing.tok", prog), 66);
+	assert_true(train_cli_out_has("missing.tok: cannot open"));
 	/* truncated */
-	assert_int_equal(run("head -c 1000 train.tok > trunc.tok && %s --train trunc.tok " SMALL "--steps 5",
+	assert_int_equal(train_cli_run("head -c 1000 train.tok > trunc.tok && %s --train trunc.tok " SMALL "--steps 5",
 			     prog),
 			 65);
-	assert_true(out_has("trunc.tok: truncated"));
+	assert_true(train_cli_out_has("trunc.tok: truncated"));
 	/* wrong magic */
-	assert_int_equal(run("cp train.tok magic.tok && printf XXXX | dd of=magic.tok conv=notrunc 2>/dev/null && %s --train magic.tok " SMALL "--steps 5",
+	assert_int_equal(train_cli_run("cp train.tok magic.tok && printf XXXX | dd of=magic.tok conv=notrunc 2>/dev/null && %s --train magic.tok " SMALL "--steps 5",
 			     prog),
 			 65);
-	assert_true(out_has("magic.tok: bad magic"));
+	assert_true(train_cli_out_has("magic.tok: bad magic"));
 	/* not even a header */
-	assert_int_equal(run("echo hi > tiny.tok && %s --train tiny.tok", prog),
+	assert_int_equal(train_cli_run("echo hi > tiny.tok && %s --train tiny.tok", prog),
 			 65);
 	/* too short for the sequence length */
-	assert_int_equal(run("%s --train val.tok " SMALL "--seq-len 60000 --steps 5",
+	assert_int_equal(train_cli_run("%s --train val.tok " SMALL "--seq-len 60000 --steps 5",
 			     prog),
 			 65);
-	assert_true(out_has("too few"));
+	assert_true(train_cli_out_has("too few"));
 }
 
 static void load(const char *ckpt, struct model **m, struct ckpt_state *st)
@@ -178,20 +129,20 @@ static void test_resume_bitwise(void **state)
 
 	(void)state;
 	/* 20 steps straight */
-	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir A --eval-every 10 --metrics A.csv",
+	assert_int_equal(train_cli_run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir A --eval-every 10 --metrics A.csv",
 			     prog),
 			 0);
-	assert_true(out_has("step 20/20 loss"));
-	assert_true(out_has("val_ce"));
+	assert_true(train_cli_out_has("step 20/20 loss"));
+	assert_true(train_cli_out_has("val_ce"));
 	/* 10 steps, checkpoint, exit 75; then a fresh process resumes */
-	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --stop-at 10",
+	assert_int_equal(train_cli_run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --stop-at 10",
 			     prog),
 			 75);
-	assert_true(out_has("checkpoint step 10"));
-	assert_int_equal(run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --resume",
+	assert_true(train_cli_out_has("checkpoint step 10"));
+	assert_int_equal(train_cli_run("%s --train train.tok --val val.tok " SMALL "--steps 20 --ckpt-dir B --eval-every 10 --resume",
 			     prog),
 			 0);
-	assert_true(out_has("continuing at step 10"));
+	assert_true(train_cli_out_has("continuing at step 10"));
 	snprintf(pa, sizeof(pa), "%s/A/ckpt-00000020.h5", dir);
 	snprintf(pb, sizeof(pb), "%s/B/ckpt-00000020.h5", dir);
 	load(pa, &a, &sa);
@@ -206,7 +157,7 @@ static void test_resume_bitwise(void **state)
 	model_destroy(b);
 
 	/* the same seed, again from scratch: the same final weights */
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir C",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir C",
 			     prog),
 			 0);
 	snprintf(pb, sizeof(pb), "%s/C/ckpt-00000020.h5", dir);
@@ -219,7 +170,7 @@ static void test_resume_bitwise(void **state)
 	/* written in the loop (--ckpt-sync) or in the background: the same
 	 * bits; the stall of the checkpoint of step 5 in the row of step 10,
 	 * its write (finished before the next one was staged) by step 15 */
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir SY --ckpt-every 5 --ckpt-sync",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir SY --ckpt-every 5 --ckpt-sync",
 			     prog),
 			 0);
 	snprintf(pb, sizeof(pb), "%s/SY/ckpt-00000020.h5", dir);
@@ -230,23 +181,23 @@ static void test_resume_bitwise(void **state)
 	assert_memory_equal(a->v, b->v, sizeof(float) * a->nparams);
 	model_destroy(a);
 	model_destroy(b);
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir AS --ckpt-every 5 --metrics AS.csv",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 20 --ckpt-dir AS --ckpt-every 5 --metrics AS.csv",
 			     prog),
 			 0);
-	assert_int_equal(run("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }"
+	assert_int_equal(train_cli_run("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }"
 			     " $1 == 10 && $c[\"ckpt_stall_ms\"] != \"\" { s = 1 }"
 			     " $1 >= 15 && $c[\"ckpt_write_ms\"] > 0 { w = 1 }"
 			     " END { exit !(s && w) }' AS.csv"),
 			 0);
 
 	/* metrics: a header and one row per 5 steps */
-	assert_int_equal(run("grep -c '^[0-9]' A.csv | grep -qx 4 && head -1 A.csv | grep -q '^step,loss,ce,aux,lr,grad_norm'"),
+	assert_int_equal(train_cli_run("grep -c '^[0-9]' A.csv | grep -qx 4 && head -1 A.csv | grep -q '^step,loss,ce,aux,lr,grad_norm'"),
 			 0);
 	/* resume under Slurm after a requeue: automatic, flags not needed */
-	assert_int_equal(run("SIGMA_ATTEMPT=1 SIGMA_CKPT_DIR=B %s --train train.tok " SMALL "--steps 25",
+	assert_int_equal(train_cli_run("SIGMA_ATTEMPT=1 SIGMA_CKPT_DIR=B %s --train train.tok " SMALL "--steps 25",
 			     prog),
 			 0);
-	assert_true(out_has("continuing at step 20"));
+	assert_true(train_cli_out_has("continuing at step 20"));
 }
 
 /*
@@ -268,7 +219,7 @@ static void test_checkpoint_read_by_numpy(void **state)
 	int rc;
 
 	(void)state;
-	rc = run("for p in python3 /usr/bin/python3; do $p -c 'import h5py, numpy' 2>/dev/null && exec $p '%s/tests/unit/data/reference.py' loss A/ckpt-00000020.h5 train.tok 2; done; exit 77",
+	rc = train_cli_run("for p in python3 /usr/bin/python3; do $p -c 'import h5py, numpy' 2>/dev/null && exec $p '%s/tests/unit/data/reference.py' loss A/ckpt-00000020.h5 train.tok 2; done; exit 77",
 		 src ? src : "..");
 	if (rc == 77)
 		skip(); /* no python3 with h5py and numpy */
@@ -305,28 +256,28 @@ static void test_ckpt_tiers(void **state)
 {
 	(void)state;
 	/* local 3, 6; shared 4 and 7 (the stop); 7 lost: tier 1 at 6 */
-	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --stop-at 7",
+	assert_int_equal(train_cli_run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --stop-at 7",
 			     prog),
 			 75);
-	assert_int_equal(run("test -f T1/nx/rank-0/ckpt-00000006.h5 && test -f T2/ckpt-00000004.h5 && ! test -e T2/ckpt-00000003.h5 && rm T2/ckpt-00000007.h5"),
+	assert_int_equal(train_cli_run("test -f T1/nx/rank-0/ckpt-00000006.h5 && test -f T2/ckpt-00000004.h5 && ! test -e T2/ckpt-00000003.h5 && rm T2/ckpt-00000007.h5"),
 			 0);
-	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume --stop-at 8",
+	assert_int_equal(train_cli_run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume --stop-at 8",
 			     prog),
 			 75);
-	assert_true(out_has("resume: tier 1, step 6 from rank 0's own copy (newest shared checkpoint: 4)"));
+	assert_true(train_cli_out_has("resume: tier 1, step 6 from rank 0's own copy (newest shared checkpoint: 4)"));
 	/* now shared 8 is newer than local 6: the shared tier */
-	assert_int_equal(run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume",
+	assert_int_equal(train_cli_run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume",
 			     prog),
 			 0);
-	assert_true(out_has("the shared tier is newer"));
-	assert_true(out_has("continuing at step 8"));
+	assert_true(train_cli_out_has("the shared tier is newer"));
+	assert_true(train_cli_out_has("continuing at step 8"));
 	/* the newest local file damaged, the shared ones gone: local 6 */
-	assert_int_equal(run("rm T2/*.h5 && head -c 3000 T1/nx/rank-0/ckpt-00000009.h5 > x && mv x T1/nx/rank-0/ckpt-00000009.h5 && SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --resume",
+	assert_int_equal(train_cli_run("rm T2/*.h5 && head -c 3000 T1/nx/rank-0/ckpt-00000009.h5 > x && mv x T1/nx/rank-0/ckpt-00000009.h5 && SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --resume",
 			     prog),
 			 0);
-	assert_true(out_has("resume: tier 1, step 6"));
+	assert_true(train_cli_out_has("resume: tier 1, step 6"));
 	/* with no shared directory: refused */
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 2 --local-ckpt-dir T1",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 2 --local-ckpt-dir T1",
 			     prog),
 			 64);
 }
@@ -334,32 +285,32 @@ static void test_ckpt_tiers(void **state)
 static void test_bad_checkpoints(void **state)
 {
 	(void)state;
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 6 --ckpt-dir D --ckpt-every 3",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 6 --ckpt-dir D --ckpt-every 3",
 			     prog),
 			 0);
 	/* another shape: every checkpoint refused, 65 */
-	assert_int_equal(run("%s --train train.tok " SMALL "--dim 32 --steps 8 --ckpt-dir D --resume",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--dim 32 --steps 8 --ckpt-dir D --resume",
 			     prog),
 			 65);
-	assert_true(out_has("config D = 64, this run has 32"));
-	assert_true(out_has("none of 2 checkpoints is valid"));
+	assert_true(train_cli_out_has("config D = 64, this run has 32"));
+	assert_true(train_cli_out_has("none of 2 checkpoints is valid"));
 	/* the newest damaged: fall back to the older one */
-	assert_int_equal(run("head -c 300000 D/ckpt-00000006.h5 > D/x && mv D/x D/ckpt-00000006.h5 && %s --train train.tok " SMALL "--steps 8 --ckpt-dir D --resume",
+	assert_int_equal(train_cli_run("head -c 300000 D/ckpt-00000006.h5 > D/x && mv D/x D/ckpt-00000006.h5 && %s --train train.tok " SMALL "--steps 8 --ckpt-dir D --resume",
 			     prog),
 			 0);
-	assert_true(out_has("ckpt-00000006.h5"));
-	assert_true(out_has("continuing at step 3"));
+	assert_true(train_cli_out_has("ckpt-00000006.h5"));
+	assert_true(train_cli_out_has("continuing at step 3"));
 	/* SIGMA_* are defaults: the flag wins */
-	assert_int_equal(run("SIGMA_CKPT_DIR=E SIGMA_CKPT_EVERY=2 %s --train train.tok " SMALL "--steps 5 --ckpt-dir F --ckpt-every 0",
+	assert_int_equal(train_cli_run("SIGMA_CKPT_DIR=E SIGMA_CKPT_EVERY=2 %s --train train.tok " SMALL "--steps 5 --ckpt-dir F --ckpt-every 0",
 			     prog),
 			 0);
-	assert_int_equal(run("test -f F/ckpt-00000005.h5 && ! test -e F/ckpt-00000002.h5 && ! test -e E"),
+	assert_int_equal(train_cli_run("test -f F/ckpt-00000005.h5 && ! test -e F/ckpt-00000002.h5 && ! test -e E"),
 			 0);
 	/* --init-from a file that is not a checkpoint */
-	assert_int_equal(run("%s --train train.tok " SMALL "--steps 5 --init-from train.tok",
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 5 --init-from train.tok",
 			     prog),
 			 65);
-	assert_true(out_has("not an HDF5 file"));
+	assert_true(train_cli_out_has("not an HDF5 file"));
 }
 
 static void test_signals(void **state)
@@ -389,7 +340,7 @@ static void test_signals(void **state)
 		assert_true(WIFEXITED(st));
 		assert_int_equal(WEXITSTATUS(st), 75);
 		/* the checkpoint is whole: a resume picks it up */
-		assert_int_equal(run("%s --train train.tok " SMALL "--steps 99999 --ckpt-dir S%d --resume --stop-at 99998 2>&1 | head -20 | grep -q 'continuing at step'",
+		assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 99999 --ckpt-dir S%d --resume --stop-at 99998 2>&1 | head -20 | grep -q 'continuing at step'",
 				     prog, i),
 				 0);
 	}

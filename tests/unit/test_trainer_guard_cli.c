@@ -22,9 +22,11 @@
 #include <cmocka.h>
 
 #include "sigma.h"
+#include "train_cli.h"
 
-static char dir[64];
-static char prog[PATH_MAX];
+/* the scratch directory and sigma-train (train_cli.c) */
+static const char *const dir = train_cli_dir;
+static const char *const prog = train_cli_prog;
 
 /* small config: 40 steps take well under a second */
 #define RUN                                                                    \
@@ -32,47 +34,9 @@ static char prog[PATH_MAX];
 	"--seq-len 16 --threads 2 --warmup 3 --log-every 5 --steps 40 "        \
 	"--eval-every 40 --eval-batches 4 "
 
-static int run(const char *fmt, ...) SIGMA_PRINTF(1, 2);
-
-static int run(const char *fmt, ...)
-{
-	char cmd[8192], full[8400];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "cd '%s' && { %s; } >out 2>&1", dir, cmd);
-	st = system(full);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
-}
-
-static char *slurp(const char *name)
-{
-	char p[PATH_MAX], *buf = NULL;
-	size_t len;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	assert_int_equal(sigma_file_read(p, 1 << 24, &buf, &len), 0);
-	return buf;
-}
-
-static bool out_has(const char *what)
-{
-	char *buf = slurp("out");
-	bool hit = strstr(buf, what) != NULL;
-
-	if (!hit)
-		print_message("output lacks \"%s\":\n%s\n", what, buf);
-	free(buf);
-	return hit;
-}
-
 static bool out_lacks(const char *what)
 {
-	char *buf = slurp("out");
+	char *buf = train_cli_slurp("out");
 	bool miss = strstr(buf, what) == NULL;
 
 	free(buf);
@@ -82,7 +46,7 @@ static bool out_lacks(const char *what)
 /* the validation cross-entropy at step 40 */
 static double val_ce(void)
 {
-	char *buf = slurp("out"), *p = strstr(buf, "step 40 val_ce ");
+	char *buf = train_cli_slurp("out"), *p = strstr(buf, "step 40 val_ce ");
 	double v = NAN;
 
 	if (p)
@@ -94,7 +58,7 @@ static double val_ce(void)
 /* the last field of the metrics row of step */
 static long metrics_last(const char *file, long step)
 {
-	char *buf = slurp(file), *line, *save = NULL;
+	char *buf = train_cli_slurp(file), *line, *save = NULL;
 	long v = -1;
 
 	for (line = strtok_r(buf, "\n", &save); line;
@@ -108,36 +72,19 @@ static long metrics_last(const char *file, long step)
 
 static int setup(void **state)
 {
-	const char *b = getenv("top_builddir");
-	char text[PATH_MAX + 16];
-	FILE *f;
-
 	(void)state;
-	snprintf(prog, sizeof(prog), "%s/trainer/sigma-train", b ? b : "..");
-	strcpy(dir, "/tmp/sigma-test-guard.XXXXXX");
-	if (!mkdtemp(dir))
+	if (train_cli_setup("/tmp/sigma-test-guard.XXXXXX"))
 		return -1;
-	snprintf(text, sizeof(text), "%s/text.txt", dir);
-	f = fopen(text, "w");
-	if (!f)
-		return -1;
-	for (int i = 0; i < 3000; i++)
-		fprintf(f, "%d little pigs went to market, %s\n", i % 10,
-			i % 3 ? "wee wee" : "all the way home");
-	fclose(f);
-	return run("'%s' prepare --train-out train.tok --val-out val.tok text.txt",
-		   prog) == 0
-		   ? 0
-		   : -1;
+	return train_cli_run("'%s' prepare --train-out train.tok --val-out val.tok text.txt",
+			     prog) == 0
+		       ? 0
+		       : -1;
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return train_cli_teardown();
 }
 
 static void test_nan_skipped(void **state)
@@ -145,15 +92,15 @@ static void test_nan_skipped(void **state)
 	double clean, faulty;
 
 	(void)state;
-	assert_int_equal(run(RUN, prog), 0);
-	assert_true(out_has("guard: on; non-finite 0"));
+	assert_int_equal(train_cli_run(RUN, prog), 0);
+	assert_true(train_cli_out_has("guard: on; non-finite 0"));
 	clean = val_ce();
 	assert_true(isfinite(clean));
 
-	assert_int_equal(run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN, prog), 0);
-	assert_true(out_has("guard: step 15: non-finite value nan: recompute"));
-	assert_true(out_has("guard: step 15: non-finite value nan: skip"));
-	assert_true(out_has("skipped 1,"));
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN, prog), 0);
+	assert_true(train_cli_out_has("guard: step 15: non-finite value nan: recompute"));
+	assert_true(train_cli_out_has("guard: step 15: non-finite value nan: skip"));
+	assert_true(train_cli_out_has("skipped 1,"));
 	faulty = val_ce();
 	print_message("val_ce clean %.4f, one NaN step skipped %.4f\n", clean,
 		      faulty);
@@ -161,23 +108,23 @@ static void test_nan_skipped(void **state)
 
 	/* without the guard the same fault ends the run */
 	assert_int_equal(
-	    run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN "--guard off", prog), 70);
-	assert_true(out_has("step 15: loss"));
-	assert_true(out_has("diverged"));
+	    train_cli_run("SIGMA_GUARD_INJECT=nan-grad@15 " RUN "--guard off", prog), 70);
+	assert_true(train_cli_out_has("step 15: loss"));
+	assert_true(train_cli_out_has("diverged"));
 }
 
 static void test_overflow_fp32_and_back(void **state)
 {
 	(void)state;
 	assert_int_equal(
-	    run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
+	    train_cli_run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
 		"--precision bf16 --guard-fp32-steps 5 --metrics m.csv",
 		prog),
 	    0);
-	assert_true(out_has("precision bf16"));
-	assert_true(out_has("guard: step 12: bf16-overflow layer 1"));
-	assert_true(out_has("skip+fp32"));
-	assert_true(out_has("guard: step 18: fp32-window-ended layer 1: bf16"));
+	assert_true(train_cli_out_has("precision bf16"));
+	assert_true(train_cli_out_has("guard: step 12: bf16-overflow layer 1"));
+	assert_true(train_cli_out_has("skip+fp32"));
+	assert_true(train_cli_out_has("guard: step 18: fp32-window-ended layer 1: bf16"));
 	assert_true(out_lacks("window-ended layer 2"));
 	assert_true(isfinite(val_ce()));
 	/* the metrics count the layers in fp32: one at step 15, none at 20 */
@@ -186,11 +133,11 @@ static void test_overflow_fp32_and_back(void **state)
 	assert_int_equal(metrics_last("m.csv", 20), 0);
 
 	/* without the guard the overflow poisons the loss */
-	assert_int_equal(run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=overflow@12:1 " RUN
 			     "--precision bf16 --guard off",
 			     prog),
 			 70);
-	assert_true(out_has("step 12: loss"));
+	assert_true(train_cli_out_has("step 12: loss"));
 }
 
 static void test_spikes_roll_back(void **state)
@@ -199,61 +146,61 @@ static void test_spikes_roll_back(void **state)
 	char p[PATH_MAX];
 
 	(void)state;
-	assert_int_equal(run("SIGMA_GUARD_INJECT=spike@22-24 " RUN
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=spike@22-24 " RUN
 			     "--ckpt-dir ck --ckpt-every 10",
 			     prog),
 			 0);
-	assert_true(out_has("guard: step 22: gnorm-spike"));
-	assert_true(out_has("skip+lower-lr+rollback"));
-	assert_true(out_has("(step 20); data steps 22-24 skipped"));
-	assert_true(out_has("guard: step 22: data-window: skip"));
-	assert_true(out_has("guard: step 24: data-window: skip"));
-	assert_true(out_has("rollbacks 1, data steps skipped 3"));
+	assert_true(train_cli_out_has("guard: step 22: gnorm-spike"));
+	assert_true(train_cli_out_has("skip+lower-lr+rollback"));
+	assert_true(train_cli_out_has("(step 20); data steps 22-24 skipped"));
+	assert_true(train_cli_out_has("guard: step 22: data-window: skip"));
+	assert_true(train_cli_out_has("guard: step 24: data-window: skip"));
+	assert_true(train_cli_out_has("rollbacks 1, data steps skipped 3"));
 	assert_true(isfinite(val_ce()));
 	snprintf(p, sizeof(p), "%s/ck/ckpt-00000040.h5", dir);
 	assert_int_equal(stat(p, &sb), 0);
 
 	/* the guard's state lives in the checkpoint: stop after the
 	 * rollback, resume in a fresh process, the counts go on */
-	assert_int_equal(run("rm -rf ck2 && SIGMA_GUARD_INJECT=spike@22-24 " RUN
+	assert_int_equal(train_cli_run("rm -rf ck2 && SIGMA_GUARD_INJECT=spike@22-24 " RUN
 			     "--ckpt-dir ck2 --ckpt-every 10 --stop-at 30",
 			     prog),
 			 75);
-	assert_true(out_has("rollbacks 1, data steps skipped 3"));
-	assert_int_equal(run(RUN "--ckpt-dir ck2 --resume", prog), 0);
-	assert_true(out_has("continuing at step 30"));
-	assert_true(out_has("gnorm spikes 3,"));
-	assert_true(out_has("rollbacks 1, data steps skipped 3"));
+	assert_true(train_cli_out_has("rollbacks 1, data steps skipped 3"));
+	assert_int_equal(train_cli_run(RUN "--ckpt-dir ck2 --resume", prog), 0);
+	assert_true(train_cli_out_has("continuing at step 30"));
+	assert_true(train_cli_out_has("gnorm spikes 3,"));
+	assert_true(train_cli_out_has("rollbacks 1, data steps skipped 3"));
 
 	/* no checkpoint to return to: repeated trouble ends as diverged */
-	assert_int_equal(run("SIGMA_GUARD_INJECT=spike@26-28 " RUN, prog), 70);
-	assert_true(out_has("no checkpoint directory to roll back to"));
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=spike@26-28 " RUN, prog), 70);
+	assert_true(train_cli_out_has("no checkpoint directory to roll back to"));
 }
 
 static void test_hardware_requeue(void **state)
 {
 	(void)state;
-	assert_int_equal(run("SIGMA_GUARD_INJECT=flaky@15 " RUN, prog), 79);
-	assert_true(out_has("guard: step 15: hardware"));
-	assert_true(out_has("requeue on other nodes"));
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=flaky@15 " RUN, prog), 79);
+	assert_true(train_cli_out_has("guard: step 15: hardware"));
+	assert_true(train_cli_out_has("requeue on other nodes"));
 	/* without the recomputation it is only a skipped step */
-	assert_int_equal(run("SIGMA_GUARD_INJECT=flaky@15 " RUN
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=flaky@15 " RUN
 			     "--guard-recompute off",
 			     prog),
 			 0);
-	assert_true(out_has("guard: step 15: non-finite value nan: skip"));
+	assert_true(train_cli_out_has("guard: step 15: non-finite value nan: skip"));
 }
 
 static void test_bad_options(void **state)
 {
 	(void)state;
-	assert_int_equal(run(RUN "--precision fp16", prog), 64);
-	assert_true(out_has("--precision \"fp16\" is not fp32 or bf16"));
-	assert_int_equal(run(RUN "--guard maybe", prog), 64);
-	assert_int_equal(run(RUN "--guard-window 1", prog), 64);
-	assert_int_equal(run("SIGMA_GUARD_INJECT=melt@3 " RUN, prog), 64);
-	assert_true(out_has("unknown fault \"melt\""));
-	assert_int_equal(run("SIGMA_GUARD_INJECT=overflow@3:9 " RUN, prog), 64);
+	assert_int_equal(train_cli_run(RUN "--precision fp16", prog), 64);
+	assert_true(train_cli_out_has("--precision \"fp16\" is not fp32 or bf16"));
+	assert_int_equal(train_cli_run(RUN "--guard maybe", prog), 64);
+	assert_int_equal(train_cli_run(RUN "--guard-window 1", prog), 64);
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=melt@3 " RUN, prog), 64);
+	assert_true(train_cli_out_has("unknown fault \"melt\""));
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=overflow@3:9 " RUN, prog), 64);
 }
 
 int main(void)

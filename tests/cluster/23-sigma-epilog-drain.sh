@@ -9,8 +9,11 @@ inj=$SIGMA_TESTBED_DIR/inject/n3
 trap 'rm -f "$inj"' EXIT
 d=$(workdir epilogdrain)
 jid=$(cd "$d" && run_as_user sbatch --parsable -w n3 --sigma-probe=full -o "$d/out-%j" \
-	--wrap "while [ ! -e $d/go ]; do sleep 0.2; done; echo done") || fail "sbatch failed"
+	--wrap "touch $d/started; while [ ! -e $d/go ]; do sleep 0.2; done; echo done") || fail "sbatch failed"
 until_true 30 is_state "$jid" RUNNING || fail "job $jid is $(jstate "$jid"), not RUNNING"
+# RUNNING comes before the prolog ends (PrologFlags=Alloc): wait for the
+# script itself, so that the injection below cannot reach the prolog probe
+until_true 30 test -e "$d/started" || fail "job $jid is $(jstate "$jid") and its script never started"
 [ "$(nstate n3)" = alloc ] || [ "$(nstate n3)" = mix ] || fail "n3 is $(nstate n3) while the job runs"
 log "job $jid running on n3, the prolog probe passed"
 printf 'memtest=fail\n' > "$inj"

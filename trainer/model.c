@@ -172,10 +172,10 @@ static void *carve(struct carver *cv, size_t bytes)
 #define CARVE_F(cv, n) ((float *)carve((cv), sizeof(float) * (size_t)(n)))
 #define CARVE_I(cv, n) ((int *)carve((cv), sizeof(int) * (size_t)(n)))
 
-static void carve_acts(struct model *m, struct carver *cv)
+static void carve_acts(struct model *m, struct model_acts *a,
+		       struct carver *cv)
 {
 	const struct model_config *c = &m->cfg;
-	struct model_acts *a = &m->act;
 	size_t N = (size_t)m->B * c->T, NK = N * c->K;
 	size_t D = c->D, E = c->E, F = c->F, V = c->V;
 	size_t TT = (size_t)m->B * c->H * c->T * c->T;
@@ -237,6 +237,13 @@ static void carve_acts(struct model *m, struct carver *cv)
 int model_create(struct model **out, const struct model_config *cfg, int B,
 		 const struct sigma_ops *ops, char *err, size_t len)
 {
+	return model_create_acts(out, cfg, B, 1, ops, err, len);
+}
+
+int model_create_acts(struct model **out, const struct model_config *cfg,
+		      int B, int nacts, const struct sigma_ops *ops, char *err,
+		      size_t len)
+{
 	struct model *m;
 	struct carver cv = { 0 };
 	size_t pbytes;
@@ -250,6 +257,10 @@ int model_create(struct model **out, const struct model_config *cfg, int B,
 		return sigma_set_err(err, len, EINVAL,
 				     "batch %d x T %d is out of range", B,
 				     cfg->T);
+	if (nacts < 1 || nacts > 4096)
+		return sigma_set_err(err, len, EINVAL,
+				     "%d activation sets is out of range [1, 4096]",
+				     nacts);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
@@ -259,17 +270,26 @@ int model_create(struct model **out, const struct model_config *cfg, int B,
 	m->tensors = calloc(3 + 10 * (size_t)cfg->L, sizeof(*m->tensors));
 	m->P.layer = calloc(cfg->L, sizeof(*m->P.layer));
 	m->G.layer = calloc(cfg->L, sizeof(*m->G.layer));
-	m->act.layer = calloc(cfg->L, sizeof(*m->act.layer));
-	if (!m->tensors || !m->P.layer || !m->G.layer || !m->act.layer) {
+	m->acts = calloc(nacts, sizeof(*m->acts));
+	if (!m->tensors || !m->P.layer || !m->G.layer || !m->acts) {
 		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 		goto out_free;
+	}
+	m->nacts = nacts;
+	for (int i = 0; i < nacts; i++) {
+		m->acts[i].layer = calloc(cfg->L, sizeof(*m->acts[i].layer));
+		if (!m->acts[i].layer) {
+			rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+			goto out_free;
+		}
 	}
 	m->nparams = layout(m);
 	pbytes = sizeof(float) * m->nparams;
 
 	/* count, allocate, carve for real */
 	cv.used = 4 * pbytes;
-	carve_acts(m, &cv);
+	for (int i = 0; i < nacts; i++)
+		carve_acts(m, &m->acts[i], &cv);
 	m->arena_bytes = cv.used;
 	m->arena = ops->alloc(m->arena_bytes);
 	if (!m->arena) {
@@ -284,7 +304,9 @@ int model_create(struct model **out, const struct model_config *cfg, int B,
 	m->v = m->m + m->nparams;
 	cv.base = m->arena;
 	cv.used = 4 * pbytes;
-	carve_acts(m, &cv);
+	for (int i = 0; i < nacts; i++)
+		carve_acts(m, &m->acts[i], &cv);
+	m->act = m->acts[0];
 	carve_ptrs(m, &m->P, m->params);
 	carve_ptrs(m, &m->G, m->grads);
 	*out = m;
@@ -304,8 +326,30 @@ void model_destroy(struct model *m)
 	free(m->tensors);
 	free(m->P.layer);
 	free(m->G.layer);
-	free(m->act.layer);
+	for (int i = 0; m->acts && i < m->nacts; i++)
+		free(m->acts[i].layer);
+	free(m->acts);
 	free(m);
+}
+
+void model_use_acts(struct model *m, int i)
+{
+	m->act = m->acts[i];
+}
+
+float *model_act_x(struct model *m, int l)
+{
+	return m->act.x + (size_t)l * m->B * m->cfg.T * m->cfg.D;
+}
+
+float *model_act_dx(struct model *m)
+{
+	return m->act.dx;
+}
+
+void model_zero_grads(struct model *m)
+{
+	m->ops->zero(m->grads, m->nparams);
 }
 
 const struct model_tensor *model_find_tensor(const struct model *m,
@@ -366,6 +410,12 @@ static const struct sigma_ops *layer_ops(struct model *m, int l)
 void model_forward(struct model *m, const int32_t *tokens,
 		   const int32_t *targets)
 {
+	model_forward_part(m, 0, m->cfg.L, tokens, targets);
+}
+
+void model_forward_part(struct model *m, int l0, int l1,
+			const int32_t *tokens, const int32_t *targets)
+{
 	const struct sigma_ops *o = m->ops;
 	const struct model_config *c = &m->cfg;
 	struct model_acts *a = &m->act;
@@ -375,11 +425,14 @@ void model_forward(struct model *m, const int32_t *tokens,
 	double ce_sum = 0.0, aux_sum = 0.0;
 	float auxl;
 
-	o->from_host(a->tokens, tokens, sizeof(int32_t) * N);
-	o->from_host(a->targets, targets, sizeof(int32_t) * N);
-	o->embedding_forward(a->x, a->tokens, m->P.tok_emb, N, D);
+	if (l0 == 0) {
+		o->from_host(a->tokens, tokens, sizeof(int32_t) * N);
+		o->embedding_forward(a->x, a->tokens, m->P.tok_emb, N, D);
+	}
+	if (l1 == c->L)
+		o->from_host(a->targets, targets, sizeof(int32_t) * N);
 
-	for (int l = 0; l < c->L; l++) {
+	for (int l = l0; l < l1; l++) {
 		const struct model_layer_ptrs *w = &m->P.layer[l];
 		struct model_layer_acts *la = &a->layer[l];
 		float *x = a->x + l * ND, *xnext = a->x + (l + 1) * ND;
@@ -420,28 +473,36 @@ void model_forward(struct model *m, const int32_t *tokens,
 			o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E,
 					K);
 		}
-		o->moe_gather(la->xe, la->m, la->perm, N, K, D);
-		o->grouped_matmul_forward(la->h1, la->xe, w->w1, la->offs, E,
-					  D, F);
-		o->grouped_matmul_forward(la->h3, la->xe, w->w3, la->offs, E,
-					  D, F);
-		o->swiglu_forward(la->hs, la->h1, la->h3, (size_t)N * K * F);
-		o->grouped_matmul_forward(la->eo, la->hs, w->w2, la->offs, E,
-					  F, D);
+		if (m->experts) {
+			m->experts->forward(m->experts->ctx, m, l, o);
+		} else {
+			o->moe_gather(la->xe, la->m, la->perm, N, K, D);
+			o->grouped_matmul_forward(la->h1, la->xe, w->w1,
+						  la->offs, E, D, F);
+			o->grouped_matmul_forward(la->h3, la->xe, w->w3,
+						  la->offs, E, D, F);
+			o->swiglu_forward(la->hs, la->h1, la->h3,
+					  (size_t)N * K * F);
+			o->grouped_matmul_forward(la->eo, la->hs, w->w2,
+						  la->offs, E, F, D);
+		}
 		o->copy(xnext, la->xmid, ND);
 		o->moe_combine(xnext, la->eo, la->gate, la->pos, N, K, D);
 	}
 
-	o = layer_ops(m, c->L);
-	o->rmsnorm_forward(a->fn, a->fn_rstd, a->x + (size_t)c->L * ND,
-			   m->P.final_norm, N, D);
-	o->matmul_forward(a->logits, a->fn, m->P.w_out, N, D, V, 0);
-	o->crossentropy_forward(a->losses, a->probs, a->logits, a->targets, N,
-				V);
-	o->sum(&ce_sum, a->losses, N);
-	for (int l = 0; l < c->L; l++) {
-		o->to_host(&auxl, &a->aux[l], sizeof(float));
+	for (int l = l0; l < l1; l++) {
+		m->ops->to_host(&auxl, &a->aux[l], sizeof(float));
 		aux_sum += auxl;
+	}
+	if (l1 == c->L) {
+		o = layer_ops(m, c->L);
+		o->rmsnorm_forward(a->fn, a->fn_rstd,
+				   a->x + (size_t)c->L * ND, m->P.final_norm,
+				   N, D);
+		o->matmul_forward(a->logits, a->fn, m->P.w_out, N, D, V, 0);
+		o->crossentropy_forward(a->losses, a->probs, a->logits,
+					a->targets, N, V);
+		o->sum(&ce_sum, a->losses, N);
 	}
 	m->ce = ce_sum / N;
 	m->aux = aux_sum / c->L;
@@ -452,30 +513,36 @@ void model_forward(struct model *m, const int32_t *tokens,
 
 void model_backward(struct model *m)
 {
+	model_zero_grads(m);
+	model_backward_part(m, 0, m->cfg.L, 1.0f);
+}
+
+void model_backward_part(struct model *m, int l0, int l1, float loss_scale)
+{
 	const struct sigma_ops *o = m->ops;
 	const struct model_config *c = &m->cfg;
 	struct model_acts *a = &m->act;
 	int B = m->B, T = c->T, D = c->D, H = c->H, E = c->E, K = c->K;
 	int F = c->F, V = c->V, N = B * T, Dh = D / H;
 	size_t ND = (size_t)N * D;
-	float aux_scale = c->aux_coef / (float)c->L;
+	float aux_scale = c->aux_coef / (float)c->L * loss_scale;
 
-	o->zero(m->grads, m->nparams);
+	if (l1 == c->L) {
+		/* head: dlogits overwrite the logits buffer */
+		o->crossentropy_backward(a->logits, a->probs, a->targets,
+					 loss_scale / (float)N, N, V);
+		o->matmul_backward(a->dtmp, m->G.w_out, a->logits, a->fn,
+				   m->P.w_out, N, D, V, 0);
+		o->zero(a->dx, ND);
+		o->rmsnorm_backward(a->dx, m->G.final_norm, a->dtmp,
+				    a->x + (size_t)c->L * ND, m->P.final_norm,
+				    a->fn_rstd, N, D);
+		if (m->grad_ready)
+			m->grad_ready(m->grad_ready_ctx,
+				      (size_t)(m->G.final_norm - m->grads));
+	}
 
-	/* head: dlogits overwrite the logits buffer */
-	o->crossentropy_backward(a->logits, a->probs, a->targets,
-				 1.0f / (float)N, N, V);
-	o->matmul_backward(a->dtmp, m->G.w_out, a->logits, a->fn, m->P.w_out,
-			   N, D, V, 0);
-	o->zero(a->dx, ND);
-	o->rmsnorm_backward(a->dx, m->G.final_norm, a->dtmp,
-			    a->x + (size_t)c->L * ND, m->P.final_norm,
-			    a->fn_rstd, N, D);
-	if (m->grad_ready)
-		m->grad_ready(m->grad_ready_ctx,
-			      (size_t)(m->G.final_norm - m->grads));
-
-	for (int l = c->L - 1; l >= 0; l--) {
+	for (int l = l1 - 1; l >= l0; l--) {
 		const struct model_layer_ptrs *w = &m->P.layer[l];
 		const struct model_layer_ptrs *g = &m->G.layer[l];
 		struct model_layer_acts *la = &a->layer[l];
@@ -484,14 +551,21 @@ void model_backward(struct model *m)
 		/* experts: xnext = xmid + sum gate * expert(m) */
 		o->moe_combine_backward(a->deo, a->dgate, a->dx, la->eo,
 					la->gate, la->pos, N, K, D);
-		o->grouped_matmul_backward(a->dhs, g->w2, a->deo, la->hs, w->w2,
-					   la->offs, E, F, D, 0);
-		o->swiglu_backward(a->dh1, a->dh3, a->dhs, la->h1, la->h3,
-				   (size_t)N * K * F);
-		o->grouped_matmul_backward(a->dxe, g->w1, a->dh1, la->xe, w->w1,
-					   la->offs, E, D, F, 0);
-		o->grouped_matmul_backward(a->dxe, g->w3, a->dh3, la->xe, w->w3,
-					   la->offs, E, D, F, 1);
+		if (m->experts) {
+			m->experts->backward(m->experts->ctx, m, l);
+		} else {
+			o->grouped_matmul_backward(a->dhs, g->w2, a->deo,
+						   la->hs, w->w2, la->offs, E,
+						   F, D, 0);
+			o->swiglu_backward(a->dh1, a->dh3, a->dhs, la->h1,
+					   la->h3, (size_t)N * K * F);
+			o->grouped_matmul_backward(a->dxe, g->w1, a->dh1,
+						   la->xe, w->w1, la->offs, E,
+						   D, F, 0);
+			o->grouped_matmul_backward(a->dxe, g->w3, a->dh3,
+						   la->xe, w->w3, la->offs, E,
+						   D, F, 1);
+		}
 		o->moe_gather_backward(a->dtmp, a->dxe, la->pos, N, K, D);
 		/* router: gates and the load-balancing loss */
 		if (m->counts_reduce && m->count_ranks > 1)
@@ -532,9 +606,12 @@ void model_backward(struct model *m)
 			m->grad_ready(m->grad_ready_ctx,
 				      (size_t)(g->attn_norm - m->grads));
 	}
-	o->embedding_backward(m->G.tok_emb, a->dx, a->tokens, N, V, D);
-	if (m->grad_ready)
-		m->grad_ready(m->grad_ready_ctx, 0);
+	if (l0 == 0) {
+		o->embedding_backward(m->G.tok_emb, a->dx, a->tokens, N, V,
+				      D);
+		if (m->grad_ready)
+			m->grad_ready(m->grad_ready_ctx, 0);
+	}
 }
 
 double model_grad_norm(struct model *m)

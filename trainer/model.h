@@ -13,6 +13,8 @@
 #include "bf16.h"
 #include "ops.h"
 
+struct model;
+
 /* Shapes and loss settings: what a checkpoint must match. */
 struct model_config {
 	int V; /* vocabulary */
@@ -134,9 +136,25 @@ struct model_acts {
 	float *dh1, *dh3, *dhs; /* [NK, F] */
 };
 
+/*
+ * Expert parallelism: computes the experts of layer l for the assignments
+ * of the current activation set. forward: from act.layer[l] (m, perm,
+ * offs, counts) to act.layer[l].eo [NK, D] in this rank's expert-sorted
+ * order, with o the table of the layer's forward products; backward: from
+ * act.deo to act.dxe (same order), adding the weight gradients of the
+ * experts this rank holds. Errors are the hook's to record (the trainer
+ * asks after the pass).
+ */
+struct model_experts {
+	void (*forward)(void *ctx, struct model *m, int l,
+			const struct sigma_ops *o);
+	void (*backward)(void *ctx, struct model *m, int l);
+	void *ctx;
+};
+
 struct model {
 	struct model_config cfg;
-	int B; /* sequences per batch */
+	int B; /* sequences per batch (per micro-batch) */
 	const struct sigma_ops *ops;
 
 	int ntensors;
@@ -148,7 +166,11 @@ struct model {
 	size_t arena_bytes;
 	float *params, *grads, *m, *v; /* [nparams] each */
 	struct model_ptrs P, G;
+	/* the activation set in use, one of acts[nacts] (model_use_acts):
+	 * a pipeline stage keeps one per micro-batch in flight */
 	struct model_acts act;
+	struct model_acts *acts;
+	int nacts;
 
 	/* results of the last forward */
 	double ce, aux, loss;
@@ -184,6 +206,8 @@ struct model {
 	void (*counts_reduce)(void *ctx, int *counts, int E);
 	void *counts_ctx;
 	int count_ranks;
+	/* Optional: expert parallelism (NULL: every expert computed here). */
+	const struct model_experts *experts;
 };
 
 /* AdamW and schedule settings (docs/model.md defaults). */
@@ -206,6 +230,13 @@ void optim_config_default(struct optim_config *o);
  */
 int model_create(struct model **out, const struct model_config *cfg, int B,
 		 const struct sigma_ops *ops, char *err, size_t len);
+/* The same with nacts activation sets of B sequences each (micro-batches
+ * in flight on a pipeline stage); set 0 is in use. */
+int model_create_acts(struct model **out, const struct model_config *cfg,
+		      int B, int nacts, const struct sigma_ops *ops, char *err,
+		      size_t len);
+/* Make activation set i (0 <= i < nacts) the one in use. */
+void model_use_acts(struct model *m, int i);
 void model_destroy(struct model *m);
 
 /* Normal(0, 0.02) matrices (Wo, W2 scaled by 1/sqrt(2L)), gains 1. */
@@ -223,6 +254,29 @@ void model_forward(struct model *m, const int32_t *tokens,
 		   const int32_t *targets);
 /* Zero the gradients, then backpropagate the last forward into them. */
 void model_backward(struct model *m);
+
+/*
+ * One pipeline stage: layers [l0, l1) of the active set. Forward: with l0
+ * = 0 it embeds tokens, otherwise its input must be in model_act_x(m, l0);
+ * with l1 = L it computes the head and sets m->ce, otherwise m->ce = 0 and
+ * the output is model_act_x(m, l1). m->aux is the sum over [l0, l1) of the
+ * layers' load-balancing losses over L (so the stages' values add up), and
+ * m->loss = m->ce + aux_coef * m->aux. targets are read only with l1 = L.
+ *
+ * Backward adds into the gradients (zero them once per step): the loss is
+ * scaled by loss_scale (1 / micro-batches for a mean over them). With l1 <
+ * L the gradient of the output must be in model_act_dx(m); with l0 > 0 the
+ * gradient of the input is left there.
+ */
+void model_forward_part(struct model *m, int l0, int l1,
+			const int32_t *tokens, const int32_t *targets);
+void model_backward_part(struct model *m, int l0, int l1, float loss_scale);
+/* The residual stream entering layer l ([N, D], l = L: the head's input)
+ * and the backward pass's running gradient [N, D], of the active set. */
+float *model_act_x(struct model *m, int l);
+float *model_act_dx(struct model *m);
+/* Zero the gradients. */
+void model_zero_grads(struct model *m);
 /* Global gradient L2 norm. */
 double model_grad_norm(struct model *m);
 

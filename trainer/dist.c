@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,13 +21,429 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
-	      char *err, size_t len)
+/* ---- expert parallelism ------------------------------------------------- */
+
+/* MPI tag of the pipeline's transfers: a stage receives activations only
+ * from the stage before it and gradients only from the one after it. */
+#define PIPE_TAG 7300
+
+struct fbuf {
+	float *p;
+	size_t cap; /* floats */
+};
+
+/* fb holds at least n floats; 0 or -ENOMEM */
+static int fbuf_grow(struct fbuf *fb, size_t n)
+{
+	float *p;
+
+	if (n <= fb->cap && fb->p)
+		return 0;
+	n = n < 256 ? 256 : n + n / 4;
+	p = realloc(fb->p, n * sizeof(float));
+	if (!p)
+		return -ENOMEM;
+	fb->p = p;
+	fb->cap = n;
+	return 0;
+}
+
+/*
+ * What the backward pass of one layer of one activation set keeps on the
+ * experts' side: the rows this rank received for its experts, expert-major
+ * (all rows of its first expert, from ep rank 0 up, then the next expert),
+ * and the experts' hidden activations.
+ */
+struct dist_ep {
+	int *rcnt; /* [ep][E / ep] rows from each ep rank per local expert */
+	int *roff; /* [E / ep + 1] expert-major offsets */
+	struct fbuf xr, h1, h3, hs; /* [rows, D], [rows, F] x 3 */
+};
+
+struct dist_ep_scratch {
+	struct fbuf sbuf, rbuf; /* rows in peer order, as exchanged */
+	struct fbuf a, b;	/* [rows, D] */
+	struct fbuf dhs, dh1, dh3; /* [rows, F] */
+	int *scnt;		/* [ep][E / ep] */
+	size_t *sc, *sd, *rc, *rd; /* [ep] */
+};
+
+static void ep_free(struct dist *d)
+{
+	struct dist_ep_scratch *x = d->ep_tmp;
+
+	for (size_t i = 0; d->ep_state && i < (size_t)d->micro * d->lp.L;
+	     i++) {
+		struct dist_ep *st = &d->ep_state[i];
+
+		free(st->rcnt), free(st->roff);
+		free(st->xr.p), free(st->h1.p), free(st->h3.p), free(st->hs.p);
+	}
+	free(d->ep_state);
+	d->ep_state = NULL;
+	if (x) {
+		free(x->sbuf.p), free(x->rbuf.p), free(x->a.p), free(x->b.p);
+		free(x->dhs.p), free(x->dh1.p), free(x->dh3.p);
+		free(x->scnt), free(x->sc), free(x->sd), free(x->rc);
+		free(x->rd);
+		free(x);
+	}
+	d->ep_tmp = NULL;
+}
+
+static int ep_alloc(struct dist *d)
+{
+	int P = d->lp.ep, El = d->lp.E / P;
+	size_t n = (size_t)d->micro * d->lp.L;
+	struct dist_ep_scratch *x;
+
+	d->ep_state = calloc(n, sizeof(*d->ep_state));
+	x = d->ep_tmp = calloc(1, sizeof(*x));
+	if (!d->ep_state || !x)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		d->ep_state[i].rcnt = calloc((size_t)P * El, sizeof(int));
+		d->ep_state[i].roff = calloc((size_t)El + 1, sizeof(int));
+		if (!d->ep_state[i].rcnt || !d->ep_state[i].roff)
+			return -ENOMEM;
+	}
+	x->scnt = calloc((size_t)P * El, sizeof(int));
+	x->sc = calloc(P, sizeof(size_t));
+	x->sd = calloc(P, sizeof(size_t));
+	x->rc = calloc(P, sizeof(size_t));
+	x->rd = calloc(P, sizeof(size_t));
+	if (!x->scnt || !x->sc || !x->sd || !x->rc || !x->rd)
+		return -ENOMEM;
+	return 0;
+}
+
+static int ep_alltoallv(struct dist *d, const struct fbuf *s,
+			struct fbuf *r)
+{
+	struct dist_ep_scratch *x = d->ep_tmp;
+	uint64_t t0 = now_ns();
+	int rc = comm_alltoallv(d->ep, s->p, x->sc, x->sd, r->p, x->rc, x->rd,
+				COMM_F32);
+
+	d->comm_ns += now_ns() - t0;
+	return rc;
+}
+
+/*
+ * Send this rank's assignment rows src [NK, width] (expert-sorted, offs of
+ * every expert) to the ep ranks holding their experts (loc: [ep][E / ep]
+ * experts of each), and receive the rows of this rank's experts from every
+ * ep rank into dst [rows, width], expert-major.
+ */
+static int ep_dispatch(struct dist *d, struct dist_ep *st, const int *offs,
+		       const int *loc, const float *src, size_t width,
+		       struct fbuf *dst)
+{
+	struct dist_ep_scratch *x = d->ep_tmp;
+	int P = d->lp.ep, El = d->lp.E / P;
+	size_t k = 0, pos[MODEL_MAX_E];
+	int rc;
+
+	if (fbuf_grow(&x->sbuf, (size_t)offs[d->lp.E] * width) ||
+	    fbuf_grow(&x->rbuf, (size_t)st->roff[El] * width) ||
+	    fbuf_grow(dst, (size_t)st->roff[El] * width))
+		return -ENOMEM;
+	for (int p = 0; p < P; p++) {
+		size_t first = k;
+
+		for (int j = 0; j < El; j++) {
+			int e = loc[p * El + j];
+			size_t n = (size_t)(offs[e + 1] - offs[e]);
+
+			memcpy(x->sbuf.p + k * width, src + offs[e] * width,
+			       n * width * sizeof(float));
+			k += n;
+		}
+		x->sd[p] = first * width;
+		x->sc[p] = (k - first) * width;
+	}
+	k = 0;
+	for (int q = 0; q < P; q++) {
+		size_t first = k;
+
+		for (int j = 0; j < El; j++)
+			k += (size_t)st->rcnt[q * El + j];
+		x->rd[q] = first * width;
+		x->rc[q] = (k - first) * width;
+	}
+	rc = ep_alltoallv(d, &x->sbuf, &x->rbuf);
+	if (rc)
+		return rc;
+	for (int j = 0; j < El; j++)
+		pos[j] = (size_t)st->roff[j];
+	k = 0;
+	for (int q = 0; q < P; q++)
+		for (int j = 0; j < El; j++) {
+			size_t n = (size_t)st->rcnt[q * El + j];
+
+			memcpy(dst->p + pos[j] * width, x->rbuf.p + k * width,
+			       n * width * sizeof(float));
+			pos[j] += n;
+			k += n;
+		}
+	return 0;
+}
+
+/* The way back: src [rows, width] expert-major on the experts' side to
+ * dst [NK, width] in this rank's expert-sorted order. */
+static int ep_return(struct dist *d, struct dist_ep *st, const int *offs,
+		     const int *loc, const float *src, size_t width,
+		     float *dst)
+{
+	struct dist_ep_scratch *x = d->ep_tmp;
+	int P = d->lp.ep, El = d->lp.E / P;
+	size_t k = 0, pos[MODEL_MAX_E];
+	int rc;
+
+	if (fbuf_grow(&x->sbuf, (size_t)st->roff[El] * width) ||
+	    fbuf_grow(&x->rbuf, (size_t)offs[d->lp.E] * width))
+		return -ENOMEM;
+	for (int j = 0; j < El; j++)
+		pos[j] = (size_t)st->roff[j];
+	for (int q = 0; q < P; q++) {
+		size_t first = k;
+
+		for (int j = 0; j < El; j++) {
+			size_t n = (size_t)st->rcnt[q * El + j];
+
+			memcpy(x->sbuf.p + k * width, src + pos[j] * width,
+			       n * width * sizeof(float));
+			pos[j] += n;
+			k += n;
+		}
+		x->sd[q] = first * width;
+		x->sc[q] = (k - first) * width;
+	}
+	k = 0;
+	for (int p = 0; p < P; p++) {
+		size_t first = k;
+
+		for (int j = 0; j < El; j++) {
+			int e = loc[p * El + j];
+
+			k += (size_t)(offs[e + 1] - offs[e]);
+		}
+		x->rd[p] = first * width;
+		x->rc[p] = (k - first) * width;
+	}
+	rc = ep_alltoallv(d, &x->sbuf, &x->rbuf);
+	if (rc)
+		return rc;
+	k = 0;
+	for (int p = 0; p < P; p++)
+		for (int j = 0; j < El; j++) {
+			int e = loc[p * El + j];
+			size_t n = (size_t)(offs[e + 1] - offs[e]);
+
+			memcpy(dst + offs[e] * width, x->rbuf.p + k * width,
+			       n * width * sizeof(float));
+			k += n;
+		}
+	return 0;
+}
+
+/* the model's expert hook, forward: tokens to their experts' ranks, the
+ * experts of this rank, outputs back (host memory: the CPU ops) */
+static void ep_forward(void *ctx, struct model *m, int l,
+		       const struct sigma_ops *o)
+{
+	struct dist *d = ctx;
+	struct dist_ep *st = &d->ep_state[(size_t)d->act * d->lp.L + l];
+	struct dist_ep_scratch *x = d->ep_tmp;
+	struct model_layer_acts *la = &m->act.layer[l];
+	const struct model_layer_ptrs *w = &m->P.layer[l];
+	int P = d->lp.ep, El = d->lp.E / P, me = d->me.ep_rank;
+	int N = m->B * m->cfg.T, K = m->cfg.K;
+	size_t D = (size_t)m->cfg.D, F = (size_t)m->cfg.F, rows;
+	const int *loc = &d->ep_loc[(size_t)l * P * El];
+	uint64_t t0;
+	int rc;
+
+	o->moe_gather(la->xe, la->m, la->perm, N, K, (int)D);
+	if (d->ep_err)
+		return;
+	for (int i = 0; i < P * El; i++)
+		x->scnt[i] = la->offs[loc[i] + 1] - la->offs[loc[i]];
+	for (int p = 0; p < P; p++) {
+		x->sc[p] = x->rc[p] = (size_t)El;
+		x->sd[p] = x->rd[p] = (size_t)p * El;
+	}
+	t0 = now_ns();
+	rc = comm_alltoallv(d->ep, x->scnt, x->sc, x->sd, st->rcnt, x->rc,
+			    x->rd, COMM_I32);
+	d->comm_ns += now_ns() - t0;
+	if (rc)
+		goto fail;
+	st->roff[0] = 0;
+	for (int j = 0; j < El; j++) {
+		int n = 0;
+
+		for (int q = 0; q < P; q++)
+			n += st->rcnt[q * El + j];
+		st->roff[j + 1] = st->roff[j] + n;
+	}
+	rows = (size_t)st->roff[El];
+	rc = ep_dispatch(d, st, la->offs, loc, la->xe, D, &st->xr);
+	if (rc == 0 && (fbuf_grow(&st->h1, rows * F) ||
+			fbuf_grow(&st->h3, rows * F) ||
+			fbuf_grow(&st->hs, rows * F) ||
+			fbuf_grow(&x->a, rows * D)))
+		rc = -ENOMEM;
+	if (rc)
+		goto fail;
+	for (int j = 0; j < El; j++) {
+		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+
+		if (!o1[1])
+			continue;
+		o->grouped_matmul_forward(st->h1.p + r0 * F, st->xr.p + r0 * D,
+					  w->w1 + e * D * F, o1, 1, (int)D,
+					  (int)F);
+		o->grouped_matmul_forward(st->h3.p + r0 * F, st->xr.p + r0 * D,
+					  w->w3 + e * D * F, o1, 1, (int)D,
+					  (int)F);
+	}
+	o->swiglu_forward(st->hs.p, st->h1.p, st->h3.p, rows * F);
+	for (int j = 0; j < El; j++) {
+		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+
+		if (!o1[1])
+			continue;
+		o->grouped_matmul_forward(x->a.p + r0 * D, st->hs.p + r0 * F,
+					  w->w2 + e * F * D, o1, 1, (int)F,
+					  (int)D);
+	}
+	rc = ep_return(d, st, la->offs, loc, x->a.p, D, la->eo);
+	if (rc == 0)
+		return;
+fail:
+	d->ep_err = rc;
+}
+
+/* backward: output gradients to the experts' ranks, the experts' backward
+ * (their weight gradients add up here), input gradients back */
+static void ep_backward(void *ctx, struct model *m, int l)
+{
+	struct dist *d = ctx;
+	struct dist_ep *st = &d->ep_state[(size_t)d->act * d->lp.L + l];
+	struct dist_ep_scratch *x = d->ep_tmp;
+	struct model_acts *a = &m->act;
+	struct model_layer_acts *la = &a->layer[l];
+	const struct model_layer_ptrs *w = &m->P.layer[l];
+	const struct model_layer_ptrs *g = &m->G.layer[l];
+	const struct sigma_ops *o = m->ops;
+	int P = d->lp.ep, El = d->lp.E / P, me = d->me.ep_rank;
+	size_t D = (size_t)m->cfg.D, F = (size_t)m->cfg.F;
+	size_t rows = (size_t)st->roff[El];
+	const int *loc = &d->ep_loc[(size_t)l * P * El];
+	int rc;
+
+	if (d->ep_err)
+		return;
+	if (fbuf_grow(&x->b, rows * D) || fbuf_grow(&x->dhs, rows * F) ||
+	    fbuf_grow(&x->dh1, rows * F) || fbuf_grow(&x->dh3, rows * F)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = ep_dispatch(d, st, la->offs, loc, a->deo, D, &x->a);
+	if (rc)
+		goto fail;
+	for (int j = 0; j < El; j++) {
+		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+
+		if (!o1[1])
+			continue;
+		o->grouped_matmul_backward(x->dhs.p + r0 * F, g->w2 + e * F * D,
+					   x->a.p + r0 * D, st->hs.p + r0 * F,
+					   w->w2 + e * F * D, o1, 1, (int)F,
+					   (int)D, 0);
+	}
+	o->swiglu_backward(x->dh1.p, x->dh3.p, x->dhs.p, st->h1.p, st->h3.p,
+			   rows * F);
+	for (int j = 0; j < El; j++) {
+		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+
+		if (!o1[1])
+			continue;
+		o->grouped_matmul_backward(x->b.p + r0 * D, g->w1 + e * D * F,
+					   x->dh1.p + r0 * F,
+					   st->xr.p + r0 * D, w->w1 + e * D * F,
+					   o1, 1, (int)D, (int)F, 0);
+		o->grouped_matmul_backward(x->b.p + r0 * D, g->w3 + e * D * F,
+					   x->dh3.p + r0 * F,
+					   st->xr.p + r0 * D, w->w3 + e * D * F,
+					   o1, 1, (int)D, (int)F, 1);
+	}
+	rc = ep_return(d, st, la->offs, loc, x->b.p, D, a->dxe);
+	if (rc == 0)
+		return;
+fail:
+	d->ep_err = rc;
+}
+
+/* the stage's schedule and the expert placement */
+static int dist_plan(struct dist *d, char *err, size_t len)
+{
+	size_t max = pipe_schedule_max(d->micro);
+	int rc, P = d->lp.ep, El = d->lp.E / P;
+
+	d->sched = calloc(max, sizeof(*d->sched));
+	if (!d->sched)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	rc = pipe_schedule_1f1b(d->me.stage, d->lp.pp, d->micro, d->sched,
+				max, &d->nsched);
+	if (rc)
+		return sigma_set_err(err, len, -rc,
+				     "cannot plan the pipeline schedule: %s",
+				     strerror(-rc));
+	if (P == 1)
+		return 0;
+	rc = layout_placement_init(&d->pl, d->lp.L, d->lp.E, P, err, len);
+	if (rc)
+		return rc;
+	d->ep_loc = calloc((size_t)d->lp.L * P * El, sizeof(int));
+	if (!d->ep_loc)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	for (int l = 0; l < d->lp.L; l++)
+		for (int p = 0; p < P; p++) {
+			rc = layout_placement_local(
+			    &d->pl, l, p, &d->ep_loc[((size_t)l * P + p) * El],
+			    El);
+			if (rc != El)
+				return sigma_set_err(err, len, EINVAL,
+						     "expert placement of layer %d is uneven",
+						     l);
+		}
+	return 0;
+}
+
+static int split(struct dist *d, enum layout_group g, struct comm **out)
+{
+	int color, key, rc;
+
+	rc = layout_group_split(&d->lp, d->rank, g, &color, &key);
+	if (rc == 0)
+		rc = comm_split(d->world, color, key, layout_group_name(g),
+				out);
+	return rc;
+}
+
+int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
+	      long batch, char *err, size_t len)
 {
 	struct comm_options o;
 	enum comm_backend be;
 	char why[512];
-	int rc, color, key;
+	int rc;
 
 	memset(d, 0, sizeof(*d));
 	d->bucket = DIST_BUCKET_FLOATS;
@@ -42,17 +459,11 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
 	d->lp.E = E;
 	d->lp.L = L;
 	d->lp.batch = batch;
+	d->lp.micro = micro > 0 ? micro : 1;
+	d->micro = d->lp.micro;
 	rc = layout_check(&d->lp, why, sizeof(why));
 	if (rc) {
 		sigma_set_err(err, len, EINVAL, "layout: %s", why);
-		goto fail;
-	}
-	if (d->lp.ep > 1 || d->lp.pp > 1) {
-		rc = -ENOTSUP;
-		sigma_set_err(
-		    err, len, ENOTSUP,
-		    "layout: --ep %d --pp %d: sigma-train runs data parallel only (--ep 1 --pp 1)",
-		    d->lp.ep, d->lp.pp);
 		goto fail;
 	}
 	rc = layout_coords(&d->lp, d->rank, &d->me);
@@ -88,15 +499,20 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
 		sigma_set_err(err, len, -rc, "%s", why);
 		goto fail;
 	}
-	rc = layout_group_split(&d->lp, d->rank, LAYOUT_GROUP_DP, &color, &key);
-	if (rc == 0)
-		rc = comm_split(d->world, color, key, "dp", &d->dp);
+	rc = split(d, LAYOUT_GROUP_DP, &d->dp);
+	if (rc == 0 && d->lp.ep > 1)
+		rc = split(d, LAYOUT_GROUP_EP, &d->ep);
+	if (rc == 0 && d->lp.pp > 1)
+		rc = split(d, LAYOUT_GROUP_PP, &d->pp);
 	if (rc) {
-		sigma_set_err(err, len, -rc,
-			      "cannot make the data-parallel group: %s",
+		sigma_set_err(err, len, -rc, "cannot make the groups: %s",
 			      strerror(-rc));
 		goto fail;
 	}
+	d->grad = d->lp.pp > 1 ? d->world : d->dp;
+	rc = dist_plan(d, err, len);
+	if (rc)
+		goto fail;
 	return 0;
 fail:
 	dist_fini(d);
@@ -107,9 +523,17 @@ void dist_fini(struct dist *d)
 {
 	if (d->req.active)
 		(void)comm_wait(&d->req);
+	ep_free(d);
+	free(d->sched);
+	free(d->ep_loc);
+	layout_placement_fini(&d->pl);
+	d->sched = NULL;
+	d->ep_loc = NULL;
+	comm_destroy(d->pp);
+	comm_destroy(d->ep);
 	comm_destroy(d->dp);
 	comm_destroy(d->world);
-	d->dp = d->world = NULL;
+	d->dp = d->world = d->ep = d->pp = d->grad = NULL;
 	comm_watchdog_stop();
 	boot_fini(&d->boot);
 }
@@ -165,14 +589,132 @@ static void on_counts(void *ctx, int *counts, int E)
 		counts[e] = (int)f[e];
 }
 
-void dist_attach(struct dist *d, struct model *m)
+int dist_attach(struct dist *d, struct model *m)
 {
+	int rc;
+
 	d->m = m;
+	if (m->nacts < d->micro)
+		return -EINVAL;
 	if (comm_size(d->dp) > 1) {
 		m->counts_reduce = on_counts;
 		m->counts_ctx = d;
 		m->count_ranks = comm_size(d->dp);
 	}
+	if (d->lp.ep > 1) {
+		rc = ep_alloc(d);
+		if (rc)
+			return rc;
+		d->experts.forward = ep_forward;
+		d->experts.backward = ep_backward;
+		d->experts.ctx = d;
+		m->experts = &d->experts;
+	}
+	return 0;
+}
+
+/* one transfer of the schedule, between neighbouring stages */
+static int pipe_xfer(struct dist *d, struct model *m,
+		     const struct pipe_action *a)
+{
+	size_t ND = (size_t)m->B * m->cfg.T * m->cfg.D;
+	int s = d->me.stage, l0 = d->me.layer_first;
+	int l1 = l0 + d->me.layer_count;
+	struct model_acts *x = &m->acts[a->micro];
+	struct model_acts *y = a->micro2 >= 0 ? &m->acts[a->micro2] : NULL;
+
+	switch (a->op) {
+	case PIPE_RECV_ACT:
+		return comm_recv(d->pp, x->x + l0 * ND, ND, COMM_F32, s - 1,
+				 PIPE_TAG);
+	case PIPE_SEND_ACT:
+		return comm_send(d->pp, x->x + l1 * ND, ND, COMM_F32, s + 1,
+				 PIPE_TAG);
+	case PIPE_RECV_GRAD:
+		return comm_recv(d->pp, x->dx, ND, COMM_F32, s + 1, PIPE_TAG);
+	case PIPE_SEND_GRAD:
+		return comm_send(d->pp, x->dx, ND, COMM_F32, s - 1, PIPE_TAG);
+	case PIPE_SEND_ACT_RECV_GRAD:
+		return comm_sendrecv(d->pp, x->x + l1 * ND, ND, s + 1, y->dx,
+				     ND, s + 1, COMM_F32, PIPE_TAG);
+	case PIPE_SEND_GRAD_RECV_ACT:
+		return comm_sendrecv(d->pp, x->dx, ND, s - 1, y->x + l0 * ND,
+				     ND, s - 1, COMM_F32, PIPE_TAG);
+	default:
+		return -EINVAL;
+	}
+}
+
+int dist_step(struct dist *d, struct model *m, const int32_t *tok,
+	      const int32_t *tgt)
+{
+	size_t N = (size_t)m->B * m->cfg.T;
+	int l0 = d->me.layer_first, l1 = l0 + d->me.layer_count, rc = 0;
+	float scale = 1.0f / (float)d->micro;
+	double ce = 0.0, aux = 0.0;
+
+	d->ep_err = 0;
+	model_zero_grads(m);
+	dist_grad_begin(d, m);
+	for (size_t i = 0; i < d->nsched && rc == 0; i++) {
+		const struct pipe_action *a = &d->sched[i];
+		uint64_t t0;
+
+		if (a->op == PIPE_FWD || a->op == PIPE_BWD) {
+			model_use_acts(m, a->micro);
+			d->act = a->micro;
+			if (a->op == PIPE_FWD) {
+				model_forward_part(m, l0, l1,
+						   tok + a->micro * N,
+						   tgt + a->micro * N);
+				ce += m->ce;
+				aux += m->aux;
+			} else {
+				model_backward_part(m, l0, l1, scale);
+			}
+			rc = d->ep_err;
+			continue;
+		}
+		t0 = now_ns();
+		rc = pipe_xfer(d, m, a);
+		d->comm_ns += now_ns() - t0;
+	}
+	m->ce = ce / d->micro;
+	m->aux = aux / d->micro;
+	m->loss = m->ce + m->cfg.aux_coef * m->aux;
+	d->ep_err = 0;
+	return rc;
+}
+
+int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
+		 const int32_t *tgt)
+{
+	size_t ND = (size_t)m->B * m->cfg.T * m->cfg.D;
+	int s = d->me.stage, l0 = d->me.layer_first;
+	int l1 = l0 + d->me.layer_count, rc = 0;
+	uint64_t t0;
+
+	d->ep_err = 0;
+	model_use_acts(m, 0);
+	d->act = 0;
+	if (s > 0) {
+		t0 = now_ns();
+		rc = comm_recv(d->pp, model_act_x(m, l0), ND, COMM_F32, s - 1,
+			       PIPE_TAG);
+		d->comm_ns += now_ns() - t0;
+		if (rc)
+			return rc;
+	}
+	model_forward_part(m, l0, l1, tok, tgt);
+	rc = d->ep_err;
+	d->ep_err = 0;
+	if (rc == 0 && s < d->lp.pp - 1) {
+		t0 = now_ns();
+		rc = comm_send(d->pp, model_act_x(m, l1), ND, COMM_F32, s + 1,
+			       PIPE_TAG);
+		d->comm_ns += now_ns() - t0;
+	}
+	return rc;
 }
 
 int dist_forward_error(struct dist *d)
@@ -203,7 +745,7 @@ static void on_grad_ready(void *ctx, size_t off)
 		}
 	}
 	t0 = now_ns();
-	rc = comm_iallreduce_f32(d->dp, d->m->grads + off, d->sent_to - off,
+	rc = comm_iallreduce_f32(d->grad, d->m->grads + off, d->sent_to - off,
 				 &d->req);
 	d->comm_ns += now_ns() - t0;
 	if (rc) {
@@ -220,7 +762,9 @@ void dist_grad_begin(struct dist *d, struct model *m)
 	d->sent_to = m->nparams;
 	d->grad_err = 0;
 	d->buckets = 0;
-	if (comm_size(d->dp) > 1) {
+	/* buckets start during the backward pass only when it is the last
+	 * one of the step for every gradient: one stage, one micro-batch */
+	if (comm_size(d->grad) > 1 && d->lp.pp == 1 && d->micro == 1) {
 		m->grad_ready = on_grad_ready;
 		m->grad_ready_ctx = d;
 	} else {
@@ -235,7 +779,7 @@ int dist_grad_finish(struct dist *d)
 	uint64_t t0 = now_ns();
 
 	m->grad_ready = NULL;
-	if (n == 1)
+	if (comm_size(d->grad) == 1)
 		return 0;
 	if (d->req.active) {
 		int w = comm_wait(&d->req);
@@ -244,11 +788,11 @@ int dist_grad_finish(struct dist *d)
 			rc = w;
 	}
 	if (!rc && d->sent_to > 0) {
-		rc = comm_allreduce_f32(d->dp, m->grads, d->sent_to);
+		rc = comm_allreduce_f32(d->grad, m->grads, d->sent_to);
 		d->buckets++;
 	}
 	d->comm_ns += now_ns() - t0;
-	if (rc)
+	if (rc || n == 1)
 		return rc;
 	{
 		float s = 1.0f / (float)n;
@@ -259,26 +803,40 @@ int dist_grad_finish(struct dist *d)
 	return 0;
 }
 
-int dist_mean(struct dist *d, double *v, int n)
+/* v[n] = sum over c of v[n] / div */
+static int reduce_div(struct dist *d, struct comm *c, double *v, int n,
+		      double div)
 {
-	float buf[16];
-	int k = comm_size(d->dp), rc;
+	float buf[MODEL_MAX_L + 2];
 	uint64_t t0;
+	int rc;
 
-	if (k == 1)
-		return 0;
-	if (n > 16)
+	if (n > MODEL_MAX_L + 2)
 		return -EINVAL;
 	for (int i = 0; i < n; i++)
 		buf[i] = (float)v[i];
 	t0 = now_ns();
-	rc = comm_allreduce_f32(d->dp, buf, (size_t)n);
+	rc = comm_allreduce_f32(c, buf, (size_t)n);
 	d->comm_ns += now_ns() - t0;
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
-		v[i] = (double)buf[i] / k;
+		v[i] = (double)buf[i] / div;
 	return 0;
+}
+
+int dist_stage_mean(struct dist *d, double *v, int n)
+{
+	if (d->size == 1)
+		return 0;
+	return reduce_div(d, d->world, v, n, (double)d->lp.dp);
+}
+
+int dist_world_mean(struct dist *d, double *v, int n)
+{
+	if (d->size == 1)
+		return 0;
+	return reduce_div(d, d->world, v, n, (double)d->size);
 }
 
 int dist_barrier(struct dist *d)

@@ -1,13 +1,25 @@
 /*
  * dist.h - sigma-train as one rank of a job: the bootstrap (PMIx), the
- * layout (--dp), the world and data-parallel communicators, and what the
- * training loop needs from them:
+ * layout (--dp --ep --pp --micro), the communicators, and what the training
+ * loop needs from them:
  *
- *   dist_init -> [ dist_sync_model ] -> per step:
- *       dist_grad_begin -> model_backward (buckets start as layers finish)
+ *   dist_init -> dist_attach -> [ dist_sync_model ] -> per step:
+ *       dist_step (the stage's forward and backward passes over its
+ *                  micro-batches on the 1F1B schedule; experts through
+ *                  all-to-all; with one stage and one micro-batch, gradient
+ *                  buckets start as layers finish)
  *       -> dist_grad_finish (the rest, wait, average)
- *       -> dist_reduce_scalars (loss, stop flag)
+ *       -> dist_stage_mean (loss parts, stop flag)
  *   -> dist_fini
+ *
+ * Every rank keeps the whole model's parameters and AdamW moments, the same
+ * on every rank after each step: a stage computes only its layers and an
+ * expert group member only its experts, the gradients of what a rank did
+ * not compute are zero there, and one all-reduce over the ranks that hold
+ * a parameter's gradients (the data-parallel group with one stage, the
+ * world with several) gives every rank the global gradient. Checkpoints
+ * and tier-1 copies are therefore whole on every rank, and any layout
+ * restores any other's.
  *
  * Gradients, counts and scalars are reduced in host memory through the MPI
  * back end: the model must run on the CPU ops (sigma_ops_cpu), as
@@ -33,13 +45,34 @@
  * back end's bandwidth, small enough to overlap with the backward pass. */
 #define DIST_BUCKET_FLOATS ((size_t)4 << 20)
 
+struct dist_ep;
+struct dist_ep_scratch;
+
 struct dist {
 	struct boot boot;
 	struct layout_params lp;
 	struct layout_coords me;
 	struct comm *world;
 	struct comm *dp; /* data-parallel group (the world when pp = 1) */
+	struct comm *ep; /* expert group (NULL when ep = 1) */
+	struct comm *pp; /* pipeline: same dp_index, every stage (NULL: pp 1) */
+	struct comm *grad; /* where gradients are summed: dp, or world */
 	int rank, size;
+	int micro; /* micro-batches per step on this rank */
+
+	/* the stage's 1F1B schedule for one step */
+	struct pipe_action *sched;
+	size_t nsched;
+
+	/* expert parallelism: placement, and per activation set and layer
+	 * what the backward pass needs */
+	struct layout_placement pl;
+	int *ep_loc;	  /* [L][ep][E / ep] experts of each ep rank */
+	struct dist_ep *ep_state; /* [micro][L] */
+	struct dist_ep_scratch *ep_tmp;
+	struct model_experts experts;
+	int act;    /* activation set in use */
+	int ep_err; /* an expert exchange failed */
 
 	/* gradient buckets of the current backward pass */
 	struct model *m;
@@ -58,8 +91,8 @@ struct dist {
  * start the watchdog. dp <= 0 means the job size. Returns 0, -EINVAL (a
  * layout that cannot work, err says why) or another -errno.
  */
-int dist_init(struct dist *d, int dp, int ep, int pp, int E, int L, long batch,
-	      char *err, size_t len);
+int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
+	      long batch, char *err, size_t len);
 void dist_fini(struct dist *d);
 
 /* Copy rank 0's parameters and AdamW moments, and state[n] bytes, to every
@@ -69,20 +102,39 @@ int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n);
 int dist_bcast_int(struct dist *d, int *v);
 
 /* Hook the model's forward pass: expert token counts are summed over the
- * data-parallel ranks, so the load-balancing loss is the global batch's. */
-void dist_attach(struct dist *d, struct model *m);
+ * data-parallel ranks, so the load-balancing loss is the global batch's,
+ * and with ep > 1 the experts run on their ep ranks. m must have micro
+ * activation sets. 0 or -ENOMEM. */
+int dist_attach(struct dist *d, struct model *m);
+
+/*
+ * One step's passes on this rank: tok and tgt hold micro micro-batches of
+ * m->B sequences each. Zeroes the gradients, then runs the stage's 1F1B
+ * schedule; m->ce and m->aux are left as this rank's parts (means over the
+ * micro-batches; ce 0 except on the last stage, aux over the stage's
+ * layers), for dist_stage_mean. 0 or -errno of a failed transfer.
+ */
+int dist_step(struct dist *d, struct model *m, const int32_t *tok,
+	      const int32_t *tgt);
+/* The forward pass alone through every stage for one batch of m->B
+ * sequences (activation set 0): m->ce is the last stage's, 0 elsewhere. */
+int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
+		 const int32_t *tgt);
+/* v[n] = sum over every rank / dp: the whole-model value of per-stage
+ * parts, averaged over the data-parallel ranks. n <= 16. */
+int dist_stage_mean(struct dist *d, double *v, int n);
+/* v[n] = mean over every rank. n <= MODEL_MAX_L + 1. */
+int dist_world_mean(struct dist *d, double *v, int n);
 /* The error of the forward-pass reductions since the last call (0: none),
  * cleared. */
 int dist_forward_error(struct dist *d);
 
 /* Hook the model's backward pass: buckets of finished gradients are
- * all-reduced while the pass goes on. */
+ * all-reduced while the pass goes on (one stage, one micro-batch). */
 void dist_grad_begin(struct dist *d, struct model *m);
 /* Reduce what is left, wait for every bucket, average over dp. */
 int dist_grad_finish(struct dist *d);
 
-/* v[n] = mean over the data-parallel ranks (sum / dp) of v[n]. */
-int dist_mean(struct dist *d, double *v, int n);
 /* Every rank waits for every other. */
 int dist_barrier(struct dist *d);
 

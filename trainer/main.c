@@ -57,6 +57,7 @@ struct train_opts {
 	bool bf16; /* --precision bf16 */
 	char device[32]; /* --device: cpu (empty), cuda, cuda:fp32, cuda:bf16 */
 	int dp, ep, pp; /* layout; dp 0: the job size */
+	int micro;	/* micro-batches per step and rank */
 	double bucket_mb; /* gradient all-reduce bucket */
 };
 
@@ -106,7 +107,13 @@ static void usage(FILE *f)
 		"Parallel (one process per rank under srun --mpi=pmix):\n"
 		"  --dp N                data-parallel ranks (default: all ranks); the\n"
 		"                        global --batch is split evenly over them\n"
-		"  --ep N --pp N         expert and pipeline parallel ranks (1)\n"
+		"  --ep N                expert-parallel ranks (1): the experts of every\n"
+		"                        layer are spread over groups of N data-parallel\n"
+		"                        ranks, tokens exchanged all-to-all\n"
+		"  --pp N                pipeline stages (1): L / N layers each, --dp x\n"
+		"                        --pp = ranks\n"
+		"  --micro N             micro-batches per step and rank (1), on the\n"
+		"                        1F1B schedule; the loss is their mean\n"
 		"  --grad-bucket-mb M    gradient all-reduce bucket (default 16)\n"
 		GUARD_USAGE
 		"Reporting:\n"
@@ -288,7 +295,7 @@ enum {
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
 	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
-	OPT_DP, OPT_EP, OPT_PP, OPT_BUCKET, OPT_DEVICE,
+	OPT_DP, OPT_EP, OPT_PP, OPT_MICRO, OPT_BUCKET, OPT_DEVICE,
 };
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
@@ -365,6 +372,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "dp", required_argument, NULL, OPT_DP },
 		{ "ep", required_argument, NULL, OPT_EP },
 		{ "pp", required_argument, NULL, OPT_PP },
+		{ "micro", required_argument, NULL, OPT_MICRO },
 		{ "grad-bucket-mb", required_argument, NULL, OPT_BUCKET },
 		GUARD_LONG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
@@ -531,6 +539,11 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			  : c == OPT_EP ? &o->ep
 					: &o->pp) = (int)v;
 			break;
+		case OPT_MICRO:
+			if (parse_int("--micro", optarg, 1, 4096, &v))
+				return -EINVAL;
+			o->micro = (int)v;
+			break;
 		case OPT_BUCKET:
 			if (parse_real("--grad-bucket-mb", optarg, 0.001, 4096,
 				       &d))
@@ -662,11 +675,12 @@ static double evaluate(struct model *m, struct dist *d,
 		data_batch_range(val, seed ^ 0x76616c69646174ULL, (uint64_t)i,
 				 d->me.dp_index * m->B, m->B, m->cfg.T, tok,
 				 tgt);
-		model_forward(m, tok, tgt);
-		s += m->ce;
+		if (dist_forward(d, m, tok, tgt))
+			return NAN;
+		s += m->ce; /* 0 but on the last stage */
 	}
 	s /= nb;
-	if (dist_forward_error(d) || dist_mean(d, &s, 1))
+	if (dist_forward_error(d) || dist_stage_mean(d, &s, 1))
 		return NAN;
 	return s;
 }
@@ -970,7 +984,7 @@ out:
 /* the guard's per-rank observations, averaged over the ranks */
 static int guard_agree(void *ctx, double *v, int n)
 {
-	return dist_mean(ctx, v, n);
+	return dist_world_mean(ctx, v, n);
 }
 
 static int train(struct train_opts *o, struct dist *d)
@@ -1032,7 +1046,8 @@ static int train(struct train_opts *o, struct dist *d)
 		code = TRAIN_EXIT_USAGE;
 		goto out;
 	}
-	B = o->batch / d->lp.dp; /* dist_init checked it divides */
+	/* sequences per micro-batch; dist_init checked that they divide */
+	B = (int)(o->batch / d->lp.dp / d->micro);
 	ops = sigma_ops_select(*o->device ? o->device : "cpu", err,
 			       sizeof(err));
 	if (!ops) {
@@ -1055,7 +1070,8 @@ static int train(struct train_opts *o, struct dist *d)
 		code = TRAIN_EXIT_USAGE;
 		goto out;
 	}
-	rc = model_create(&m, &o->model, B, ops, err, sizeof(err));
+	rc = model_create_acts(&m, &o->model, B, d->micro, ops, err,
+			       sizeof(err));
 	if (rc) {
 		sigma_error("model: %s", err);
 		code = rc == -ENOMEM ? TRAIN_EXIT_OSERR : TRAIN_EXIT_USAGE;
@@ -1063,7 +1079,13 @@ static int train(struct train_opts *o, struct dist *d)
 	}
 	m->bf16 = sigma_bf16_select(ops); /* for --precision bf16 */
 	model_init_weights(m, o->seed);
-	dist_attach(d, m);
+	rc = dist_attach(d, m);
+	if (rc) {
+		sigma_error("cannot set up the parallel layout: %s",
+			    strerror(-rc));
+		code = TRAIN_EXIT_OSERR;
+		goto out;
+	}
 	st.seed = o->seed;
 	st.rng = o->seed;
 	st.batch = o->batch;
@@ -1092,9 +1114,8 @@ static int train(struct train_opts *o, struct dist *d)
 		printf("weights from %s\n", o->init_from);
 	}
 	if (*o->local_dir) {
-		if (!*o->ckpt_dir || d->lp.ep > 1 || d->lp.pp > 1) {
-			sigma_error("--local-ckpt-dir: needs --ckpt-dir and data parallelism only (ep %d pp %d)",
-				    d->lp.ep, d->lp.pp);
+		if (!*o->ckpt_dir) {
+			sigma_error("--local-ckpt-dir: needs --ckpt-dir");
 			code = TRAIN_EXIT_USAGE;
 			goto out;
 		}
@@ -1201,10 +1222,10 @@ static int train(struct train_opts *o, struct dist *d)
 	gr_ready = true;
 	if (st.nguard == GUARD_STATE_N)
 		guard_state_import(&gr.g, st.guard);
-	if (d->lp.dp > 1) {
+	if (d->size > 1) {
 		gr.agree = guard_agree;
 		gr.agree_ctx = d;
-		gr.agree_size = d->lp.dp;
+		gr.agree_size = d->size;
 	}
 	printf("guard: %s, precision %s%s\n", o->guard.enabled ? "on" : "off",
 	       o->bf16 ? "bf16" : "fp32",
@@ -1233,8 +1254,8 @@ static int train(struct train_opts *o, struct dist *d)
 				"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
 				GUARD_METRICS_HEADER "\n");
 	}
-	tok = malloc(sizeof(int32_t) * m->B * m->cfg.T);
-	tgt = malloc(sizeof(int32_t) * m->B * m->cfg.T);
+	tok = malloc(sizeof(int32_t) * d->micro * m->B * m->cfg.T);
+	tgt = malloc(sizeof(int32_t) * d->micro * m->B * m->cfg.T);
 	if (!tok || !tgt) {
 		code = TRAIN_EXIT_OSERR;
 		goto out;
@@ -1269,14 +1290,20 @@ static int train(struct train_opts *o, struct dist *d)
 		}
 recompute:
 		guard_run_begin(&gr, done);
-		/* this rank's share of the global batch of step s */
-		data_batch_range(&train_df, st.seed, (uint64_t)s,
-				 d->me.dp_index * m->B, m->B, m->cfg.T, tok,
-				 tgt);
-		model_forward(m, tok, tgt);
-		dist_grad_begin(d, m);
-		model_backward(m);
-		rc = dist_forward_error(d);
+		/* this rank's share of the global batch of step s: micro-batch
+		 * i of every data-parallel rank together is the i-th slice of
+		 * the batch, as with one rank */
+		for (int i = 0; i < d->micro; i++) {
+			size_t off = (size_t)i * m->B * m->cfg.T;
+
+			data_batch_range(&train_df, st.seed, (uint64_t)s,
+					 ((long)i * d->lp.dp +
+					  d->me.dp_index) * m->B,
+					 m->B, m->cfg.T, tok + off, tgt + off);
+		}
+		rc = dist_step(d, m, tok, tgt);
+		if (rc == 0)
+			rc = dist_forward_error(d);
 		/* gradients and losses averaged over the data-parallel ranks,
 		 * and whether any rank was asked to stop */
 		red[0] = m->ce;
@@ -1288,7 +1315,7 @@ recompute:
 		if (rc == 0)
 			rc = dist_grad_finish(d);
 		if (rc == 0)
-			rc = dist_mean(d, red, 3);
+			rc = dist_stage_mean(d, red, 3);
 		if (rc) {
 			sigma_error("step %ld: gradient all-reduce failed: %s",
 				    done, strerror(-rc));
@@ -1372,7 +1399,9 @@ recompute:
 		    !isnan(val_ce) || stop) {
 			uint64_t now = sigma_now_ms();
 			double dt = (now - t_last) / 1000.0;
-			double tps = dt > 0 ? (double)(done - s_last) * m->B *
+			/* this rank's tokens (its data-parallel share) */
+			double tps = dt > 0 ? (double)(done - s_last) *
+						      d->micro * m->B *
 						      m->cfg.T / dt
 					    : 0.0;
 			double el = (now - t_start) / 1000.0;
@@ -1526,8 +1555,8 @@ int main(int argc, char **argv)
 	o.bucket_mb = 16.0;
 	if (read_env(&o) || parse_opts(&o, argc, argv))
 		return TRAIN_EXIT_USAGE;
-	code = dist_init(&d, o.dp, o.ep, o.pp, o.model.E, o.model.L, o.batch,
-			 err, sizeof(err));
+	code = dist_init(&d, o.dp, o.ep, o.pp, o.micro, o.model.E, o.model.L,
+			 o.batch, err, sizeof(err));
 	if (code) {
 		sigma_error("%s", err);
 		return code == -EINVAL || code == -ENOTSUP ? TRAIN_EXIT_USAGE
@@ -1537,10 +1566,13 @@ int main(int argc, char **argv)
 	if (d.bucket < 1)
 		d.bucket = 1;
 	if (d.size > 1)
-		sigma_info("rank %d of %d on %s, pid %d: dp %d ep %d pp %d, dp_index %d, %d of %d sequences per step",
+		sigma_info("rank %d of %d on %s, pid %d: dp %d ep %d pp %d micro %d, stage %d (layers %d-%d), dp_index %d, ep_rank %d, %d of %d sequences per step",
 			   d.rank, d.size, d.boot.node, (int)getpid(),
-			   d.lp.dp, d.lp.ep, d.lp.pp, d.me.dp_index,
-			   o.batch / d.lp.dp, o.batch);
+			   d.lp.dp, d.lp.ep, d.lp.pp, d.micro, d.me.stage,
+			   d.me.layer_first,
+			   d.me.layer_first + d.me.layer_count - 1,
+			   d.me.dp_index, d.me.ep_rank, o.batch / d.lp.dp,
+			   o.batch);
 	/* progress and metrics come from rank 0 only; errors from every rank */
 	if (d.rank != 0 && !freopen("/dev/null", "w", stdout))
 		sigma_warn("cannot silence stdout of rank %d", d.rank);

@@ -22,6 +22,7 @@
 
 #include "sigma.h"
 #include "ckpt.h"
+#include "delta.h"
 #include "guard.h"
 
 #ifndef SIGMA_BUILD_CFLAGS
@@ -386,6 +387,30 @@ static int write_provenance(struct ctx *c, hid_t f, const struct model *m)
 	return rc;
 }
 
+/* the optimizer's settings, as attributes of the group of moments */
+static int write_optim(struct ctx *c, hid_t f, const struct ckpt_state *st)
+{
+	const struct optim_config *o = &st->optim;
+	hid_t og = H5Gopen2(f, "optim", H5P_DEFAULT);
+	int rc;
+
+	if (og < 0)
+		return fail(c, EIO, "cannot open group optim");
+	rc = attr_str(c, og, "algorithm", "adamw") ?:
+	     attr_f32(c, og, "lr", o->lr) ?:
+	     attr_f32(c, og, "lr_min_ratio", o->lr_min_ratio) ?:
+	     attr_i64(c, og, "warmup", o->warmup) ?:
+	     attr_i64(c, og, "steps", o->steps) ?:
+	     attr_f32(c, og, "beta1", o->beta1) ?:
+	     attr_f32(c, og, "beta2", o->beta2) ?:
+	     attr_f32(c, og, "eps", o->eps) ?:
+	     attr_f32(c, og, "weight_decay", o->weight_decay) ?:
+	     attr_f32(c, og, "clip", o->clip) ?:
+	     attr_i64(c, og, "t", st->step);
+	H5Gclose(og);
+	return rc;
+}
+
 /* block: in the device's memory, or already in host memory (staged) */
 static int write_block(struct ctx *c, hid_t f, const char *gname,
 		       const struct model *m, const float *block, bool staged,
@@ -493,31 +518,8 @@ static int write_file(const char *dir, const struct model *m,
 			 stage != NULL, host);
 	if (rc)
 		goto out;
-	/* the optimizer's settings, as attributes of the group of moments */
-	{
-		hid_t og = H5Gopen2(f, "optim", H5P_DEFAULT);
-		const struct optim_config *o = &st->optim;
-
-		if (og < 0) {
-			rc = fail(&c, EIO, "cannot open group optim");
-			goto out;
-		}
-		rc = attr_str(&c, og, "algorithm", "adamw") ?:
-		     attr_f32(&c, og, "lr", o->lr) ?:
-		     attr_f32(&c, og, "lr_min_ratio", o->lr_min_ratio) ?:
-		     attr_i64(&c, og, "warmup", o->warmup) ?:
-		     attr_i64(&c, og, "steps", o->steps) ?:
-		     attr_f32(&c, og, "beta1", o->beta1) ?:
-		     attr_f32(&c, og, "beta2", o->beta2) ?:
-		     attr_f32(&c, og, "eps", o->eps) ?:
-		     attr_f32(&c, og, "weight_decay", o->weight_decay) ?:
-		     attr_f32(&c, og, "clip", o->clip) ?:
-		     attr_i64(&c, og, "t", st->step);
-		H5Gclose(og);
-		if (rc)
-			goto out;
-	}
-	rc = write_state(&c, f, st) ?: write_provenance(&c, f, m);
+	rc = write_optim(&c, f, st) ?: write_state(&c, f, st) ?:
+	     write_provenance(&c, f, m);
 	if (rc)
 		goto out;
 	/* last: the marker that says every byte above is in place */
@@ -778,6 +780,818 @@ int ckpt_read_weights(const char *path, struct model *m, char *err,
 	return read_file(path, m, NULL, err, len);
 }
 
+/* ---- differential checkpoints --------------------------------------------- */
+
+static const char *const diff_groups[3] = { "model", "optim/m", "optim/v" };
+
+/* steps and bases of dir/diff-SSSSSSSS-base-BBBBBBBB.h5, newest first */
+struct diff_name {
+	long step, base;
+};
+
+static int cmp_diff_desc(const void *a, const void *b)
+{
+	const struct diff_name *x = a, *y = b;
+
+	return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
+}
+
+static int list_diffs(const char *dir, struct diff_name *out, int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && n < max) {
+		char tail[8];
+		long s, b;
+
+		if (strlen(e->d_name) != 30 ||
+		    sscanf(e->d_name, "diff-%8ld-base-%8ld%3s", &s, &b,
+			   tail) != 3 ||
+		    strcmp(tail, ".h5") || s < 0 || b < 0 || b >= s)
+			continue;
+		out[n].step = s;
+		out[n].base = b;
+		n++;
+	}
+	closedir(d);
+	qsort(out, n, sizeof(*out), cmp_diff_desc);
+	return n;
+}
+
+static int diff_path(char *buf, size_t len, const char *dir, long step,
+		     long base)
+{
+	return sigma_snprintf(buf, len, "%s/diff-%08ld-base-%08ld.h5", dir,
+			      step, base);
+}
+
+/* the checksum that names a state: params, m, v tensor by tensor */
+static uint64_t state_hash(const struct model *m, const float *state)
+{
+	uint64_t h = DELTA_HASH_SEED;
+
+	for (int b = 0; b < 3; b++)
+		for (int i = 0; i < m->ntensors; i++)
+			h = delta_hash(state + b * m->nparams +
+					       m->tensors[i].offset,
+				       m->tensors[i].n, h);
+	return h;
+}
+
+int ckpt_base_init(struct ckpt_base *b, const struct model *m, char *err,
+		   size_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->step = -1;
+	b->nparams = m->nparams;
+	b->state = malloc(sizeof(float) * 3 * m->nparams);
+	if (!b->state)
+		return sigma_set_err(err, len, ENOMEM,
+				     "out of memory for a %zu MiB differential base",
+				     sizeof(float) * 3 * m->nparams >> 20);
+	return 0;
+}
+
+void ckpt_base_fini(struct ckpt_base *b)
+{
+	if (!b)
+		return;
+	free(b->state);
+	b->state = NULL;
+	b->step = -1;
+}
+
+void ckpt_base_set(struct ckpt_base *b, const struct model *m,
+		   const float *stage, long step, const char *path)
+{
+	const size_t n = m->nparams;
+	const char *slash = strrchr(path, '/');
+
+	if (stage) {
+		memcpy(b->state, stage, sizeof(float) * 3 * n);
+	} else {
+		m->ops->to_host(b->state, m->params, sizeof(float) * n);
+		m->ops->to_host(b->state + n, m->m, sizeof(float) * n);
+		m->ops->to_host(b->state + 2 * n, m->v, sizeof(float) * n);
+	}
+	b->checksum = state_hash(m, b->state);
+	sigma_strlcpy(b->file, slash ? slash + 1 : path, sizeof(b->file));
+	b->step = step;
+}
+
+/*
+ * Compressed size of n words through the filters a differential uses,
+ * measured by HDF5 itself in a file that lives in memory only.
+ */
+static long estimate_size(void *ctx, const uint32_t *words, size_t n)
+{
+	hsize_t dims = n, chunk = n < DELTA_SAMPLE_WINDOW ? n
+							 : DELTA_SAMPLE_WINDOW;
+	hid_t fapl = -1, f = -1, sp = -1, dcpl = -1, d = -1;
+	long size = -EIO;
+
+	(void)ctx;
+	if (n == 0)
+		return 0;
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0)
+		goto out;
+	f = H5Fcreate("sigma-estimate.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	sp = H5Screate_simple(1, &dims, NULL);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (f < 0 || sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
+	    H5Pset_shuffle(dcpl) < 0 ||
+	    H5Pset_deflate(dcpl, CKPT_DIFF_DEFLATE) < 0)
+		goto out;
+	d = H5Dcreate2(f, "e", H5T_STD_U32LE, sp, H5P_DEFAULT, dcpl,
+		       H5P_DEFAULT);
+	if (d < 0 ||
+	    H5Dwrite(d, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+		     words) < 0 ||
+	    H5Dflush(d) < 0)
+		goto out;
+	size = (long)H5Dget_storage_size(d);
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (f >= 0)
+		H5Fclose(f);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	return size;
+}
+
+long ckpt_diff_estimate(const uint32_t *words, size_t n)
+{
+	quiet_hdf5();
+	return estimate_size(NULL, words, n);
+}
+
+/* chunks along the first axis, at most CHUNK_MAX_BYTES, as write_tensor */
+static void diff_chunks(const struct model_tensor *t, hsize_t *dims,
+			hsize_t *chunk)
+{
+	size_t row = sizeof(float);
+
+	for (int i = 0; i < t->ndim; i++) {
+		dims[i] = chunk[i] = t->shape[i];
+		if (i > 0)
+			row *= t->shape[i];
+	}
+	if (row * chunk[0] > CHUNK_MAX_BYTES) {
+		chunk[0] = CHUNK_MAX_BYTES / row;
+		if (chunk[0] < 1)
+			chunk[0] = 1;
+	}
+}
+
+/* one tensor as kind: data is its float32 values (whole), its uint32
+ * encoding (delta) or unused (same); sum names the tensor's bits */
+static int diff_write_tensor(struct ctx *c, hid_t g, const char *gname,
+			     const struct model_tensor *t, enum delta_kind kind,
+			     const void *data, uint64_t sum)
+{
+	hsize_t dims[3] = { 1, 1, 1 }, chunk[3] = { 1, 1, 1 };
+	hid_t sp = -1, dcpl = -1, d = -1;
+	int rc = 0;
+
+	if (kind == DELTA_SAME) {
+		sp = H5Screate(H5S_NULL);
+		if (sp >= 0)
+			d = H5Dcreate2(g, t->name, H5T_STD_U32LE, sp,
+				       H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+		if (d < 0)
+			rc = fail(c, EIO, "cannot create dataset %s/%s", gname,
+				  t->name);
+		goto attrs;
+	}
+	diff_chunks(t, dims, chunk);
+	sp = H5Screate_simple(t->ndim, dims, NULL);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, t->ndim, chunk) < 0 ||
+	    H5Pset_shuffle(dcpl) < 0 ||
+	    H5Pset_deflate(dcpl, CKPT_DIFF_DEFLATE) < 0 ||
+	    H5Pset_fletcher32(dcpl) < 0) {
+		rc = fail(c, EIO, "cannot set up dataset %s/%s", gname,
+			  t->name);
+		goto out;
+	}
+	d = H5Dcreate2(g, t->name,
+		       kind == DELTA_WHOLE ? H5T_IEEE_F32LE : H5T_STD_U32LE, sp,
+		       H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d < 0 ||
+	    H5Dwrite(d, kind == DELTA_WHOLE ? H5T_NATIVE_FLOAT
+					     : H5T_NATIVE_UINT32,
+		     H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+		rc = fail(c, EIO, "cannot write dataset %s/%s", gname,
+			  t->name);
+attrs:
+	if (!rc)
+		rc = attr_str(c, d, "encoding", delta_kind_name(kind)) ?:
+		     attr_u64(c, d, "checksum", sum);
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+/* one of model, optim/m, optim/v: cur and base in host memory */
+static int diff_write_block(struct ctx *c, hid_t f, int blk,
+			    const struct model *m, const float *cur,
+			    const float *base, uint32_t *enc,
+			    uint32_t *scratch, struct ckpt_diff_stats *ds)
+{
+	const char *gname = diff_groups[blk];
+	hid_t g = H5Gcreate2(f, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	int rc = 0;
+
+	if (g < 0)
+		return fail(c, EIO, "cannot create group %s", gname);
+	for (int i = 0; i < m->ntensors && !rc; i++) {
+		const struct model_tensor *t = &m->tensors[i];
+		const float *x = cur + t->offset, *b = base + t->offset;
+		struct delta_choice ch;
+
+		rc = delta_choose(x, b, t->n, scratch, estimate_size, NULL,
+				  &ch);
+		if (rc) {
+			rc = fail(c, -rc, "cannot estimate the size of %s/%s",
+				  gname, t->name);
+			break;
+		}
+		if (ch.kind == DELTA_ZIGZAG)
+			delta_encode(enc, x, b, t->n);
+		rc = diff_write_tensor(c, g, gname, t, ch.kind,
+				       ch.kind == DELTA_ZIGZAG
+					       ? (const void *)enc
+					       : (const void *)x,
+				       delta_hash(x, t->n, DELTA_HASH_SEED));
+		ds->tensors[ch.kind]++;
+	}
+	H5Gclose(g);
+	return rc;
+}
+
+int ckpt_write_diff(const char *dir, const struct model *m,
+		    const float *stage, const struct ckpt_state *st,
+		    const struct ckpt_base *b, struct ckpt_diff_stats *ds,
+		    char *path, size_t plen, char *err, size_t len)
+{
+	const size_t n = m->nparams;
+	char tmp[PATH_MAX], final[PATH_MAX];
+	struct ctx c = { tmp, err, len };
+	struct ckpt_diff_stats local;
+	size_t maxn = 0;
+	float *host = NULL;
+	uint32_t *enc = NULL, *scratch = NULL;
+	hid_t f = -1, fapl = -1, g;
+	struct stat sb;
+	double t0 = 0;
+	int rc;
+
+	quiet_hdf5();
+	if (!ds)
+		ds = &local;
+	memset(ds, 0, sizeof(*ds));
+	if (!b || !b->state || b->step < 0 || b->nparams != n)
+		return sigma_set_err(err, len, EINVAL,
+				     "differential of step %ld: no base in memory",
+				     st->step);
+	if (st->step <= b->step || st->step > 99999999L)
+		return sigma_set_err(err, len, EINVAL,
+				     "differential of step %ld against base step %ld cannot be named",
+				     st->step, b->step);
+	if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0 ||
+	    H5Zfilter_avail(H5Z_FILTER_SHUFFLE) <= 0)
+		return sigma_set_err(err, len, ENOTSUP,
+				     "this HDF5 library lacks the deflate or shuffle filter");
+	if (diff_path(final, sizeof(final), dir, st->step, b->step) ||
+	    sigma_snprintf(tmp, sizeof(tmp),
+			   "%s/.diff-%08ld-base-%08ld.h5.tmp-%ld", dir,
+			   st->step, b->step, (long)getpid()))
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: checkpoint path too long", dir);
+	rc = sigma_mkdir_p(dir, 0755);
+	if (rc)
+		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
+				     dir, strerror(-rc));
+	for (int i = 0; i < m->ntensors; i++)
+		if (m->tensors[i].n > maxn)
+			maxn = m->tensors[i].n;
+	enc = malloc(sizeof(uint32_t) * maxn);
+	scratch = malloc(sizeof(uint32_t) * 2 *
+			 (maxn < DELTA_SAMPLE_MAX ? maxn : DELTA_SAMPLE_MAX));
+	if (!stage)
+		host = malloc(sizeof(float) * n);
+	if (!enc || !scratch || (!stage && !host)) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	t0 = (double)sigma_now_ms();
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl < 0 ||
+	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
+		rc = fail(&c, EIO, "cannot set the file format version");
+		goto out;
+	}
+	f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	if (f < 0) {
+		rc = fail(&c, EIO, "cannot create the file");
+		goto out;
+	}
+	rc = attr_str(&c, f, "format", CKPT_DIFF_FORMAT) ?:
+	     attr_i32(&c, f, "format_version", CKPT_DIFF_VERSION) ?:
+	     attr_i64(&c, f, "step", st->step) ?:
+	     attr_i64(&c, f, "base_step", b->step) ?:
+	     attr_u64(&c, f, "base_checksum", b->checksum) ?:
+	     attr_str(&c, f, "base_file", b->file) ?:
+	     write_config(&c, f, m, st);
+	if (rc)
+		goto out;
+	g = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0) {
+		rc = fail(&c, EIO, "cannot create group optim");
+		goto out;
+	}
+	H5Gclose(g);
+	for (int blk = 0; blk < 3 && !rc; blk++) {
+		const float *cur = stage ? stage + blk * n : host;
+
+		if (!stage)
+			m->ops->to_host(host,
+					blk == 0   ? m->params
+					: blk == 1 ? m->m
+						   : m->v,
+					sizeof(float) * n);
+		rc = diff_write_block(&c, f, blk, m, cur, b->state + blk * n,
+				      enc, scratch, ds);
+	}
+	rc = rc ?: write_optim(&c, f, st) ?: write_state(&c, f, st) ?:
+	     write_provenance(&c, f, m) ?:
+	     attr_i32(&c, f, "tensors_same", ds->tensors[DELTA_SAME]) ?:
+	     attr_i32(&c, f, "tensors_delta", ds->tensors[DELTA_ZIGZAG]) ?:
+	     attr_i32(&c, f, "tensors_whole", ds->tensors[DELTA_WHOLE]);
+	if (rc)
+		goto out;
+	/* last: the marker that says every byte above is in place */
+	rc = attr_i32(&c, f, "complete", 1);
+	if (rc)
+		goto out;
+	if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
+		rc = fail(&c, EIO, "cannot flush");
+		goto out;
+	}
+	if (H5Fclose(f) < 0) {
+		f = -1;
+		rc = fail(&c, EIO, "cannot close");
+		goto out;
+	}
+	f = -1;
+	rc = fsync_path(tmp, O_RDONLY);
+	if (rc) {
+		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
+		goto out;
+	}
+	if (rename(tmp, final) < 0) {
+		rc = fail(&c, errno, "cannot rename to %s: %s", final,
+			  strerror(errno));
+		goto out;
+	}
+	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
+	if (rc) {
+		c.path = dir;
+		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
+		goto out;
+	}
+	if (stat(final, &sb) == 0)
+		ds->bytes = (uint64_t)sb.st_size;
+	ds->base_step = b->step;
+	ds->ms = (double)sigma_now_ms() - t0;
+	if (path)
+		sigma_strlcpy(path, final, plen);
+out:
+	if (f >= 0)
+		H5Fclose(f);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	if (rc)
+		unlink(tmp);
+	free(host);
+	free(enc);
+	free(scratch);
+	return rc;
+}
+
+/* a full checkpoint into host memory (3 * nparams), nothing of m touched */
+static int read_full_host(struct ctx *c, const struct model *m, float *stage,
+			  struct ckpt_state *st)
+{
+	const size_t n = m->nparams;
+	int64_t step = 0;
+	hid_t f;
+	int rc;
+
+	if (access(c->path, R_OK) < 0)
+		return fail(c, ENOENT, "cannot read: %s", strerror(errno));
+	if (H5Fis_hdf5(c->path) <= 0)
+		return fail(c, EBADMSG, "not an HDF5 file (or a damaged one)");
+	f = H5Fopen(c->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return fail(c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	memset(st, 0, sizeof(*st));
+	rc = check_header(c, f, &step) ?: check_config(c, f, &m->cfg);
+	st->step = (long)step;
+	for (int blk = 0; blk < 3 && !rc; blk++)
+		rc = read_block(c, f, diff_groups[blk], m, stage + blk * n);
+	rc = rc ?: read_state(c, f, st);
+	H5Fclose(f);
+	return rc;
+}
+
+static int diff_check_shape(struct ctx *c, hid_t d, const char *gname,
+			    const struct model_tensor *t, H5T_class_t cls)
+{
+	hsize_t dims[3];
+	hid_t sp = H5Dget_space(d), ty = H5Dget_type(d);
+	int rc = 0, nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+
+	if (ty < 0 || H5Tget_class(ty) != cls || H5Tget_size(ty) != 4 ||
+	    (cls == H5T_INTEGER && H5Tget_sign(ty) != H5T_SGN_NONE)) {
+		rc = fail(c, EBADMSG, "dataset %s/%s is not %s", gname, t->name,
+			  cls == H5T_FLOAT ? "fp32" : "uint32");
+		goto out;
+	}
+	if (nd != t->ndim || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+		rc = fail(c, EBADMSG,
+			  "dataset %s/%s has rank %d, the model wants %d", gname,
+			  t->name, nd, t->ndim);
+		goto out;
+	}
+	for (int i = 0; i < nd && !rc; i++)
+		if (dims[i] != t->shape[i])
+			rc = fail(c, EBADMSG,
+				  "dataset %s/%s has shape[%d] = %llu, the model wants %llu",
+				  gname, t->name, i,
+				  (unsigned long long)dims[i],
+				  (unsigned long long)t->shape[i]);
+out:
+	if (ty >= 0)
+		H5Tclose(ty);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+/* one tensor of a differential into out, decoded against base */
+static int diff_read_tensor(struct ctx *c, hid_t g, const char *gname,
+			    const struct model_tensor *t, const float *base,
+			    float *out, uint32_t *enc)
+{
+	char enc_name[64];
+	uint64_t sum = 0;
+	hid_t d;
+	int rc, kind;
+
+	if (H5Lexists(g, t->name, H5P_DEFAULT) <= 0)
+		return fail(c, EBADMSG, "dataset %s/%s is missing", gname,
+			    t->name);
+	d = H5Dopen2(g, t->name, H5P_DEFAULT);
+	if (d < 0)
+		return fail(c, EBADMSG, "cannot open dataset %s/%s", gname,
+			    t->name);
+	rc = read_str(c, d, "encoding", enc_name, sizeof(enc_name)) ?:
+	     read_u64(c, d, "checksum", &sum);
+	if (rc)
+		goto out;
+	kind = delta_kind_parse(enc_name);
+	switch (kind) {
+	case DELTA_SAME:
+		memcpy(out, base, sizeof(float) * t->n);
+		break;
+	case DELTA_WHOLE:
+		rc = diff_check_shape(c, d, gname, t, H5T_FLOAT);
+		if (!rc && H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
+				   H5P_DEFAULT, out) < 0)
+			rc = fail(c, EBADMSG,
+				  "cannot read dataset %s/%s (checksum failure or damaged file)",
+				  gname, t->name);
+		break;
+	case DELTA_ZIGZAG:
+		rc = diff_check_shape(c, d, gname, t, H5T_INTEGER);
+		if (!rc && H5Dread(d, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL,
+				   H5P_DEFAULT, enc) < 0)
+			rc = fail(c, EBADMSG,
+				  "cannot read dataset %s/%s (checksum failure or damaged file)",
+				  gname, t->name);
+		if (!rc)
+			delta_decode(out, enc, base, t->n);
+		break;
+	default:
+		rc = fail(c, EBADMSG, "dataset %s/%s has unknown encoding \"%s\"",
+			  gname, t->name, enc_name);
+	}
+	if (rc)
+		goto out;
+	if (delta_hash(out, t->n, DELTA_HASH_SEED) != sum) {
+		rc = fail(c, EBADMSG,
+			  "dataset %s/%s (%s) decodes to other bits than were written (checksum differs)",
+			  gname, t->name, enc_name);
+		goto out;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (!isfinite(out[i])) {
+			rc = fail(c, EBADMSG,
+				  "dataset %s/%s holds a non-finite value at element %zu",
+				  gname, t->name, i);
+			break;
+		}
+	}
+out:
+	H5Dclose(d);
+	return rc;
+}
+
+/* root attributes of a differential; base_file is a plain file name */
+static int diff_check_header(struct ctx *c, hid_t f, int64_t *step,
+			     int64_t *base_step, uint64_t *base_sum,
+			     char *base_file, size_t blen)
+{
+	char fmt[64];
+	int64_t ver = 0, complete = 0;
+	int rc;
+
+	rc = read_str(c, f, "format", fmt, sizeof(fmt));
+	if (rc)
+		return rc;
+	if (strcmp(fmt, CKPT_DIFF_FORMAT))
+		return fail(c, EBADMSG, "format is \"%s\", not \"%s\"", fmt,
+			    CKPT_DIFF_FORMAT);
+	rc = read_i64(c, f, "format_version", &ver);
+	if (rc)
+		return rc;
+	if (ver != CKPT_DIFF_VERSION)
+		return fail(c, EBADMSG,
+			    "format version %lld, this program reads %d",
+			    (long long)ver, CKPT_DIFF_VERSION);
+	if (H5Aexists(f, "complete") <= 0 ||
+	    read_i64(c, f, "complete", &complete) || complete != 1)
+		return fail(c, EBADMSG, "not marked complete");
+	rc = read_i64(c, f, "step", step) ?:
+	     read_i64(c, f, "base_step", base_step) ?:
+	     read_u64(c, f, "base_checksum", base_sum) ?:
+	     read_str(c, f, "base_file", base_file, blen);
+	if (rc)
+		return rc;
+	if (*base_step < 0 || *step <= *base_step)
+		return fail(c, EBADMSG, "step %lld against base step %lld",
+			    (long long)*step, (long long)*base_step);
+	if (!*base_file || strchr(base_file, '/') || !strcmp(base_file, "..") ||
+	    !strcmp(base_file, "."))
+		return fail(c, EBADMSG, "base_file \"%s\" is not a file name",
+			    base_file);
+	return 0;
+}
+
+int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
+		   char *err, size_t len)
+{
+	const size_t n = m->nparams;
+	struct ctx c = { path, err, len };
+	char base_file[256], bpath[PATH_MAX], why[1024];
+	struct ckpt_state bst, tmp;
+	int64_t step = 0, base_step = 0;
+	uint64_t base_sum = 0, got;
+	float *base = NULL, *cur = NULL;
+	uint32_t *enc = NULL;
+	size_t maxn = 0;
+	const char *slash;
+	hid_t f;
+	int rc;
+
+	quiet_hdf5();
+	if (access(path, R_OK) < 0)
+		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
+				     path, strerror(errno));
+	if (H5Fis_hdf5(path) <= 0)
+		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = diff_check_header(&c, f, &step, &base_step, &base_sum, base_file,
+			       sizeof(base_file)) ?:
+	     check_config(&c, f, &m->cfg);
+	if (rc)
+		goto out;
+	slash = strrchr(path, '/');
+	if (sigma_snprintf(bpath, sizeof(bpath), "%.*s%s",
+			   slash ? (int)(slash - path + 1) : 0, path,
+			   base_file)) {
+		rc = fail(&c, ENAMETOOLONG, "base path too long");
+		goto out;
+	}
+	for (int i = 0; i < m->ntensors; i++)
+		if (m->tensors[i].n > maxn)
+			maxn = m->tensors[i].n;
+	base = malloc(sizeof(float) * 3 * n);
+	cur = malloc(sizeof(float) * 3 * n);
+	enc = malloc(sizeof(uint32_t) * maxn);
+	if (!base || !cur || !enc) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* the base: whole, valid, and the very state this was written
+	 * against (not another file that took its name) */
+	{
+		struct ctx bc = { bpath, why, sizeof(why) };
+
+		rc = read_full_host(&bc, m, base, &bst);
+		if (rc) {
+			rc = fail(&c, EBADMSG, "its base is unusable: %s", why);
+			goto out;
+		}
+	}
+	if (bst.step != base_step) {
+		rc = fail(&c, EBADMSG, "its base %s holds step %ld, not %lld",
+			  bpath, bst.step, (long long)base_step);
+		goto out;
+	}
+	got = state_hash(m, base);
+	if (got != base_sum) {
+		rc = fail(&c, EBADMSG,
+			  "its base %s has checksum %016llx, it was written against %016llx (base replaced)",
+			  bpath, (unsigned long long)got,
+			  (unsigned long long)base_sum);
+		goto out;
+	}
+	for (int blk = 0; blk < 3 && !rc; blk++) {
+		const char *gname = diff_groups[blk];
+		hid_t g;
+
+		if (H5Lexists(f, gname, H5P_DEFAULT) <= 0 ||
+		    (g = H5Gopen2(f, gname, H5P_DEFAULT)) < 0) {
+			rc = fail(&c, EBADMSG, "group %s is missing", gname);
+			break;
+		}
+		for (int i = 0; i < m->ntensors && !rc; i++) {
+			const struct model_tensor *t = &m->tensors[i];
+
+			rc = diff_read_tensor(&c, g, gname, t,
+					      base + blk * n + t->offset,
+					      cur + blk * n + t->offset, enc);
+		}
+		H5Gclose(g);
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.step = (long)step;
+	rc = rc ?: read_state(&c, f, &tmp);
+	if (rc)
+		goto out;
+	/* all of it is good: only now touch the model */
+	m->ops->from_host(m->params, cur, sizeof(float) * n);
+	m->ops->from_host(m->m, cur + n, sizeof(float) * n);
+	m->ops->from_host(m->v, cur + 2 * n, sizeof(float) * n);
+	*st = tmp;
+out:
+	free(base);
+	free(cur);
+	free(enc);
+	H5Fclose(f);
+	return rc;
+}
+
+bool ckpt_is_diff(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return !strncmp(slash ? slash + 1 : path, "diff-", 5);
+}
+
+long ckpt_diff_newest_step(const char *dir)
+{
+	struct diff_name dn[64];
+	int n = list_diffs(dir, dn, 64);
+
+	return n > 0 ? dn[0].step : -1;
+}
+
+int ckpt_load_latest_diff(const char *dir, struct model *m,
+			  struct ckpt_state *st, char *path, size_t plen,
+			  char *err, size_t len)
+{
+	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
+	long full = -1;
+	int rc, nd;
+
+	if (!dn)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	/*
+	 * The newest valid full checkpoint first (whatever its naming): a
+	 * differential is only worth reading when it is newer, and is
+	 * only valid when a full checkpoint (its base) is.
+	 */
+	rc = ckpt_load_latest(dir, m, st, path, plen, err, len);
+	if (rc) {
+		free(dn);
+		return rc;
+	}
+	full = st->step;
+	nd = list_diffs(dir, dn, CKPT_MAX_LISTED);
+	for (int i = 0; i < nd && dn[i].step > full; i++) {
+		char p[PATH_MAX], why[1024];
+		struct ckpt_state ds;
+
+		if (diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+			continue;
+		if (ckpt_read_diff(p, m, &ds, why, sizeof(why)) != 0) {
+			sigma_warn("differential checkpoint refused: %s; trying an older one",
+				   why);
+			continue;
+		}
+		if (ds.step != dn[i].step) {
+			sigma_warn("differential checkpoint %s refused: it holds step %ld, its name says %ld",
+				   p, ds.step, dn[i].step);
+			/* m holds that file's state now: the full one again */
+			rc = ckpt_load_latest(dir, m, st, path, plen, err,
+					      len);
+			if (rc)
+				break;
+			continue;
+		}
+		*st = ds;
+		sigma_strlcpy(path, p, plen);
+		break;
+	}
+	free(dn);
+	return rc;
+}
+
+/* whether a differential of dir names base step s */
+static bool diff_pins(const struct diff_name *dn, int nd, long s)
+{
+	for (int i = 0; i < nd; i++)
+		if (dn[i].base == s)
+			return true;
+	return false;
+}
+
+/*
+ * Keep the newest keep differentials of dir, and none whose base (one of
+ * the full checkpoints steps[0..ns)) is gone; dn[0..*kept) receives those
+ * kept, whose bases ckpt_prune must keep too.
+ */
+static int diff_prune(const char *dir, int keep, const long *steps, int ns,
+		      struct diff_name *dn, int *kept)
+{
+	int nd = list_diffs(dir, dn, CKPT_MAX_LISTED), k = 0;
+
+	for (int i = 0; i < nd; i++) {
+		bool has_base = false;
+		char p[PATH_MAX];
+
+		for (int j = 0; j < ns && !has_base; j++)
+			has_base = steps[j] == dn[i].base;
+		if (k < keep && has_base) {
+			dn[k++] = dn[i];
+			continue;
+		}
+		if (!diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+			unlink(p);
+	}
+	*kept = k;
+	return nd < 0 ? nd : 0;
+}
+
+int ckpt_diff_discard_after(const char *dir, long step)
+{
+	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
+	int nd, removed = 0;
+
+	if (!dn)
+		return -ENOMEM;
+	nd = list_diffs(dir, dn, CKPT_MAX_LISTED);
+	for (int i = 0; i < nd && dn[i].step > step; i++) {
+		char p[PATH_MAX];
+
+		if (!diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base) &&
+		    unlink(p) == 0)
+			removed++;
+	}
+	free(dn);
+	return nd < 0 ? nd : removed;
+}
+
 /* ---- directory ------------------------------------------------------------ */
 
 static int cmp_desc(const void *a, const void *b)
@@ -854,19 +1668,28 @@ int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 int ckpt_prune(const char *dir, int keep)
 {
 	long *steps = malloc(sizeof(long) * CKPT_MAX_LISTED);
-	int n;
+	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
+	int n, nd = 0;
 
-	if (!steps)
+	if (!steps || !dn) {
+		free(steps), free(dn);
 		return -ENOMEM;
+	}
 	n = list_steps(dir, steps, CKPT_MAX_LISTED);
+	/* differentials first: the bases of those kept stay */
+	if (n >= 0)
+		diff_prune(dir, keep, steps, n, dn, &nd);
 	for (int i = keep; i < n; i++) {
 		char p[PATH_MAX];
 
+		if (diff_pins(dn, nd, steps[i]))
+			continue;
 		if (!sigma_snprintf(p, sizeof(p), "%s/ckpt-%08ld.h5", dir,
 				    steps[i]))
 			unlink(p);
 	}
 	free(steps);
+	free(dn);
 	return n < 0 ? n : 0;
 }
 
@@ -889,6 +1712,10 @@ struct ckpt_async {
 	char err[1024];
 	int inject; /* test hook: attempts still to fail */
 	struct ckpt_async_stats stats;
+	struct ckpt_base *base; /* differentials on: the newest full */
+	bool diff; /* the pending snapshot: a differential */
+	bool wrote_diff; /* the last write: a differential */
+	struct ckpt_diff_stats dstats; /* of it */
 };
 
 static double mono_ms(void)
@@ -905,6 +1732,32 @@ static void sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+/*
+ * One attempt: a differential against the base when one was asked for
+ * and a base is there, else a full checkpoint, which becomes the base.
+ */
+static int async_write_once(struct ckpt_async *w, char *path, size_t plen,
+			    char *why, size_t wlen)
+{
+	int rc;
+
+	w->wrote_diff = false;
+	if (w->diff && w->base->step >= 0 && w->base->step < w->st.step) {
+		rc = ckpt_write_diff(w->dir, w->m, w->stage, &w->st, w->base,
+				     &w->dstats, path, plen, why, wlen);
+		w->wrote_diff = rc == 0;
+		return rc;
+	}
+	if (w->diff)
+		printf("checkpoint step %ld: no full checkpoint of this run to difference against: a full one instead\n",
+		       w->st.step);
+	rc = write_file(w->dir, w->m, w->stage, &w->st, path, plen, why,
+			wlen);
+	if (rc == 0 && w->base)
+		ckpt_base_set(w->base, w->m, w->stage, w->st.step, path);
+	return rc;
 }
 
 /* one snapshot: every attempt until one succeeds or none is left */
@@ -928,8 +1781,8 @@ static int async_write(struct ckpt_async *w, double *ms)
 					   "%s: injected write failure",
 					   w->dir);
 		} else {
-			rc = write_file(w->dir, w->m, w->stage, &w->st, path,
-					sizeof(path), why, sizeof(why));
+			rc = async_write_once(w, path, sizeof(path), why,
+					      sizeof(why));
 		}
 		if (rc == 0)
 			break;
@@ -984,6 +1837,10 @@ static void *async_main(void *arg)
 		if (rc == 0) {
 			w->stats.writes++;
 			w->stats.write_step = w->st.step;
+			if (w->wrote_diff) {
+				w->stats.diff_writes++;
+				w->stats.diff = w->dstats;
+			}
 		} else {
 			w->stats.lost++;
 		}
@@ -1051,8 +1908,9 @@ static double async_drain(struct ckpt_async *w)
 	return mono_ms() - t0;
 }
 
-int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
-		      const struct ckpt_state *st, char *err, size_t len)
+static int async_submit(struct ckpt_async *w, const struct model *m,
+			const struct ckpt_state *st, bool diff, char *err,
+			size_t len)
 {
 	const size_t n = m->nparams;
 	double t0 = mono_ms(), waited;
@@ -1078,6 +1936,7 @@ int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
 	m->ops->to_host(w->stage + n, m->m, sizeof(float) * n);
 	m->ops->to_host(w->stage + 2 * n, m->v, sizeof(float) * n);
 	w->st = *st;
+	w->diff = diff && w->base;
 	w->pending = true;
 	w->stats.wait_ms = waited;
 	w->stats.stall_ms = mono_ms() - t0;
@@ -1086,6 +1945,54 @@ int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
+}
+
+int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
+		      const struct ckpt_state *st, char *err, size_t len)
+{
+	return async_submit(w, m, st, false, err, len);
+}
+
+int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
+			   const struct ckpt_state *st, char *err, size_t len)
+{
+	if (!w->base)
+		return sigma_set_err(err, len, EINVAL,
+				     "checkpoint writer: differentials not enabled");
+	return async_submit(w, m, st, true, err, len);
+}
+
+int ckpt_async_enable_diff(struct ckpt_async *w, const struct model *m,
+			   char *err, size_t len)
+{
+	struct ckpt_base *b;
+	int rc;
+
+	if (w->base)
+		return 0;
+	b = malloc(sizeof(*b));
+	if (!b)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	rc = ckpt_base_init(b, m, err, len);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	pthread_mutex_lock(&w->mu);
+	async_drain(w);
+	w->base = b;
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+void ckpt_async_set_base(struct ckpt_async *w, const struct model *m,
+			 long step, const char *path)
+{
+	pthread_mutex_lock(&w->mu);
+	async_drain(w);
+	if (w->base)
+		ckpt_base_set(w->base, m, NULL, step, path);
+	pthread_mutex_unlock(&w->mu);
 }
 
 int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len)
@@ -1128,6 +2035,8 @@ void ckpt_async_destroy(struct ckpt_async *w)
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
+	ckpt_base_fini(w->base);
+	free(w->base);
 	free(w->stage);
 	free(w);
 }
@@ -1157,6 +2066,7 @@ void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st)
 {
 	pthread_mutex_lock(&w->mu);
 	w->st = *st;
+	w->diff = false;
 	w->pending = true;
 	w->stats.submits++;
 	pthread_cond_broadcast(&w->cv);

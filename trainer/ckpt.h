@@ -11,6 +11,7 @@
 #ifndef SIGMA_TRAIN_CKPT_H
 #define SIGMA_TRAIN_CKPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,8 +68,85 @@ int ckpt_read_weights(const char *path, struct model *m, char *err,
 int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 		     char *path, size_t plen, char *err, size_t len);
 
-/* Remove all but the newest keep complete checkpoints of dir. */
+/*
+ * Remove all but the newest keep complete checkpoints of dir, and all but
+ * the newest keep differentials; a full checkpoint that a kept
+ * differential names as its base is kept whatever its age.
+ */
 int ckpt_prune(const char *dir, int keep);
+
+/*
+ * Differential checkpoints (docs/checkpoint-format.md, "Differential
+ * checkpoints"): dir/diff-SSSSSSSS-base-BBBBBBBB.h5 holds the state at
+ * step S as, per tensor, nothing (bit-identical to the base), a lossless
+ * delta (delta.h) or the tensor whole, against the full checkpoint of
+ * step B in the same directory, named by its file name and the checksum
+ * of its state. Never against another differential: base + one
+ * differential gives the state.
+ */
+#define CKPT_DIFF_FORMAT "sigma-checkpoint-diff"
+#define CKPT_DIFF_VERSION 1
+#define CKPT_DIFF_DEFLATE 1 /* deflate level: speed, the gain is small */
+
+/* The base in host memory: a full checkpoint's state as written. */
+struct ckpt_base {
+	float *state; /* params, m, v: 3 * nparams, owned */
+	size_t nparams;
+	long step; /* -1: none yet */
+	uint64_t checksum; /* state_hash of state (delta_hash chained) */
+	char file[256]; /* its file name in the checkpoint directory */
+};
+
+struct ckpt_diff_stats {
+	int tensors[3]; /* per enum delta_kind: same, delta, whole */
+	uint64_t bytes; /* the file's size */
+	long base_step;
+	double ms; /* to encode and write */
+};
+
+/* _init/_fini: allocates the state for m's layout; 0 or -ENOMEM */
+int ckpt_base_init(struct ckpt_base *b, const struct model *m, char *err,
+		   size_t len);
+void ckpt_base_fini(struct ckpt_base *b);
+/* b becomes the state of stage (host, 3 * nparams) or, stage NULL, of m,
+ * just written as the full checkpoint path of step */
+void ckpt_base_set(struct ckpt_base *b, const struct model *m,
+		   const float *stage, long step, const char *path);
+/*
+ * Write the differential of st->step against b (older) into dir, with
+ * a full checkpoint's safety (temporary name, marker last, fsync,
+ * rename, checksums). stage as for the background writer, NULL: from m.
+ * ds (may be NULL) receives what was stored. 0 or -errno with err.
+ */
+int ckpt_write_diff(const char *dir, const struct model *m,
+		    const float *stage, const struct ckpt_state *st,
+		    const struct ckpt_base *b, struct ckpt_diff_stats *ds,
+		    char *path, size_t plen, char *err, size_t len);
+/*
+ * Validate a differential, its base (in the same directory: whole,
+ * valid, the same step and checksum) and every decoded tensor's
+ * checksum, then load; nothing in m changes unless all is good.
+ * 0, -ENOENT or -EBADMSG with err naming the file and problem.
+ */
+int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
+		   char *err, size_t len);
+/*
+ * ckpt_load_latest, then any newer valid differential of dir (newest
+ * first; one whose base is missing, damaged or replaced is refused with
+ * a warning). Returns as ckpt_load_latest; path says which file.
+ */
+int ckpt_load_latest_diff(const char *dir, struct model *m,
+			  struct ckpt_state *st, char *path, size_t plen,
+			  char *err, size_t len);
+/* whether path names a differential */
+bool ckpt_is_diff(const char *path);
+/* the newest differential's step named in dir (not validated), -1 none */
+long ckpt_diff_newest_step(const char *dir);
+/* remove the differentials of steps above step (after a rollback to
+ * step, they belong to an abandoned run); how many, or -errno */
+int ckpt_diff_discard_after(const char *dir, long step);
+/* compressed size of n words as a differential stores them (bytes) */
+long ckpt_diff_estimate(const uint32_t *words, size_t n);
 
 /*
  * Asynchronous writer (docs/checkpoint-format.md, "Asynchronous
@@ -98,6 +176,8 @@ struct ckpt_async_stats {
 	double wait_ms; /* of it, waiting for the previous write */
 	double write_ms; /* last finished write, retries included */
 	double total_stall_ms, total_write_ms;
+	long diff_writes; /* of writes, differentials */
+	struct ckpt_diff_stats diff; /* the last differential written */
 };
 
 int ckpt_async_create(struct ckpt_async **w, const char *dir, int keep,
@@ -120,6 +200,19 @@ void ckpt_async_inject_failures(struct ckpt_async *w, int n);
 float *ckpt_async_claim(struct ckpt_async *w, char *err, size_t len);
 void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st);
 const float *ckpt_async_staged(struct ckpt_async *w);
+/*
+ * Differentials from this writer (after create, before any submit): each
+ * full checkpoint written becomes the base; submit_diff stages like
+ * submit and the thread writes a differential against that base, or a
+ * full checkpoint when it has none yet (it says so). set_base: the
+ * base is m as it is now, read from the full checkpoint path (resume).
+ */
+int ckpt_async_enable_diff(struct ckpt_async *w, const struct model *m,
+			   char *err, size_t len);
+void ckpt_async_set_base(struct ckpt_async *w, const struct model *m,
+			 long step, const char *path);
+int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
+			   const struct ckpt_state *st, char *err, size_t len);
 /* the newest step named in dir (not validated), -1 if none */
 long ckpt_newest_step(const char *dir);
 /* waits for the write in flight, stops the thread; NULL is fine */

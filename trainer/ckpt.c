@@ -1502,12 +1502,16 @@ int ckpt_load_latest_diff(const char *dir, struct model *m,
 	 * only valid when a full checkpoint (its base) is.
 	 */
 	rc = ckpt_load_latest(dir, m, st, path, plen, err, len);
+	nd = list_diffs(dir, dn, CKPT_MAX_LISTED);
+	if (rc == -ENOENT && nd > 0)
+		rc = sigma_set_err(err, len, EBADMSG,
+				   "%s: %d differential checkpoints but no full one, their base",
+				   dir, nd);
 	if (rc) {
 		free(dn);
 		return rc;
 	}
 	full = st->step;
-	nd = list_diffs(dir, dn, CKPT_MAX_LISTED);
 	for (int i = 0; i < nd && dn[i].step > full; i++) {
 		char p[PATH_MAX], why[1024];
 		struct ckpt_state ds;

@@ -24,6 +24,7 @@
 #include "sigma.h"
 #include "ckpt.h"
 #include "data.h"
+#include "delta.h"
 #include "dist.h"
 #include "exitcodes.h"
 #include "guard.h"
@@ -45,6 +46,7 @@ struct train_opts {
 	bool ckpt_sync; /* --ckpt-sync: write in the loop, no writer thread */
 	char local_dir[PATH_MAX]; /* tier 1, node-local; empty: off */
 	long ckpt_full_every; /* with tier 1: shared every N steps; 0 end */
+	long ckpt_diff_every; /* differential every N steps; 0: off */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;
@@ -86,6 +88,8 @@ static void usage(FILE *f)
 		"                        a rank on another node ($SIGMA_LOCAL_CKPT_DIR)\n"
 		"  --ckpt-full-every N   with --local-ckpt-dir: shared checkpoint every N steps\n"
 		"                        (0: at the end and on a stop only)\n"
+		"  --ckpt-diff-every N   between full checkpoints, a differential one against\n"
+		"                        the newest full one every N steps (default 0: off)\n"
 		"  --resume              continue from the newest valid checkpoint\n"
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
 		"  --init-from FILE      start from the weights of a checkpoint\n"
@@ -296,6 +300,7 @@ enum {
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
 	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
 	OPT_DP, OPT_EP, OPT_PP, OPT_MICRO, OPT_BUCKET, OPT_DEVICE,
+	OPT_CKPT_DIFF_EVERY,
 };
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
@@ -342,6 +347,8 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "local-ckpt-dir", required_argument, NULL, OPT_LOCAL_CKPT_DIR },
 		{ "ckpt-full-every", required_argument, NULL,
 		  OPT_CKPT_FULL_EVERY },
+		{ "ckpt-diff-every", required_argument, NULL,
+		  OPT_CKPT_DIFF_EVERY },
 		{ "resume", no_argument, NULL, OPT_RESUME },
 		{ "init-from", required_argument, NULL, OPT_INIT_FROM },
 		{ "preset", required_argument, NULL, OPT_PRESET },
@@ -427,6 +434,12 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				      &v))
 				return -EINVAL;
 			o->ckpt_full_every = v;
+			break;
+		case OPT_CKPT_DIFF_EVERY:
+			if (parse_int("--ckpt-diff-every", optarg, 0, 99999999,
+				      &v))
+				return -EINVAL;
+			o->ckpt_diff_every = v;
 			break;
 		case OPT_RESUME:
 			o->resume = true;
@@ -601,6 +614,11 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		sigma_error("--train FILE is required");
 		return -EINVAL;
 	}
+	if (o->ckpt_diff_every > 0 && !*o->ckpt_dir) {
+		sigma_error("--ckpt-diff-every %ld needs a checkpoint directory (--ckpt-dir or SIGMA_CKPT_DIR)",
+			    o->ckpt_diff_every);
+		return -EINVAL;
+	}
 	if (o->optim.warmup > o->optim.steps) {
 		sigma_error("--warmup %ld is longer than --steps %ld",
 			    o->optim.warmup, o->optim.steps);
@@ -711,8 +729,8 @@ struct ckpt_times {
  * A failure of the previous background write surfaces here.
  */
 static int save(const struct train_opts *o, struct ckpt_async *aw,
-		const struct model *m, struct ckpt_state *st,
-		struct ckpt_times *ct)
+		struct ckpt_base *base, const struct model *m,
+		struct ckpt_state *st, struct ckpt_times *ct)
 {
 	char path[PATH_MAX], err[1024];
 	uint64_t t0 = sigma_now_ms();
@@ -736,10 +754,59 @@ static int save(const struct train_opts *o, struct ckpt_async *aw,
 		sigma_error("checkpoint failed: %s", err);
 		return rc;
 	}
+	if (base && base->state)
+		ckpt_base_set(base, m, NULL, st->step, path);
 	ckpt_prune(o->ckpt_dir, o->ckpt_keep);
 	ct->stall_ms = ct->write_ms = (double)(sigma_now_ms() - t0);
 	printf("checkpoint step %ld: %s (%.2f s)\n", st->step, path,
 	       (sigma_now_ms() - t0) / 1000.0);
+	fflush(stdout);
+	return 0;
+}
+
+/*
+ * A differential checkpoint against the newest full one: in the
+ * background (aw), else in the loop against base; with no base yet (a
+ * run resumed from a differential or from tier 1), a full one.
+ */
+static int save_diff(const struct train_opts *o, struct ckpt_async *aw,
+		     struct ckpt_base *base, const struct model *m,
+		     struct ckpt_state *st, struct ckpt_times *ct)
+{
+	struct ckpt_diff_stats ds;
+	char path[PATH_MAX], err[1024];
+	uint64_t t0 = sigma_now_ms();
+	int rc;
+
+	if (aw) {
+		struct ckpt_async_stats cs;
+
+		rc = ckpt_async_submit_diff(aw, m, st, err, sizeof(err));
+		if (rc) {
+			sigma_error("checkpoint failed: %s", err);
+			return rc;
+		}
+		ckpt_async_stats(aw, &cs);
+		ct->stall_ms = cs.stall_ms;
+		return 0;
+	}
+	if (base->step < 0) {
+		printf("checkpoint step %ld: no full checkpoint of this run to difference against: a full one instead\n",
+		       st->step);
+		return save(o, NULL, base, m, st, ct);
+	}
+	rc = ckpt_write_diff(o->ckpt_dir, m, NULL, st, base, &ds, path,
+			     sizeof(path), err, sizeof(err));
+	if (rc) {
+		sigma_error("checkpoint failed: %s", err);
+		return rc;
+	}
+	ckpt_prune(o->ckpt_dir, o->ckpt_keep);
+	ct->stall_ms = ct->write_ms = (double)(sigma_now_ms() - t0);
+	printf("checkpoint step %ld: %s (%.2f s; %d tensors same, %d delta, %d whole)\n",
+	       st->step, path, (sigma_now_ms() - t0) / 1000.0,
+	       ds.tensors[DELTA_SAME], ds.tensors[DELTA_ZIGZAG],
+	       ds.tensors[DELTA_WHOLE]);
 	fflush(stdout);
 	return 0;
 }
@@ -1010,6 +1077,9 @@ static int train(struct train_opts *o, struct dist *d)
 	struct ckpt_times ct = { NAN, NAN, 0, 0 };
 	struct tier1 t1 = { .buddy = -1, .from = -1 };
 	bool use_t1 = false, t1_resumed = false;
+	struct ckpt_base sync_base = { .step = -1 }; /* --ckpt-sync diffs */
+	char resumed_full[PATH_MAX] = ""; /* the base, when resumed from one */
+	long resumed_step = -1;
 
 	rc = data_open(&train_df, o->train_path, err, sizeof(err));
 	if (rc)
@@ -1139,7 +1209,10 @@ static int train(struct train_opts *o, struct dist *d)
 			goto out;
 		}
 		if (d->rank == 0) {
-			long ns = ckpt_newest_step(o->ckpt_dir);
+			long ns = ckpt_newest_step(o->ckpt_dir),
+			     nd = ckpt_diff_newest_step(o->ckpt_dir);
+
+			ns = nd > ns ? nd : ns;
 
 			shared = ns > INT_MAX ? INT_MAX : (int)ns;
 		}
@@ -1171,9 +1244,9 @@ static int train(struct train_opts *o, struct dist *d)
 		/* rank 0 reads the checkpoint; every rank gets its tensors
 		 * and state (whatever layout wrote it: tensors are whole) */
 		memset(&rs, 0, sizeof(rs));
-		rc = d->rank == 0 ? ckpt_load_latest(o->ckpt_dir, m, &rs, path,
-						      sizeof(path), err,
-						      sizeof(err))
+		rc = d->rank == 0 ? ckpt_load_latest_diff(o->ckpt_dir, m, &rs,
+							   path, sizeof(path),
+							   err, sizeof(err))
 				  : 0;
 		if (dist_bcast_int(d, &rc) ||
 		    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs)))) {
@@ -1207,6 +1280,11 @@ static int train(struct train_opts *o, struct dist *d)
 			o->seed = rs.seed;
 			printf("resume: %s, continuing at step %ld\n", path,
 			       start);
+			if (d->rank == 0 && !ckpt_is_diff(path)) {
+				sigma_strlcpy(resumed_full, path,
+					      sizeof(resumed_full));
+				resumed_step = start;
+			}
 		}
 	} else if (o->resume) {
 		sigma_warn("--resume without a checkpoint directory: starting at step 0");
@@ -1270,6 +1348,33 @@ static int train(struct train_opts *o, struct dist *d)
 			code = TRAIN_EXIT_OSERR;
 			goto out;
 		}
+	}
+	if (o->ckpt_diff_every > 0) {
+		long fe = use_t1 ? o->ckpt_full_every : o->ckpt_every;
+
+		if (fe > 0 && o->ckpt_diff_every >= fe) {
+			sigma_error("--ckpt-diff-every %ld: differentials come between full checkpoints, every %ld steps here: use a smaller interval",
+				    o->ckpt_diff_every, fe);
+			code = TRAIN_EXIT_USAGE;
+			goto out;
+		}
+		rc = d->rank != 0 ? 0
+		     : aw	  ? ckpt_async_enable_diff(aw, m, err, sizeof(err))
+				  : ckpt_base_init(&sync_base, m, err,
+						   sizeof(err));
+		if (rc) {
+			sigma_error("%s", err);
+			code = TRAIN_EXIT_OSERR;
+			goto out;
+		}
+		/* resumed from a full checkpoint: it is the base */
+		if (resumed_step >= 0 && aw)
+			ckpt_async_set_base(aw, m, resumed_step, resumed_full);
+		else if (resumed_step >= 0 && sync_base.state)
+			ckpt_base_set(&sync_base, m, NULL, resumed_step,
+				      resumed_full);
+		printf("config: ckpt_diff_every=%ld (differential checkpoints against the newest full one)\n",
+		       o->ckpt_diff_every);
 	}
 	flops_tok = model_flops_per_token(&m->cfg);
 	t_start = t_last = sigma_now_ms();
@@ -1364,6 +1469,9 @@ recompute:
 				code = TRAIN_EXIT_DIVERGED;
 				goto out;
 			}
+			/* differentials after it belong to the abandoned run */
+			if (d->rank == 0 && o->ckpt_diff_every > 0)
+				ckpt_diff_discard_after(o->ckpt_dir, to);
 			s = to - 1; /* the loop continues at step to + 1 */
 			continue;
 		}
@@ -1448,8 +1556,10 @@ recompute:
 		bool full_now = *o->ckpt_dir &&
 				((full_every > 0 && done % full_every == 0) ||
 				 done == o->optim.steps || stop);
+		bool diff_now = o->ckpt_diff_every > 0 && !full_now &&
+				done % o->ckpt_diff_every == 0;
 
-		if (t1_now || full_now) {
+		if (t1_now || full_now || diff_now) {
 			guard_state_export(&gr.g, st.guard);
 			st.nguard = GUARD_STATE_N;
 		}
@@ -1463,7 +1573,9 @@ recompute:
 		}
 		if (full_now) {
 			/* every rank holds the whole model: rank 0 writes */
-			if (d->rank == 0 && save(o, aw, m, &st, &ct)) {
+			if (d->rank == 0 &&
+			    save(o, aw, sync_base.state ? &sync_base : NULL, m,
+				 &st, &ct)) {
 				code = TRAIN_EXIT_CANTCREAT;
 				goto out;
 			}
@@ -1479,6 +1591,11 @@ recompute:
 				code = TRAIN_EXIT_PEER;
 				goto out;
 			}
+		}
+		if (diff_now && d->rank == 0 &&
+		    save_diff(o, aw, &sync_base, m, &st, &ct)) {
+			code = TRAIN_EXIT_CANTCREAT;
+			goto out;
 		}
 		if (stop && done < o->optim.steps) {
 			const char *why = stop > 0    ? strsignal(stop)
@@ -1509,6 +1626,7 @@ out:
 	if (save_wait(aw) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	ckpt_async_destroy(aw);
+	ckpt_base_fini(&sync_base);
 	if (tier1_wait(&t1) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	tier1_close(&t1);

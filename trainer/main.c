@@ -1068,7 +1068,7 @@ static int train(struct train_opts *o, struct dist *d)
 	bool have_val = false;
 	long start = 0;
 	double flops_tok, entropy;
-	uint64_t t_start, t_last, comm_last = 0;
+	uint64_t t_start = 0, t_last, comm_last = 0;
 	long s_last;
 	int B;
 	struct guard_run gr;
@@ -1622,6 +1622,18 @@ recompute:
 		       o->optim.steps, m->loss, m->ce, ru.ru_maxrss / 1024.0);
 	}
 out:
+	if (d->size > 1 && t_start && st.step > start) {
+		/* each rank's own split of its step time, on stderr: ranks of
+		 * different stages and expert groups wait differently */
+		double n = (double)(st.step - start);
+		double ms = (double)(sigma_now_ms() - t_start) / n;
+		double cm = (double)d->comm_ns / 1e6 / n;
+
+		sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%)",
+			   d->rank, d->me.stage, d->me.dp_index,
+			   st.step - start, ms, ms - cm, cm,
+			   ms > 0 ? 100.0 * cm / ms : 0.0);
+	}
 	/* whatever happened, a write in flight is finished (or reported) */
 	if (save_wait(aw) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;

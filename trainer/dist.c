@@ -733,7 +733,7 @@ static void on_grad_ready(void *ctx, size_t off)
 	uint64_t t0;
 	int rc;
 
-	if (d->grad_err || d->sent_to - off < d->bucket)
+	if (d->grad_err || !layout_bucket_due(d->sent_to, off, d->bucket))
 		return;
 	if (d->req.active) {
 		t0 = now_ns();

@@ -1,8 +1,9 @@
 /*
  * test_comm_layout.c - layouts: every refusal and its reason, rank
  * coordinates, the groups the communicators are split into, expert
- * placement tables, and the 1F1B schedule (per-stage properties, and all
- * stages run together with synchronous transfers without deadlock).
+ * placement tables, the 1F1B schedule (per-stage properties, and all
+ * stages run together with synchronous transfers without deadlock), and
+ * the plan of gradient buckets.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -659,6 +660,101 @@ static void test_schedule_properties(void **state)
 			run_pipeline(p, m);
 }
 
+/* ---- gradient buckets ---------------------------------------------------- */
+
+/* the plan of n floats reported at ready[k]: returns the count, checks the
+ * buckets tile [0, n) downwards, each starting at a reported offset, and
+ * each but the last holding at least bucket floats */
+static int plan_ok(size_t n, const size_t *ready, size_t k, size_t bucket,
+		   struct layout_bucket *b, size_t max)
+{
+	int cnt = layout_bucket_plan(n, ready, k, bucket, b, max);
+	size_t top = n;
+
+	assert_true(cnt > 0);
+	for (int i = 0; i < cnt; i++) {
+		bool reported = false;
+
+		assert_int_equal(b[i].off + b[i].len, top);
+		assert_true(b[i].len > 0);
+		for (size_t j = 0; j < k; j++)
+			reported |= ready[j] == b[i].off;
+		assert_true(reported);
+		if (i < cnt - 1)
+			assert_true(b[i].len >= bucket);
+		top = b[i].off;
+	}
+	assert_int_equal(top, 0);
+	return cnt;
+}
+
+static void test_bucket_plan(void **state)
+{
+	/* a head of 100, three layers of 50, an embedding of 30 */
+	const size_t ready[] = { 180, 130, 80, 30, 0 }, n = 280;
+	struct layout_bucket b[8];
+
+	(void)state;
+	/* smaller than any piece: one bucket per report */
+	assert_int_equal(plan_ok(n, ready, 5, 1, b, 8), 5);
+	assert_int_equal(b[0].off, 180);
+	assert_int_equal(b[0].len, 100);
+	assert_int_equal(b[4].len, 30);
+	/* 100: the head alone, then two layers, then the rest */
+	assert_int_equal(plan_ok(n, ready, 5, 100, b, 8), 3);
+	assert_int_equal(b[0].off, 180);
+	assert_int_equal(b[1].off, 80);
+	assert_int_equal(b[1].len, 100);
+	assert_int_equal(b[2].off, 0);
+	assert_int_equal(b[2].len, 80);
+	/* larger than everything: one bucket at the end */
+	assert_int_equal(plan_ok(n, ready, 5, 1000, b, 8), 1);
+	assert_int_equal(b[0].off, 0);
+	assert_int_equal(b[0].len, n);
+	/* exactly everything: started by the last report */
+	assert_int_equal(plan_ok(n, ready, 5, n, b, 8), 1);
+}
+
+static void test_bucket_plan_random(void **state)
+{
+	uint64_t st = 12345;
+
+	(void)state;
+	for (int t = 0; t < 500; t++) {
+		size_t ready[64], k, n, bucket;
+		struct layout_bucket b[64];
+
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		k = 1 + (size_t)(st >> 59);
+		n = 0;
+		for (size_t i = k; i-- > 0;) {
+			/* pieces of 1 to 64 floats, built upwards from 0 */
+			st = st * 6364136223846793005ULL +
+			     1442695040888963407ULL;
+			ready[i] = n;
+			n += 1 + (size_t)(st >> 58);
+		}
+		bucket = 1 + (size_t)(st >> 40) % (n + 8);
+		plan_ok(n, ready, k, bucket, b, 64);
+	}
+}
+
+static void test_bucket_plan_refusals(void **state)
+{
+	struct layout_bucket b[4];
+	const size_t up[] = { 10, 20, 0 }, nozero[] = { 20, 10 },
+		     high[] = { 50, 0 }, ok[] = { 30, 20, 10, 0 };
+
+	(void)state;
+	assert_int_equal(layout_bucket_plan(40, ok, 4, 0, b, 4), -EINVAL);
+	assert_int_equal(layout_bucket_plan(40, up, 3, 5, b, 4), -EINVAL);
+	assert_int_equal(layout_bucket_plan(40, nozero, 2, 5, b, 4), -EINVAL);
+	assert_int_equal(layout_bucket_plan(40, high, 2, 5, b, 4), -EINVAL);
+	assert_int_equal(layout_bucket_plan(40, ok, 0, 5, b, 4), -EINVAL);
+	assert_int_equal(layout_bucket_plan(40, ok, 4, 1, b, 3), -ENOSPC);
+	assert_int_equal(layout_bucket_plan(40, ok, 4, 1, b, 4), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -672,6 +768,9 @@ int main(void)
 	    cmocka_unit_test(test_schedule_small),
 	    cmocka_unit_test(test_schedule_errors),
 	    cmocka_unit_test(test_schedule_properties),
+	    cmocka_unit_test(test_bucket_plan),
+	    cmocka_unit_test(test_bucket_plan_random),
+	    cmocka_unit_test(test_bucket_plan_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -563,3 +563,32 @@ int pipe_schedule_1f1b(int stage, int stages, int micro,
 	*n = s.n;
 	return 0;
 }
+
+/* ---- gradient buckets ---------------------------------------------------- */
+
+int layout_bucket_plan(size_t n, const size_t *ready, size_t k, size_t bucket,
+		       struct layout_bucket *out, size_t max)
+{
+	size_t sent_to = n, cnt = 0;
+
+	if (bucket == 0 || k == 0 || ready[k - 1] != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < k; i++) {
+		if (ready[i] > n || (i > 0 && ready[i] >= ready[i - 1]))
+			return -EINVAL;
+		if (!layout_bucket_due(sent_to, ready[i], bucket))
+			continue;
+		if (cnt == max)
+			return -ENOSPC;
+		out[cnt].off = ready[i];
+		out[cnt++].len = sent_to - ready[i];
+		sent_to = ready[i];
+	}
+	if (sent_to > 0) {
+		if (cnt == max)
+			return -ENOSPC;
+		out[cnt].off = 0;
+		out[cnt++].len = sent_to;
+	}
+	return (int)cnt;
+}

@@ -182,4 +182,33 @@ size_t pipe_schedule_max(int micro);
 int pipe_schedule_1f1b(int stage, int stages, int micro,
 		       struct pipe_action *out, size_t max, size_t *n);
 
+/* ---- gradient buckets -----------------------------------------------------
+ */
+
+/*
+ * The backward pass reports the gradients [off, n) final at offsets (in
+ * floats) ready[0] > ready[1] > ... > ready[k - 1] = 0: the head first,
+ * then each layer from the last, the embedding last. A bucket [off,
+ * sent_to) is started as soon as at least `bucket` floats are final and
+ * not yet started (layout_bucket_due); what remains after the last report
+ * is the last bucket. The data-parallel trainer follows exactly this rule.
+ */
+struct layout_bucket {
+	size_t off, len; /* floats [off, off + len) */
+};
+
+static inline int layout_bucket_due(size_t sent_to, size_t off,
+				    size_t bucket)
+{
+	return off < sent_to && sent_to - off >= bucket;
+}
+
+/*
+ * The buckets of n gradients reported at ready[k], in the order they
+ * start, into out[max]; returns their count, -EINVAL (bucket 0, offsets
+ * not strictly decreasing, above n, or not ending at 0) or -ENOSPC.
+ */
+int layout_bucket_plan(size_t n, const size_t *ready, size_t k, size_t bucket,
+		       struct layout_bucket *out, size_t max);
+
 #endif /* SIGMA_COMM_LAYOUT_H */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -448,6 +449,40 @@ static int fsync_path(const char *path, int flags)
 }
 
 /*
+ * A write failed: was it for lack of room? The file system's free space
+ * (for unprivileged users) is under what the checkpoint needs, with the
+ * temporary file still holding what it got.
+ */
+static bool dir_full(const char *dir, size_t need,
+		     unsigned long long *avail)
+{
+	struct statvfs sv;
+
+	if (statvfs(dir, &sv) < 0)
+		return false;
+	*avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	return *avail < need;
+}
+
+/*
+ * An old instance of the job, still running after a requeue, must never
+ * publish into a directory where a newer attempt already did.
+ */
+static int check_not_stale(const char *dir, const struct ckpt_state *st,
+			   char *err, size_t len)
+{
+	int attempt = 0;
+	long step = ckpt_newest(dir, &attempt);
+
+	if (step >= 0 && attempt > st->attempt)
+		return sigma_set_err(err, len, ESTALE,
+				     "%s holds step %ld of attempt %d, newer than this instance's attempt %d: an old instance of the job, it does not publish step %ld",
+				     dir, step, attempt, st->attempt,
+				     st->step);
+	return 0;
+}
+
+/*
  * stage: NULL to read the tensors from m, or params, m and v of m's
  * layout one after the other in host memory (the asynchronous writer).
  */
@@ -461,22 +496,29 @@ static int write_file(const char *dir, const struct model *m,
 	size_t maxn = 0;
 	float *host = NULL;
 	hid_t f = -1, fapl = -1, g;
-	int rc;
+	unsigned long long avail = 0;
+	int rc, saved;
 
 	quiet_hdf5();
-	if (st->step < 0 || st->step > 99999999L)
+	if (st->step < 0 || st->step > 99999999L || st->attempt < 0 ||
+	    st->attempt > CKPT_ATTEMPT_MAX)
 		return sigma_set_err(err, len, EINVAL,
-				     "step %ld cannot be named", st->step);
-	if (sigma_snprintf(final, sizeof(final), "%s/ckpt-%08ld.h5", dir,
-			   st->step) ||
-	    sigma_snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.tmp-%ld", dir,
-			   st->step, (long)getpid()))
+				     "step %ld of attempt %d cannot be named",
+				     st->step, st->attempt);
+	rc = ckpt_path(final, sizeof(final), dir, st->step, st->attempt);
+	if (rc == 0)
+		rc = sigma_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir,
+				    strrchr(final, '/') + 1, (long)getpid());
+	if (rc)
 		return sigma_set_err(err, len, ENAMETOOLONG,
 				     "%s: checkpoint path too long", dir);
 	rc = sigma_mkdir_p(dir, 0755);
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
 				     dir, strerror(-rc));
+	rc = check_not_stale(dir, st, err, len);
+	if (rc)
+		return rc;
 	for (int i = 0; i < m->ntensors; i++)
 		if (m->tensors[i].n > maxn)
 			maxn = m->tensors[i].n;
@@ -501,6 +543,8 @@ static int write_file(const char *dir, const struct model *m,
 	rc = attr_str(&c, f, "format", CKPT_FORMAT) ?:
 	     attr_i32(&c, f, "format_version", CKPT_VERSION) ?:
 	     attr_i64(&c, f, "step", st->step) ?:
+	     attr_i32(&c, f, "attempt", st->attempt) ?:
+	     (st->layout[0] ? attr_str(&c, f, "layout", st->layout) : 0) ?:
 	     write_config(&c, f, m, st) ?:
 	     write_block(&c, f, "model", m, stage ? stage : m->params,
 			 stage != NULL, host);
@@ -541,6 +585,11 @@ static int write_file(const char *dir, const struct model *m,
 		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
 		goto out;
 	}
+	/* again at the last moment: a newer instance may have published
+	 * while this one wrote */
+	rc = check_not_stale(dir, st, err, len);
+	if (rc)
+		goto out;
 	if (rename(tmp, final) < 0) {
 		rc = fail(&c, errno, "cannot rename to %s: %s", final,
 			  strerror(errno));
@@ -555,10 +604,23 @@ static int write_file(const char *dir, const struct model *m,
 	if (path)
 		sigma_strlcpy(path, final, plen);
 out:
+	saved = errno;
 	if (f >= 0)
 		H5Fclose(f);
 	if (fapl >= 0)
 		H5Pclose(fapl);
+	if (rc && rc != -ESTALE && rc != -ENOSPC &&
+	    (saved == ENOSPC || saved == EDQUOT ||
+	     dir_full(dir, sizeof(float) * 3 * n, &avail))) {
+		char why[768];
+
+		sigma_strlcpy(why, err ? err : "", sizeof(why));
+		rc = sigma_set_err(err, len, ENOSPC,
+				   "%s: no space left on device (ENOSPC) for the checkpoint of step %ld (%zu MiB, %llu MiB free): the temporary file is removed, the checkpoints already there are untouched (%s)",
+				   dir, st->step,
+				   sizeof(float) * 3 * n >> 20,
+				   (unsigned long long)(avail >> 20), why);
+	}
 	if (rc)
 		unlink(tmp);
 	free(host);
@@ -604,6 +666,29 @@ static int check_header(struct ctx *c, hid_t f, int64_t *step)
 			return fail(c, EBADMSG, "negative step %lld",
 				    (long long)*step);
 	}
+	return 0;
+}
+
+/* attempt and layout: absent in files of earlier versions (0, "") */
+static int read_origin(struct ctx *c, hid_t f, struct ckpt_state *st)
+{
+	int64_t a = 0;
+	int rc;
+
+	st->attempt = 0;
+	st->layout[0] = '\0';
+	if (H5Aexists(f, "attempt") > 0) {
+		rc = read_i64(c, f, "attempt", &a);
+		if (rc)
+			return rc;
+		if (a < 0 || a > CKPT_ATTEMPT_MAX)
+			return fail(c, EBADMSG, "attempt %lld out of range",
+				    (long long)a);
+		st->attempt = (int)a;
+	}
+	if (H5Aexists(f, "layout") > 0)
+		return read_str(c, f, "layout", st->layout,
+				sizeof(st->layout));
 	return 0;
 }
 
@@ -716,12 +801,13 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 	return rc;
 }
 
+/* out: NULL to load into m, else the caller's stage (m untouched) */
 static int read_file(const char *path, struct model *m, struct ckpt_state *st,
-		     char *err, size_t len)
+		     float *out, char *err, size_t len)
 {
 	struct ctx c = { path, err, len };
 	size_t n = m->nparams;
-	float *stage = NULL;
+	float *stage = out;
 	struct ckpt_state tmp = { 0 };
 	int64_t step = 0;
 	hid_t f;
@@ -736,7 +822,8 @@ static int read_file(const char *path, struct model *m, struct ckpt_state *st,
 	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	if (f < 0)
 		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
-	stage = malloc(sizeof(float) * n * (st ? 3 : 1));
+	if (!stage)
+		stage = malloc(sizeof(float) * n * (st ? 3 : 1));
 	if (!stage) {
 		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 		goto out;
@@ -748,10 +835,14 @@ static int read_file(const char *path, struct model *m, struct ckpt_state *st,
 		tmp.step = (long)step;
 		rc = read_block(&c, f, "optim/m", m, stage + n) ?:
 		     read_block(&c, f, "optim/v", m, stage + 2 * n) ?:
-		     read_state(&c, f, &tmp);
+		     read_state(&c, f, &tmp) ?: read_origin(&c, f, &tmp);
 	}
 	if (rc)
 		goto out;
+	if (out) {
+		*st = tmp;
+		goto out;
+	}
 	/* all of it is good: only now touch the model */
 	m->ops->from_host(m->params, stage, sizeof(float) * n);
 	if (st) {
@@ -763,7 +854,8 @@ static int read_file(const char *path, struct model *m, struct ckpt_state *st,
 		m->ops->zero(m->v, n);
 	}
 out:
-	free(stage);
+	if (stage != out)
+		free(stage);
 	H5Fclose(f);
 	return rc;
 }
@@ -771,13 +863,44 @@ out:
 int ckpt_read(const char *path, struct model *m, struct ckpt_state *st,
 	      char *err, size_t len)
 {
-	return read_file(path, m, st, err, len);
+	return read_file(path, m, st, NULL, err, len);
 }
 
 int ckpt_read_weights(const char *path, struct model *m, char *err,
 		      size_t len)
 {
-	return read_file(path, m, NULL, err, len);
+	return read_file(path, m, NULL, NULL, err, len);
+}
+
+int ckpt_read_stage(const char *path, const struct model *m, float *stage,
+		    struct ckpt_state *st, char *err, size_t len)
+{
+	/* with a stage, read_file only reads m's layout */
+	return read_file(path, (struct model *)m, st, stage, err, len);
+}
+
+int ckpt_peek(const char *path, struct ckpt_state *st, char *err,
+	      size_t len)
+{
+	struct ctx c = { path, err, len };
+	int64_t step = 0;
+	hid_t f;
+	int rc;
+
+	quiet_hdf5();
+	memset(st, 0, sizeof(*st));
+	if (access(path, R_OK) < 0)
+		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
+				     path, strerror(errno));
+	if (H5Fis_hdf5(path) <= 0)
+		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
+	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = check_header(&c, f, &step) ?: read_origin(&c, f, st);
+	st->step = (long)step;
+	H5Fclose(f);
+	return rc;
 }
 
 /* ---- differential checkpoints --------------------------------------------- */
@@ -1598,72 +1721,134 @@ int ckpt_diff_discard_after(const char *dir, long step)
 
 /* ---- directory ------------------------------------------------------------ */
 
-static int cmp_desc(const void *a, const void *b)
+int ckpt_path(char *buf, size_t len, const char *dir, long step, int attempt)
 {
-	long x = *(const long *)a, y = *(const long *)b;
-
-	return x < y ? 1 : x > y ? -1 : 0;
+	if (step < 0 || step > 99999999L || attempt < 0 ||
+	    attempt > CKPT_ATTEMPT_MAX)
+		return -EINVAL;
+	if (attempt == 0)
+		return sigma_snprintf(buf, len, "%s/ckpt-%08ld.h5", dir, step);
+	return sigma_snprintf(buf, len, "%s/ckpt-%08ld-a%d.h5", dir, step,
+			      attempt);
 }
 
-/* steps of dir/ckpt-NNNNNNNN.h5, newest first; count or -errno */
-static int list_steps(const char *dir, long *steps, int max)
+/* ckpt-SSSSSSSS.h5 (attempt 0) or ckpt-SSSSSSSS-aN.h5 (N > 0, no
+ * leading zero): exactly the names ckpt_path makes */
+static bool parse_name(const char *name, struct ckpt_entry *e)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
+	const char *p = name + 5;
+	long step = 0, attempt = 0;
+	int digits = 0;
+
+	if (strncmp(name, "ckpt-", 5))
+		return false;
+	for (int i = 0; i < 8; i++, p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		step = step * 10 + (*p - '0');
+	}
+	if (p[0] == '-' && p[1] == 'a') {
+		for (p += 2; *p >= '0' && *p <= '9' && digits < 8; p++) {
+			if (digits == 0 && *p == '0')
+				return false;
+			attempt = attempt * 10 + (*p - '0');
+			digits++;
+		}
+		if (digits == 0 || attempt > CKPT_ATTEMPT_MAX)
+			return false;
+	}
+	if (strcmp(p, ".h5"))
+		return false;
+	e->step = step;
+	e->attempt = (int)attempt;
+	return true;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct ckpt_entry *x = a, *y = b;
+
+	if (x->attempt != y->attempt)
+		return x->attempt < y->attempt ? 1 : -1;
+	return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
+}
+
+/* every name of dir, newest first; count or -errno */
+static int list_all(const char *dir, struct ckpt_entry **out)
+{
+	struct ckpt_entry *e = malloc(sizeof(*e) * CKPT_MAX_LISTED);
+	DIR *d;
+	struct dirent *de;
 	int n = 0;
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)) && n < max) {
-		char tail[8];
-		long s;
+	*out = NULL;
+	if (!e)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d) {
+		int rc = -errno;
 
-		if (strlen(e->d_name) != 16 ||
-		    sscanf(e->d_name, "ckpt-%8ld%3s", &s, tail) != 2 ||
-		    strcmp(tail, ".h5") || s < 0)
-			continue;
-		steps[n++] = s;
+		free(e);
+		return rc;
 	}
+	while ((de = readdir(d)) && n < CKPT_MAX_LISTED)
+		if (parse_name(de->d_name, &e[n]))
+			n++;
 	closedir(d);
-	qsort(steps, n, sizeof(long), cmp_desc);
+	qsort(e, n, sizeof(*e), cmp_entry);
+	*out = e;
+	return n;
+}
+
+int ckpt_list(const char *dir, struct ckpt_entry *out, int max)
+{
+	struct ckpt_entry *e;
+	int n = list_all(dir, &e);
+
+	if (n < 0)
+		return n;
+	if (n > max)
+		n = max;
+	memcpy(out, e, sizeof(*e) * n);
+	free(e);
 	return n;
 }
 
 int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 		     char *path, size_t plen, char *err, size_t len)
 {
-	long *steps = malloc(sizeof(long) * CKPT_MAX_LISTED);
-	int n, refused = 0;
+	struct ckpt_entry *e;
+	int n = list_all(dir, &e), refused = 0;
 
-	if (!steps)
+	if (n == -ENOMEM)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	n = list_steps(dir, steps, CKPT_MAX_LISTED);
 	if (n <= 0) {
-		free(steps);
+		free(e);
 		return sigma_set_err(err, len, ENOENT,
 				     "%s: no checkpoint found", dir);
 	}
 	for (int i = 0; i < n; i++) {
 		char p[PATH_MAX], why[1024];
 
-		if (sigma_snprintf(p, sizeof(p), "%s/ckpt-%08ld.h5", dir,
-				   steps[i]))
+		if (ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
 			continue;
 		if (ckpt_read(p, m, st, why, sizeof(why)) == 0) {
-			if (st->step != steps[i]) {
-				sigma_warn("checkpoint %s refused: it holds step %ld, its name says %ld",
-					   p, st->step, steps[i]);
+			if (st->step != e[i].step ||
+			    st->attempt != e[i].attempt) {
+				sigma_warn("checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
+					   p, st->step, st->attempt,
+					   e[i].step, e[i].attempt);
 				refused++;
 				continue;
 			}
 			sigma_strlcpy(path, p, plen);
-			free(steps);
+			free(e);
 			return 0;
 		}
 		sigma_warn("checkpoint refused: %s; trying an older one", why);
 		refused++;
 	}
-	free(steps);
+	free(e);
 	return sigma_set_err(err, len, EBADMSG,
 			     "%s: none of %d checkpoints is valid", dir,
 			     refused);
@@ -1671,30 +1856,51 @@ int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 
 int ckpt_prune(const char *dir, int keep)
 {
-	long *steps = malloc(sizeof(long) * CKPT_MAX_LISTED);
+	struct ckpt_entry *e;
 	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
-	int n, nd = 0;
+	long *steps = NULL;
+	int n = list_all(dir, &e), nd = 0;
 
-	if (!steps || !dn) {
-		free(steps), free(dn);
+	if (n >= 0)
+		steps = malloc(sizeof(long) * (n > 0 ? n : 1));
+	if (!dn || (n >= 0 && !steps)) {
+		free(e), free(dn), free(steps);
 		return -ENOMEM;
 	}
-	n = list_steps(dir, steps, CKPT_MAX_LISTED);
+	for (int i = 0; i < n; i++)
+		steps[i] = e[i].step;
 	/* differentials first: the bases of those kept stay */
 	if (n >= 0)
 		diff_prune(dir, keep, steps, n, dn, &nd);
 	for (int i = keep; i < n; i++) {
 		char p[PATH_MAX];
 
-		if (diff_pins(dn, nd, steps[i]))
+		if (diff_pins(dn, nd, e[i].step))
 			continue;
-		if (!sigma_snprintf(p, sizeof(p), "%s/ckpt-%08ld.h5", dir,
-				    steps[i]))
+		if (!ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
 			unlink(p);
 	}
+	free(e);
 	free(steps);
 	free(dn);
 	return n < 0 ? n : 0;
+}
+
+long ckpt_newest(const char *dir, int *attempt)
+{
+	struct ckpt_entry *e;
+	int n = list_all(dir, &e);
+	long step = n > 0 ? e[0].step : -1;
+
+	if (attempt)
+		*attempt = n > 0 ? e[0].attempt : -1;
+	free(e);
+	return step;
+}
+
+long ckpt_newest_step(const char *dir)
+{
+	return ckpt_newest(dir, NULL);
 }
 
 /* ---- asynchronous writer -------------------------------------------------- */
@@ -1793,6 +1999,11 @@ static int async_write(struct ckpt_async *w, double *ms)
 		pthread_mutex_lock(&w->mu);
 		w->stats.failures++;
 		pthread_mutex_unlock(&w->mu);
+		if (rc == -ESTALE) {
+			/* a newer instance owns the directory: no retry */
+			sigma_error("checkpoint step %ld: %s", w->st.step, why);
+			break;
+		}
 		if (a < w->attempts) {
 			sigma_warn("checkpoint step %ld: attempt %d of %d failed: %s; retrying in %u ms",
 				   w->st.step, a, w->attempts, why, delay);
@@ -2075,12 +2286,4 @@ void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st)
 	w->stats.submits++;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-}
-
-long ckpt_newest_step(const char *dir)
-{
-	long s[CKPT_MAX_LISTED];
-	int n = list_steps(dir, s, CKPT_MAX_LISTED);
-
-	return n > 0 ? s[0] : -1;
 }

@@ -20,6 +20,8 @@
 #define CKPT_FORMAT "sigma-checkpoint"
 #define CKPT_VERSION 1
 #define CKPT_GUARD_MAX 32
+#define CKPT_LAYOUT_MAX 48
+#define CKPT_ATTEMPT_MAX 1000000
 
 /* Everything besides the tensors that a resumed run needs. */
 struct ckpt_state {
@@ -34,11 +36,29 @@ struct ckpt_state {
 	 * written when nguard > 0; nguard 0 after reading a file without */
 	int nguard;
 	int64_t guard[CKPT_GUARD_MAX];
+	/* the job's attempt (SIGMA_ATTEMPT) that wrote it: part of the
+	 * name, and orders checkpoints before the step does (restore.h) */
+	int attempt;
+	/* the parallel layout that wrote it, "" when it does not matter
+	 * (shared files hold whole tensors); read back "" if absent */
+	char layout[CKPT_LAYOUT_MAX];
+};
+
+/* a checkpoint named in a directory */
+struct ckpt_entry {
+	long step;
+	int attempt;
 };
 
 /*
- * Write dir/ckpt-STEP.h5 (STEP = st->step, 8 digits). path receives the
- * final name. Returns 0 or -errno with err naming the file and problem.
+ * Write dir/ckpt-STEP.h5 (STEP = st->step, 8 digits), or
+ * dir/ckpt-STEP-aATTEMPT.h5 when st->attempt > 0. path receives the final
+ * name. Returns 0 or -errno with err naming the file and problem:
+ * -ENOSPC when the file system is full (the temporary file is removed,
+ * the checkpoints already there are untouched), -ESTALE when the
+ * directory holds a checkpoint of a newer attempt (this instance of the
+ * job is an old one still running after a requeue: it publishes
+ * nothing).
  */
 int ckpt_write(const char *dir, const struct model *m,
 	       const struct ckpt_state *st, char *path, size_t plen,
@@ -69,9 +89,34 @@ int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 		     char *path, size_t plen, char *err, size_t len);
 
 /*
- * Remove all but the newest keep complete checkpoints of dir, and all but
- * the newest keep differentials; a full checkpoint that a kept
- * differential names as its base is kept whatever its age.
+ * Read path into stage (params, m, v of m's layout: 3 * nparams floats of
+ * host memory) and st, validated as ckpt_read does; m is not touched.
+ */
+int ckpt_read_stage(const char *path, const struct model *m, float *stage,
+		    struct ckpt_state *st, char *err, size_t len);
+
+/*
+ * The header only (format, complete, step, attempt, layout): cheap, for
+ * listing what a directory offers. 0 or -EBADMSG/-ENOENT with err.
+ */
+int ckpt_peek(const char *path, struct ckpt_state *st, char *err,
+	      size_t len);
+
+/* "dir/ckpt-00000009.h5" or "dir/ckpt-00000009-a2.h5"; 0 or -errno */
+int ckpt_path(char *buf, size_t len, const char *dir, long step,
+	      int attempt);
+
+/*
+ * The checkpoints named in dir, newest first in (attempt, step) order
+ * (restore.h): up to max of them; the count, or -errno.
+ */
+int ckpt_list(const char *dir, struct ckpt_entry *e, int max);
+
+/*
+ * Remove all but the newest keep complete checkpoints of dir, in
+ * (attempt, step) order, and all but the newest keep differentials; a
+ * full checkpoint that a kept differential names as its base is kept
+ * whatever its age. Called only after a newer one is in place.
  */
 int ckpt_prune(const char *dir, int keep);
 
@@ -213,8 +258,10 @@ void ckpt_async_set_base(struct ckpt_async *w, const struct model *m,
 			 long step, const char *path);
 int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
 			   const struct ckpt_state *st, char *err, size_t len);
-/* the newest step named in dir (not validated), -1 if none */
+/* the newest step named in dir (not validated), -1 if none; attempt
+ * (may be NULL) receives its attempt */
 long ckpt_newest_step(const char *dir);
+long ckpt_newest(const char *dir, int *attempt);
 /* waits for the write in flight, stops the thread; NULL is fine */
 void ckpt_async_destroy(struct ckpt_async *w);
 

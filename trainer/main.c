@@ -29,6 +29,7 @@
 #include "exitcodes.h"
 #include "guard.h"
 #include "model.h"
+#include "resume.h"
 #include "rng.h"
 #include "select.h"
 
@@ -47,6 +48,8 @@ struct train_opts {
 	char local_dir[PATH_MAX]; /* tier 1, node-local; empty: off */
 	long ckpt_full_every; /* with tier 1: shared every N steps; 0 end */
 	long ckpt_diff_every; /* differential every N steps; 0: off */
+	int local_keep; /* tier 1: newest copies kept per directory */
+	int attempt; /* SIGMA_ATTEMPT (else SLURM_RESTART_COUNT): in names */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;
@@ -90,6 +93,7 @@ static void usage(FILE *f)
 		"                        (0: at the end and on a stop only)\n"
 		"  --ckpt-diff-every N   between full checkpoints, a differential one against\n"
 		"                        the newest full one every N steps (default 0: off)\n"
+		"  --local-ckpt-keep N   keep the newest N node-local copies (default 2)\n"
 		"  --resume              continue from the newest valid checkpoint\n"
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
 		"  --init-from FILE      start from the weights of a checkpoint\n"
@@ -294,7 +298,7 @@ static int cmd_sgemm(int argc, char **argv)
 
 enum {
 	OPT_TRAIN = 256, OPT_VAL, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP,
-	OPT_CKPT_SYNC, OPT_LOCAL_CKPT_DIR, OPT_CKPT_FULL_EVERY,
+	OPT_CKPT_SYNC, OPT_LOCAL_CKPT_DIR, OPT_CKPT_FULL_EVERY, OPT_LOCAL_KEEP,
 	OPT_RESUME, OPT_INIT_FROM, OPT_PRESET, OPT_VOCAB, OPT_DIM, OPT_LAYERS,
 	OPT_HEADS, OPT_SEQ, OPT_EXPERTS, OPT_TOPK, OPT_FFN, OPT_AUX, OPT_BATCH,
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
@@ -323,15 +327,19 @@ static int read_env(struct train_opts *o)
 			return -EINVAL;
 		o->ckpt_every = v;
 	}
+	s = getenv("SLURM_RESTART_COUNT");
+	if (s && *s && sigma_parse_long(s, 1, LONG_MAX, &v) == 0) {
+		o->resume = true;
+		o->attempt = v > CKPT_ATTEMPT_MAX ? CKPT_ATTEMPT_MAX : (int)v;
+	}
+	/* the plugin's count wins over Slurm's own */
 	s = getenv("SIGMA_ATTEMPT");
 	if (s && *s) {
-		if (parse_int("SIGMA_ATTEMPT", s, 0, 1000000, &v))
+		if (parse_int("SIGMA_ATTEMPT", s, 0, CKPT_ATTEMPT_MAX, &v))
 			return -EINVAL;
 		o->resume |= v > 0;
+		o->attempt = (int)v;
 	}
-	s = getenv("SLURM_RESTART_COUNT");
-	if (s && *s && sigma_parse_long(s, 1, LONG_MAX, &v) == 0)
-		o->resume = true;
 	return 0;
 }
 
@@ -345,6 +353,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP },
 		{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
 		{ "local-ckpt-dir", required_argument, NULL, OPT_LOCAL_CKPT_DIR },
+		{ "local-ckpt-keep", required_argument, NULL, OPT_LOCAL_KEEP },
 		{ "ckpt-full-every", required_argument, NULL,
 		  OPT_CKPT_FULL_EVERY },
 		{ "ckpt-diff-every", required_argument, NULL,
@@ -440,6 +449,11 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				      &v))
 				return -EINVAL;
 			o->ckpt_diff_every = v;
+			break;
+		case OPT_LOCAL_KEEP:
+			if (parse_int("--local-ckpt-keep", optarg, 1, 1000, &v))
+				return -EINVAL;
+			o->local_keep = (int)v;
 			break;
 		case OPT_RESUME:
 			o->resume = true;
@@ -860,6 +874,7 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 struct tier1 {
 	struct ckpt_async *own, *rep; /* this rank's shard, the replica */
 	char own_dir[PATH_MAX], rep_dir[PATH_MAX];
+	char node_dir[PATH_MAX]; /* LOCAL/NODE: what resume lists */
 	int buddy, from; /* sends to buddy, keeps from's replica; -1: none */
 };
 
@@ -884,7 +899,9 @@ static int tier1_open(struct tier1 *t, const struct train_opts *o,
 		t->buddy = (d->rank + ls) % d->size;
 		t->from = (d->rank - ls + d->size) % d->size;
 	}
-	if (sigma_snprintf(t->own_dir, sizeof(t->own_dir), "%s/%s/rank-%d",
+	if (sigma_snprintf(t->node_dir, sizeof(t->node_dir), "%s/%s",
+			   o->local_dir, node) ||
+	    sigma_snprintf(t->own_dir, sizeof(t->own_dir), "%s/%s/rank-%d",
 			   o->local_dir, node, d->rank) ||
 	    sigma_snprintf(t->rep_dir, sizeof(t->rep_dir),
 			   "%s/%s/replica-%d", o->local_dir, node,
@@ -892,10 +909,10 @@ static int tier1_open(struct tier1 *t, const struct train_opts *o,
 		sigma_error("--local-ckpt-dir %s: path too long", o->local_dir);
 		return -ENAMETOOLONG;
 	}
-	rc = ckpt_async_create(&t->own, t->own_dir, o->ckpt_keep, 3, 200, m,
+	rc = ckpt_async_create(&t->own, t->own_dir, o->local_keep, 3, 200, m,
 			       err, sizeof(err));
 	if (rc == 0 && t->buddy >= 0)
-		rc = ckpt_async_create(&t->rep, t->rep_dir, o->ckpt_keep, 3,
+		rc = ckpt_async_create(&t->rep, t->rep_dir, o->local_keep, 3,
 				       200, m, err, sizeof(err));
 	if (rc)
 		sigma_error("tier 1: %s", err);
@@ -961,91 +978,46 @@ static int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 }
 
 /*
- * The newest step some rank holds whole in tier 1 (its own copy or the
- * replica it keeps), loaded on every rank from the lowest such rank: with
- * data parallelism every rank's shard is the same state. 0 with *step, or
- * -ENOENT (none anywhere), or -EIO (a peer).
+ * Resume with tier 1 on: the restore planner (resume.c) chooses the step
+ * and the tier and loads every rank; the log says which, and how many
+ * checkpointed steps were lost. 0 with *start set (0: nothing anywhere),
+ * or an exit code.
  */
-static int tier1_restore(struct tier1 *t, struct dist *d, struct model *m,
-			 struct ckpt_state *rs, long *step, int *holder,
-			 bool *replica)
+static int tier1_resume(struct tier1 *t, const struct train_opts *o,
+			struct dist *d, struct model *m, struct ckpt_state *rs,
+			long *start, char *full, size_t flen)
 {
-	const size_t n = m->nparams;
-	struct ckpt_state tmp;
-	char path[PATH_MAX], err[1024];
-	long own = -1, rep = -1;
-	int32_t best, *all = NULL;
-	size_t *cnt = NULL, *dsp = NULL, *one = NULL;
-	int rc = 0, h = -1;
+	struct resume_args a = { t->node_dir, o->ckpt_dir, rs->layout };
+	struct resume_result r;
+	char err[1024];
+	int rc;
 
-	if (ckpt_load_latest(t->own_dir, m, rs, path, sizeof(path), err,
-			     sizeof(err)) == 0)
-		own = rs->step;
-	if (t->buddy >= 0 &&
-	    ckpt_load_latest(t->rep_dir, m, &tmp, path, sizeof(path), err,
-			     sizeof(err)) == 0) {
-		if (tmp.step > own) {
-			rep = tmp.step;
-			*rs = tmp;
-		} else if (own >= 0 &&
-			   ckpt_load_latest(t->own_dir, m, rs, path,
-					    sizeof(path), err, sizeof(err))) {
-			own = -1; /* gone meanwhile */
-		}
+	rc = resume_restore(d, m, &a, rs, &r, err, sizeof(err));
+	if (rc) {
+		sigma_error("resume: %s", err);
+		return rc == -EBADMSG ? TRAIN_EXIT_DATAERR : TRAIN_EXIT_PEER;
 	}
-	best = (int32_t)(own > rep ? own : rep);
-	all = calloc(d->size, sizeof(*all));
-	cnt = calloc(d->size, sizeof(*cnt));
-	dsp = calloc(d->size, sizeof(*dsp));
-	one = calloc(d->size, sizeof(*one));
-	if (!all || !cnt || !dsp || !one) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < d->size; i++) {
-		one[i] = 1;
-		dsp[i] = (size_t)i;
-		cnt[i] = 1;
-		all[i] = best; /* the send buffer: reused below */
-	}
-	{
-		int32_t *mine = malloc(sizeof(int32_t) * d->size);
-
-		if (!mine) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		memcpy(mine, all, sizeof(int32_t) * d->size);
-		rc = comm_alltoallv(d->world, mine, one, dsp, all, cnt, dsp,
-				    COMM_I32);
-		free(mine);
-	}
-	if (rc)
-		goto out;
-	for (int i = 0; i < d->size; i++)
-		if (all[i] >= 0 && (h < 0 || all[i] > all[h]))
-			h = i;
-	if (h < 0) {
-		rc = -ENOENT;
-		goto out;
-	}
-	rc = comm_bcast(d->world, m->params, n, COMM_F32, h) ?:
-	     comm_bcast(d->world, m->m, n, COMM_F32, h) ?:
-	     comm_bcast(d->world, m->v, n, COMM_F32, h) ?:
-	     comm_bcast(d->world, rs, sizeof(*rs), COMM_U8, h);
-	if (rc)
-		goto out;
-	{
-		int32_t r = d->rank == h && rep > own ? 1 : 0;
-
-		rc = comm_bcast(d->world, &r, 1, COMM_I32, h);
-		*replica = r != 0;
-	}
-	*step = all[h];
-	*holder = h;
-out:
-	free(all), free(cnt), free(dsp), free(one);
-	return rc;
+	*start = r.tier == RESTORE_NONE ? 0 : rs->step;
+	/* a full shared checkpoint is the differentials' base */
+	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
+		sigma_strlcpy(full, r.path, flen);
+	if (r.tier == RESTORE_TIER1 && r.nshards == 1)
+		printf("resume: tier 1, step %ld from rank 0's %s (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r.step, r.self_replica ? "replica" : "own copy",
+		       r.shared_newest, r.lost, *start);
+	else if (r.tier == RESTORE_TIER1)
+		printf("resume: tier 1, step %ld (attempt %d): %d shards, %d from a buddy's replica, %d moved to their rank (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r.step, r.attempt, r.nshards, r.from_replica, r.nxfer,
+		       r.shared_newest, r.lost, *start);
+	else if (r.tier == RESTORE_TIER2)
+		printf("resume: tier 2, %s (%s); %ld checkpointed steps lost; continuing at step %ld\n",
+		       d->rank == 0 ? r.path : "rank 0's checkpoint", r.why,
+		       r.lost, *start);
+	else
+		printf("resume: no valid checkpoint in either tier (%s), starting at step 0\n",
+		       *r.why ? r.why : "none there");
+	fflush(stdout);
+	return 0;
 }
 
 /* the guard's per-rank observations, averaged over the ranks */
@@ -1162,6 +1134,9 @@ static int train(struct train_opts *o, struct dist *d)
 	st.optim = o->optim;
 	st.data_ntokens = train_df.ntokens;
 	st.data_checksum = train_df.checksum;
+	st.attempt = o->attempt;
+	snprintf(st.layout, sizeof(st.layout), "ranks=%d dp=%d ep=%d pp=%d",
+		 d->size, d->lp.dp, d->lp.ep, d->lp.pp);
 
 	if (*o->init_from) {
 		rc = d->rank == 0 ? ckpt_read_weights(o->init_from, m, err,
@@ -1196,46 +1171,22 @@ static int train(struct train_opts *o, struct dist *d)
 		use_t1 = true;
 	}
 	if (o->resume && use_t1) {
-		struct ckpt_state rs;
-		long ts = -1;
-		int h = -1, shared = -1;
-		bool replica = false;
+		struct ckpt_state rs = st;
 
-		memset(&rs, 0, sizeof(rs));
-		rc = tier1_restore(&t1, d, m, &rs, &ts, &h, &replica);
-		if (rc && rc != -ENOENT) {
-			sigma_error("resume: tier 1: %s", strerror(-rc));
-			code = TRAIN_EXIT_PEER;
+		code = tier1_resume(&t1, o, d, m, &rs, &start, resumed_full,
+				    sizeof(resumed_full));
+		if (code)
 			goto out;
-		}
-		if (d->rank == 0) {
-			long ns = ckpt_newest_step(o->ckpt_dir),
-			     nd = ckpt_diff_newest_step(o->ckpt_dir);
-
-			ns = nd > ns ? nd : ns;
-
-			shared = ns > INT_MAX ? INT_MAX : (int)ns;
-		}
-		if (dist_bcast_int(d, &shared)) {
-			code = TRAIN_EXIT_PEER;
-			goto out;
-		}
-		if (rc == 0 && ts >= shared) {
-			start = rs.step;
+		if (*resumed_full)
+			resumed_step = start;
+		if (start > 0) {
 			st.seed = rs.seed;
 			st.rng = rs.rng;
 			st.nguard = rs.nguard;
 			memcpy(st.guard, rs.guard, sizeof(st.guard));
 			o->seed = rs.seed;
-			t1_resumed = true;
-			printf("resume: tier 1, step %ld from rank %d's %s (newest shared checkpoint: %d), continuing at step %ld\n",
-			       ts, h, replica ? "replica of its buddy's shard"
-					      : "own copy",
-			       shared, start);
-		} else {
-			printf("resume: tier 1 has %s; the shared tier is newer or the only one\n",
-			       rc ? "no valid checkpoint" : "an older step");
 		}
+		t1_resumed = true;
 	}
 	if (o->resume && *o->ckpt_dir && !t1_resumed) {
 		char path[PATH_MAX] = "rank 0's checkpoint";
@@ -1286,7 +1237,7 @@ static int train(struct train_opts *o, struct dist *d)
 				resumed_step = start;
 			}
 		}
-	} else if (o->resume) {
+	} else if (o->resume && !*o->ckpt_dir) {
 		sigma_warn("--resume without a checkpoint directory: starting at step 0");
 	}
 	entropy = unigram_entropy(&train_df);
@@ -1678,6 +1629,7 @@ int main(int argc, char **argv)
 	o.batch = 8;
 	o.seed = 1;
 	o.ckpt_keep = 3;
+	o.local_keep = 2;
 	o.eval_every = 100;
 	o.eval_batches = 4;
 	o.log_every = 10;

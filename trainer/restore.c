@@ -226,7 +226,7 @@ int restore_plan(const struct restore_input *in, struct restore_plan *p,
 	    restore_cmp(a1, s1, in->shared[best2].attempt,
 			in->shared[best2].step) < 0) {
 		snprintf(p->why, sizeof(p->why),
-			 "the shared tier holds a newer step (%ld, attempt %d) than tier 1 (%ld, attempt %d)",
+			 "the shared tier is newer (step %ld, attempt %d) than tier 1 (step %ld, attempt %d)",
 			 in->shared[best2].step, in->shared[best2].attempt, s1,
 			 a1);
 		t1 = false;

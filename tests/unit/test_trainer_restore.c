@@ -132,7 +132,7 @@ static const struct scenario scenarios[] = {
 		.shared = { { 8, 0, false } },
 		.nshared = 1,
 		.tier = RESTORE_TIER2, .step = 8,
-		.why = "shared tier holds a newer step",
+		.why = "the shared tier is newer",
 	},
 	{
 		.name = "the same step in both tiers: tier 1",

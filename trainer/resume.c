@@ -1,0 +1,455 @@
+/*
+ * resume.c - restore after a requeue with the node-local tier (resume.h).
+ *
+ * Every rank lists the rank-R and replica-R directories of its node (all
+ * of them, whatever rank wrote them: a new placement may put rank R on
+ * the node that holds another rank's copies) and peeks at each file's
+ * header; rank 0 lists the shared directory. The table goes to every rank
+ * (one all-to-all of fixed-size records), every rank computes the same
+ * plan, and the plan runs: transfers in the plan's order (the source
+ * reads and verifies the file, sends a flag, then the stage and state),
+ * then each owner that holds its own shard reads it. A copy that fails
+ * its checksums is marked bad, and if any rank saw one the table goes
+ * round again and a new plan is made.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "comm.h"
+#include "resume.h"
+
+#define PER_DIR 16 /* newest names listed per directory */
+#define MAX_REC 128 /* records per rank */
+#define TAG_FLAG 7201
+#define TAG_STAGE 7202
+#define TAG_STATE 7203
+
+enum {
+	F_USED = 1,
+	F_REPLICA = 2,
+	F_LAYOUT = 4, /* written by this job's layout */
+	F_BAD = 8,
+	F_SHARED = 16, /* a file of the shared tier (rank 0) */
+	F_DIFF = 32, /* its newest differential (read with its base) */
+};
+
+/* one line of the table, as it travels */
+struct rec {
+	int64_t shard, step, attempt, flags;
+};
+
+struct local {
+	struct rec r;
+	char path[PATH_MAX];
+};
+
+/* "rank-12" or "replica-3": the shard, else -1 */
+static long dir_shard(const char *name, bool *replica)
+{
+	const char *n = NULL;
+	long v;
+
+	if (!strncmp(name, "rank-", 5))
+		n = name + 5, *replica = false;
+	else if (!strncmp(name, "replica-", 8))
+		n = name + 8, *replica = true;
+	if (!n || sigma_parse_long(n, 0, RESTORE_MAX_RANKS - 1, &v))
+		return -1;
+	return v;
+}
+
+static void add_dir(const char *dir, long shard, int flags,
+		    const char *layout, struct local *loc, int *n)
+{
+	struct ckpt_entry e[PER_DIR];
+	int k = ckpt_list(dir, e, PER_DIR);
+
+	for (int i = 0; i < k && *n < MAX_REC; i++) {
+		struct local *l = &loc[*n];
+		struct ckpt_state ps;
+		char why[1024];
+
+		if (ckpt_path(l->path, sizeof(l->path), dir, e[i].step,
+			      e[i].attempt))
+			continue;
+		l->r = (struct rec){ shard, e[i].step, e[i].attempt,
+				     F_USED | flags };
+		if (!(flags & F_SHARED)) {
+			/* the header only: the data are verified by the
+			 * rank that reads the copy for the plan */
+			if (ckpt_peek(l->path, &ps, why, sizeof(why))) {
+				sigma_warn("resume: %s", why);
+				l->r.flags |= F_BAD;
+			} else if (ps.step != e[i].step ||
+				   ps.attempt != e[i].attempt) {
+				sigma_warn("resume: %s holds step %ld of attempt %d, its name says otherwise",
+					   l->path, ps.step, ps.attempt);
+				l->r.flags |= F_BAD;
+			} else if (!strcmp(ps.layout, layout)) {
+				l->r.flags |= F_LAYOUT;
+			}
+		}
+		(*n)++;
+	}
+}
+
+/* what this rank can read: its node's directories, and rank 0 the
+ * shared one */
+static int list_local(const struct dist *d, const struct resume_args *a,
+		      struct local *loc, int *n, long *shared_newest)
+{
+	DIR *dh = opendir(a->node_dir);
+	struct dirent *de;
+
+	*n = 0;
+	*shared_newest = -1;
+	if (dh) {
+		while ((de = readdir(dh))) {
+			char dir[PATH_MAX];
+			bool replica = false;
+			long shard = dir_shard(de->d_name, &replica);
+
+			if (shard < 0 ||
+			    sigma_snprintf(dir, sizeof(dir), "%s/%s",
+					   a->node_dir, de->d_name))
+				continue;
+			add_dir(dir, shard, replica ? F_REPLICA : 0, a->layout,
+				loc, n);
+		}
+		closedir(dh);
+	}
+	if (d->rank == 0 && a->shared_dir && *a->shared_dir) {
+		int att = 0;
+		long ds = ckpt_diff_newest_step(a->shared_dir);
+
+		*shared_newest = ckpt_newest(a->shared_dir, &att);
+		add_dir(a->shared_dir, 0, F_SHARED, a->layout, loc, n);
+		/* differentials carry no attempt: their base's, the newest
+		 * full one; ckpt_load_latest_diff reads base + differential */
+		if (ds > *shared_newest && *shared_newest >= 0 &&
+		    *n < MAX_REC) {
+			loc[*n].r = (struct rec){ 0, ds, att,
+						  F_USED | F_SHARED | F_DIFF };
+			sigma_strlcpy(loc[*n].path, a->shared_dir,
+				      sizeof(loc[*n].path));
+			(*n)++;
+			*shared_newest = ds;
+		}
+	}
+	return 0;
+}
+
+/* every rank's records to every rank: all[size * MAX_REC] */
+static int exchange(struct dist *d, const struct local *loc, int n,
+		    struct rec *all)
+{
+	size_t blk = sizeof(struct rec) * MAX_REC;
+	size_t *cnt = calloc(d->size, sizeof(size_t));
+	size_t *dsp = calloc(d->size, sizeof(size_t));
+	struct rec *send = calloc((size_t)d->size * MAX_REC, sizeof(*send));
+	int rc;
+
+	if (!cnt || !dsp || !send) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int p = 0; p < d->size; p++) {
+		cnt[p] = blk;
+		dsp[p] = blk * p;
+		for (int i = 0; i < n; i++)
+			send[(size_t)p * MAX_REC + i] = loc[i].r;
+	}
+	rc = comm_alltoallv(d->world, send, cnt, dsp, all, cnt, dsp, COMM_U8);
+out:
+	free(cnt), free(dsp), free(send);
+	return rc;
+}
+
+struct table {
+	struct restore_copy *copies;
+	int *cowner, *cidx; /* rank and its record of each copy */
+	struct restore_shared *shared;
+	int *sidx; /* rank 0's record of each shared checkpoint */
+	int ncopies, nshared;
+};
+
+static void table_free(struct table *t)
+{
+	free(t->copies), free(t->cowner), free(t->cidx);
+	free(t->shared), free(t->sidx);
+	memset(t, 0, sizeof(*t));
+}
+
+static int table_build(const struct dist *d, const struct rec *all,
+		       struct table *t)
+{
+	size_t max = (size_t)d->size * MAX_REC;
+
+	memset(t, 0, sizeof(*t));
+	t->copies = calloc(max, sizeof(*t->copies));
+	t->cowner = calloc(max, sizeof(int));
+	t->cidx = calloc(max, sizeof(int));
+	t->shared = calloc(MAX_REC, sizeof(*t->shared));
+	t->sidx = calloc(MAX_REC, sizeof(int));
+	if (!t->copies || !t->cowner || !t->cidx || !t->shared || !t->sidx) {
+		table_free(t);
+		return -ENOMEM;
+	}
+	for (int p = 0; p < d->size; p++) {
+		for (int i = 0; i < MAX_REC; i++) {
+			const struct rec *r = &all[(size_t)p * MAX_REC + i];
+
+			if (!(r->flags & F_USED) || r->step < 0 ||
+			    r->step > LONG_MAX || r->attempt < 0 ||
+			    r->attempt > CKPT_ATTEMPT_MAX || r->shard < 0 ||
+			    r->shard >= RESTORE_MAX_RANKS)
+				continue;
+			if (r->flags & F_SHARED) {
+				if (p != 0 || t->nshared >= MAX_REC)
+					continue;
+				t->shared[t->nshared] = (struct restore_shared){
+					(long)r->step, (int)r->attempt,
+					(r->flags & F_BAD) != 0
+				};
+				t->sidx[t->nshared++] = i;
+				continue;
+			}
+			t->copies[t->ncopies] = (struct restore_copy){
+				.holder = p,
+				.shard = (int)r->shard,
+				.step = (long)r->step,
+				.attempt = (int)r->attempt,
+				.replica = (r->flags & F_REPLICA) != 0,
+				/* a shard this job does not have: another
+				 * layout whatever the header says */
+				.same_layout = (r->flags & F_LAYOUT) &&
+					       r->shard < d->size,
+				.bad = (r->flags & F_BAD) != 0,
+			};
+			t->cowner[t->ncopies] = p;
+			t->cidx[t->ncopies++] = i;
+		}
+	}
+	return 0;
+}
+
+static bool state_is(const struct ckpt_state *s, const struct restore_plan *p)
+{
+	return s->step == p->step && s->attempt == p->attempt;
+}
+
+/*
+ * Run a tier-1 plan. *fails counts this rank's copies found bad (marked
+ * in loc); 0 or -EIO (a peer) / -ENOMEM.
+ */
+static int run_tier1(struct dist *d, struct model *m,
+		     const struct restore_plan *p, const struct table *t,
+		     struct local *loc, struct ckpt_state *st, int *fails)
+{
+	const size_t n = m->nparams, n3 = 3 * n;
+	float *buf = NULL;
+	struct ckpt_state xs;
+	bool got = false;
+	char why[1024];
+	int rc = 0;
+
+	*fails = 0;
+	for (int x = 0; x < p->nxfer && !rc; x++) {
+		const struct restore_transfer *tr = &p->xfer[x];
+		int c = p->source[tr->shard];
+		int32_t ok = 0;
+
+		if (d->rank != tr->from && d->rank != tr->to)
+			continue;
+		if (!buf && !(buf = malloc(sizeof(float) * n3)))
+			return -ENOMEM;
+		if (d->rank == tr->from) {
+			struct local *l = &loc[t->cidx[c]];
+
+			memset(&xs, 0, sizeof(xs));
+			ok = ckpt_read_stage(l->path, m, buf, &xs, why,
+					     sizeof(why)) == 0 &&
+			     state_is(&xs, p);
+			if (!ok) {
+				sigma_warn("resume: copy refused: %s",
+					   xs.step == p->step ? why
+							      : l->path);
+				l->r.flags |= F_BAD;
+				(*fails)++;
+			}
+			rc = comm_send(d->world, &ok, 1, COMM_I32, tr->to,
+				       TAG_FLAG);
+			if (!rc && ok)
+				rc = comm_send(d->world, buf, n3, COMM_F32,
+					       tr->to, TAG_STAGE) ?:
+				     comm_send(d->world, &xs, sizeof(xs),
+					       COMM_U8, tr->to, TAG_STATE);
+		} else {
+			rc = comm_recv(d->world, &ok, 1, COMM_I32, tr->from,
+				       TAG_FLAG);
+			if (!rc && ok) {
+				rc = comm_recv(d->world, buf, n3, COMM_F32,
+					       tr->from, TAG_STAGE) ?:
+				     comm_recv(d->world, st, sizeof(*st),
+					       COMM_U8, tr->from, TAG_STATE);
+				got = rc == 0;
+			}
+		}
+	}
+	if (rc)
+		goto out;
+	{
+		int c = p->source[d->rank];
+
+		if (t->cowner[c] == d->rank) {
+			struct local *l = &loc[t->cidx[c]];
+
+			memset(&xs, 0, sizeof(xs));
+			if (ckpt_read(l->path, m, &xs, why, sizeof(why)) ||
+			    !state_is(&xs, p)) {
+				sigma_warn("resume: copy refused: %s",
+					   xs.step == p->step ? why : l->path);
+				l->r.flags |= F_BAD;
+				(*fails)++;
+			} else {
+				*st = xs;
+			}
+		} else if (got) {
+			m->ops->from_host(m->params, buf, sizeof(float) * n);
+			m->ops->from_host(m->m, buf + n, sizeof(float) * n);
+			m->ops->from_host(m->v, buf + 2 * n,
+					  sizeof(float) * n);
+		}
+		/* a failed transfer is counted by its sender */
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+int resume_restore(struct dist *d, struct model *m,
+		   const struct resume_args *a, struct ckpt_state *st,
+		   struct resume_result *res, char *err, size_t len)
+{
+	struct local *loc = calloc(MAX_REC, sizeof(*loc));
+	struct rec *all = calloc((size_t)d->size * MAX_REC, sizeof(*all));
+	int n = 0, rc = 0, max_rounds;
+
+	memset(res, 0, sizeof(*res));
+	res->step = -1;
+	if (!loc || !all) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	list_local(d, a, loc, &n, &res->shared_newest);
+	max_rounds = d->size * MAX_REC + 1;
+	for (int round = 1; round <= max_rounds; round++) {
+		struct restore_input in;
+		struct restore_plan p;
+		struct table t;
+		double failed = 0;
+		int fails = 0;
+
+		res->rounds = round;
+		rc = exchange(d, loc, n, all);
+		if (rc) {
+			rc = sigma_set_err(err, len, EIO,
+					   "exchanging what each rank holds: %s",
+					   strerror(-rc));
+			goto out;
+		}
+		rc = table_build(d, all, &t);
+		if (rc) {
+			rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+			goto out;
+		}
+		in = (struct restore_input){ d->size, t.copies, t.ncopies,
+					     t.shared, t.nshared };
+		rc = restore_plan(&in, &p, err, len);
+		if (rc) {
+			table_free(&t);
+			goto out;
+		}
+		res->tier = p.tier;
+		res->step = p.step;
+		res->attempt = p.attempt;
+		res->lost = p.lost;
+		res->newest_step = p.newest_step;
+		res->nshards = p.nshards;
+		res->nxfer = p.nxfer;
+		res->from_replica = p.from_replica;
+		sigma_strlcpy(res->why, p.why, sizeof(res->why));
+		if (p.tier == RESTORE_TIER1) {
+			int c = p.source[d->rank];
+
+			res->self_replica = t.copies[c].replica;
+			rc = run_tier1(d, m, &p, &t, loc, st, &fails);
+		} else if (p.tier == RESTORE_TIER2) {
+			int ok = 1;
+
+			if (d->rank == 0) {
+				struct local *l = &loc[t.sidx[p.shared]];
+				char why[1024];
+
+				sigma_strlcpy(res->path, l->path,
+					      sizeof(res->path));
+				memset(st, 0, sizeof(*st));
+				if (((l->r.flags & F_DIFF)
+					     ? ckpt_load_latest_diff(
+						       l->path, m, st,
+						       res->path,
+						       sizeof(res->path), why,
+						       sizeof(why))
+					     : ckpt_read(l->path, m, st, why,
+							 sizeof(why))) ||
+				    !state_is(st, &p)) {
+					sigma_warn("checkpoint refused: %s; trying an older one",
+						   st->step == p.step ? why
+								      : l->path);
+					l->r.flags |= F_BAD;
+					ok = 0;
+					fails = 1;
+				}
+			}
+			rc = dist_bcast_int(d, &ok);
+			if (!rc && ok)
+				rc = dist_sync_model(d, m, st, sizeof(*st));
+		}
+		restore_plan_fini(&p);
+		table_free(&t);
+		if (rc) {
+			rc = sigma_set_err(err, len, EIO,
+					   "moving checkpoint shards between ranks: %s",
+					   strerror(rc < 0 ? -rc : rc));
+			goto out;
+		}
+		if (res->tier == RESTORE_NONE)
+			goto out;
+		/* did any rank find a damaged copy? then plan again */
+		failed = fails;
+		rc = dist_mean(d, &failed, 1);
+		if (rc) {
+			rc = sigma_set_err(err, len, EIO,
+					   "agreeing on the restore: %s",
+					   strerror(-rc));
+			goto out;
+		}
+		if (failed == 0)
+			goto out;
+	}
+	rc = sigma_set_err(err, len, EBADMSG,
+			   "copies kept failing their checks after %d plans",
+			   max_rounds);
+out:
+	free(loc);
+	free(all);
+	return rc;
+}

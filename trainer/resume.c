@@ -435,7 +435,7 @@ int resume_restore(struct dist *d, struct model *m,
 			goto out;
 		/* did any rank find a damaged copy? then plan again */
 		failed = fails;
-		rc = dist_mean(d, &failed, 1);
+		rc = dist_world_mean(d, &failed, 1);
 		if (rc) {
 			rc = sigma_set_err(err, len, EIO,
 					   "agreeing on the restore: %s",

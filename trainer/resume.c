@@ -410,7 +410,9 @@ int resume_restore(struct dist *d, struct model *m,
 						       sizeof(why))
 					     : ckpt_read(l->path, m, st, why,
 							 sizeof(why))) ||
-				    !state_is(st, &p)) {
+				    st->step != p.step ||
+				    (!(l->r.flags & F_DIFF) &&
+				     st->attempt != p.attempt)) {
 					sigma_warn("checkpoint refused: %s; trying an older one",
 						   st->step == p.step ? why
 								      : l->path);

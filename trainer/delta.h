@@ -46,7 +46,7 @@ enum delta_kind {
 
 /* sampling of large tensors for the estimate: windows x elements */
 #define DELTA_SAMPLE_WINDOWS 16
-#define DELTA_SAMPLE_WINDOW 16384
+#define DELTA_SAMPLE_WINDOW 4096
 #define DELTA_SAMPLE_MAX (DELTA_SAMPLE_WINDOWS * DELTA_SAMPLE_WINDOW)
 
 /* the order-preserving map of float bits and its inverse */

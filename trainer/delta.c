@@ -26,16 +26,14 @@ static inline uint32_t unzigzag(uint32_t z)
 	return (z >> 1) ^ (0u - (z & 1u));
 }
 
-void delta_encode(uint32_t *out, const float *cur, const float *base,
-		  size_t n)
+void delta_encode(uint32_t *out, const float *cur, const float *base, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = zigzag(delta_key(bits_of(cur + i)) -
 				delta_key(bits_of(base + i)));
 }
 
-void delta_decode(float *out, const uint32_t *enc, const float *base,
-		  size_t n)
+void delta_decode(float *out, const uint32_t *enc, const float *base, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint32_t u = delta_unkey(delta_key(bits_of(base + i)) +
@@ -62,7 +60,7 @@ uint64_t delta_hash(const float *x, size_t n, uint64_t h)
 
 	for (; i + 1 < n; i += 2)
 		h = mix(h, (uint64_t)bits_of(x + i) |
-				   (uint64_t)bits_of(x + i + 1) << 32);
+			       (uint64_t)bits_of(x + i + 1) << 32);
 	if (i < n)
 		h = mix(h, bits_of(x + i));
 	return mix(h, (uint64_t)n);
@@ -83,13 +81,13 @@ static size_t sample(const float *cur, const float *base, size_t n,
 	}
 	for (size_t w = 0; w < DELTA_SAMPLE_WINDOWS; w++) {
 		/* window w starts at w/W of the way, the last ends at n */
-		size_t at = (n - DELTA_SAMPLE_WINDOW) * w /
-			    (DELTA_SAMPLE_WINDOWS - 1);
+		size_t at =
+		    (n - DELTA_SAMPLE_WINDOW) * w / (DELTA_SAMPLE_WINDOWS - 1);
 		size_t o = w * DELTA_SAMPLE_WINDOW;
 
-		memcpy(whole + o, cur + at, DELTA_SAMPLE_WINDOW * sizeof(float));
-		delta_encode(enc + o, cur + at, base + at,
-			     DELTA_SAMPLE_WINDOW);
+		memcpy(whole + o, cur + at,
+		       DELTA_SAMPLE_WINDOW * sizeof(float));
+		delta_encode(enc + o, cur + at, base + at, DELTA_SAMPLE_WINDOW);
 	}
 	return DELTA_SAMPLE_MAX;
 }
@@ -105,9 +103,8 @@ int delta_choose(const float *cur, const float *base, size_t n,
 		out->kind = DELTA_SAME;
 		return 0;
 	}
-	k = sample(cur, base, n, scratch, scratch + (n < DELTA_SAMPLE_MAX
-							     ? n
-							     : DELTA_SAMPLE_MAX));
+	k = sample(cur, base, n, scratch,
+		   scratch + (n < DELTA_SAMPLE_MAX ? n : DELTA_SAMPLE_MAX));
 	out->sampled = k;
 	out->est_whole = est(ctx, scratch, k);
 	if (out->est_whole < 0)
@@ -115,10 +112,10 @@ int delta_choose(const float *cur, const float *base, size_t n,
 	out->est_delta = est(ctx, scratch + k, k);
 	if (out->est_delta < 0)
 		return (int)out->est_delta;
-	out->kind = (double)out->est_delta <=
-				    DELTA_MARGIN * (double)out->est_whole
-			    ? DELTA_ZIGZAG
-			    : DELTA_WHOLE;
+	out->kind =
+	    (double)out->est_delta <= DELTA_MARGIN * (double)out->est_whole
+		? DELTA_ZIGZAG
+		: DELTA_WHOLE;
 	return 0;
 }
 

@@ -104,11 +104,11 @@ static void test_round_trip_random(void **state)
 		uint64_t x = rng_next(&r);
 
 		b[i] = ((float)(x % 20001) - 10000.0f) * 1e-4f;
-		a[i] = (x >> 20) % 5 == 0 ? b[i]
-					  : b[i] * (1.0f + ((float)((x >> 32) %
-								    201) -
-							    100.0f) *
-								   1e-6f);
+		a[i] =
+		    (x >> 20) % 5 == 0
+			? b[i]
+			: b[i] * (1.0f +
+				  ((float)((x >> 32) % 201) - 100.0f) * 1e-6f);
 	}
 	round_trip(a, b, n);
 	/* equal: all zero codes */
@@ -127,24 +127,20 @@ static void test_round_trip_random(void **state)
 static void test_round_trip_adversarial(void **state)
 {
 	static const uint32_t special[] = {
-		0x00000000, /* +0 */
-		0x80000000, /* -0 */
-		0x00000001, /* smallest denormal */
-		0x80000001,
-		0x007fffff, /* largest denormal */
-		0x807fffff,
-		0x00800000, /* smallest normal */
-		0x7f7fffff, /* FLT_MAX */
-		0xff7fffff,
-		0x7f800000, /* +inf */
-		0xff800000, /* -inf */
-		0x7fc00000, /* quiet NaN */
-		0xffc00000, /* negative quiet NaN */
-		0x7f800001, /* signalling NaN, payload 1 */
-		0x7fc12345, /* NaN payloads */
-		0xffbfffff,
-		0x3f800000, /* 1.0 */
-		0xbf800000,
+	    0x00000000,		    /* +0 */
+	    0x80000000,		    /* -0 */
+	    0x00000001,		    /* smallest denormal */
+	    0x80000001, 0x007fffff, /* largest denormal */
+	    0x807fffff, 0x00800000, /* smallest normal */
+	    0x7f7fffff,		    /* FLT_MAX */
+	    0xff7fffff, 0x7f800000, /* +inf */
+	    0xff800000,		    /* -inf */
+	    0x7fc00000,		    /* quiet NaN */
+	    0xffc00000,		    /* negative quiet NaN */
+	    0x7f800001,		    /* signalling NaN, payload 1 */
+	    0x7fc12345,		    /* NaN payloads */
+	    0xffbfffff, 0x3f800000, /* 1.0 */
+	    0xbf800000,
 	};
 	const size_t k = sizeof(special) / sizeof(special[0]);
 	float *a = malloc(sizeof(float) * k * k);
@@ -177,7 +173,7 @@ static void test_round_trip_adversarial(void **state)
 /* the documented integers: the format, not only a round trip */
 static void test_encoding_values(void **state)
 {
-	float base[4] = { 1.0f, 1.0f, 0.0f, -2.0f };
+	float base[4] = {1.0f, 1.0f, 0.0f, -2.0f};
 	float cur[4];
 	uint32_t enc[4];
 
@@ -193,8 +189,8 @@ static void test_encoding_values(void **state)
 	assert_int_equal(enc[3], 1);
 	/* the key orders floats as numbers */
 	{
-		const float v[] = { -INFINITY, -1e30f, -1.0f, -1e-40f, -0.0f,
-				    0.0f, 1e-40f, 1.0f, 1e30f, INFINITY };
+		const float v[] = {-INFINITY, -1e30f, -1.0f, -1e-40f, -0.0f,
+				   0.0f,      1e-40f, 1.0f,  1e30f,   INFINITY};
 
 		for (size_t i = 0; i + 1 < sizeof(v) / sizeof(v[0]); i++)
 			assert_true(delta_key(to_bits(v[i])) <
@@ -206,7 +202,7 @@ static void test_encoding_values(void **state)
 
 static void test_hash(void **state)
 {
-	const float x[3] = { 1.0f, -2.0f, 0.5f };
+	const float x[3] = {1.0f, -2.0f, 0.5f};
 	float y[3];
 
 	(void)state;
@@ -220,7 +216,7 @@ static void test_hash(void **state)
 	y[2] = x[2];
 	y[0] = -0.0f, y[1] = 0.0f;
 	{
-		float z[3] = { 0.0f, -0.0f, 0.5f };
+		float z[3] = {0.0f, -0.0f, 0.5f};
 
 		assert_true(delta_hash(y, 3, DELTA_HASH_SEED) !=
 			    delta_hash(z, 3, DELTA_HASH_SEED));
@@ -243,32 +239,28 @@ static long fake_estimate(void *ctx, const uint32_t *w, size_t n)
 
 static void test_choice_margin(void **state)
 {
-	float a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[8];
+	float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8];
 	uint32_t scratch[16];
 	struct delta_choice ch;
-	struct fake_est f = { { 1000, 970 }, 0 };
+	struct fake_est f = {{1000, 970}, 0};
 
 	(void)state;
 	memcpy(b, a, sizeof(b));
-	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f,
-				      &ch),
+	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f, &ch),
 			 0);
 	assert_int_equal(ch.kind, DELTA_SAME);
 	assert_int_equal(f.calls, 0); /* nothing to estimate */
 	b[3] = 4.5f;
-	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f,
-				      &ch),
+	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f, &ch),
 			 0);
 	assert_int_equal(ch.kind, DELTA_ZIGZAG); /* 97%: just enough */
 	assert_int_equal(ch.sampled, 8);
 	f.answers[1] = 971;
-	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f,
-				      &ch),
+	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f, &ch),
 			 0);
 	assert_int_equal(ch.kind, DELTA_WHOLE);
 	f.answers[0] = -EIO;
-	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f,
-				      &ch),
+	assert_int_equal(delta_choose(a, b, 8, scratch, fake_estimate, &f, &ch),
 			 -EIO);
 	assert_string_equal(delta_kind_name(DELTA_ZIGZAG), "delta-zigzag-v1");
 	assert_int_equal(delta_kind_parse("whole"), DELTA_WHOLE);
@@ -302,9 +294,8 @@ static void test_choice_real(void **state)
 		b[i] = ((float)(x % 1000001) - 500000.0f) * 1e-7f;
 		a[i] = from_bits(to_bits(b[i]) + (uint32_t)((x >> 40) % 7) - 3);
 	}
-	assert_int_equal(delta_choose(a, b, n, scratch, real_estimate, NULL,
-				      &ch),
-			 0);
+	assert_int_equal(
+	    delta_choose(a, b, n, scratch, real_estimate, NULL, &ch), 0);
 	print_message("near base: whole %ld delta %ld of %zu elements\n",
 		      ch.est_whole, ch.est_delta, ch.sampled);
 	assert_int_equal(ch.sampled, DELTA_SAMPLE_MAX);
@@ -324,7 +315,8 @@ static void test_choice_real(void **state)
 	free(a), free(b), free(scratch);
 }
 
-/* ---- checkpoints ---------------------------------------------------------- */
+/* ---- checkpoints ----------------------------------------------------------
+ */
 
 static struct model *small(void)
 {
@@ -334,9 +326,8 @@ static struct model *small(void)
 
 	model_config_small(&c);
 	c.D = 64;
-	assert_int_equal(model_create(&m, &c, 1, &sigma_ops_cpu, err,
-				      sizeof(err)),
-			 0);
+	assert_int_equal(
+	    model_create(&m, &c, 1, &sigma_ops_cpu, err, sizeof(err)), 0);
 	model_init_weights(m, 3);
 	return m;
 }
@@ -454,9 +445,9 @@ static void test_ckpt_diff_round_trip(void **state)
 	assert_non_null(strstr(err, "sigma-checkpoint-diff"));
 	/* the newest valid of the directory is the differential */
 	memset(b->params, 0, sizeof(float) * b->nparams);
-	assert_int_equal(ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err, sizeof(err)),
+	    0);
 	assert_non_null(strstr(p, "diff-00000013"));
 	assert_int_equal(got.step, 13);
 	assert_state(b, want);
@@ -479,9 +470,8 @@ static void test_ckpt_diff_async(void **state)
 	(void)state;
 	assert_non_null(want);
 	snprintf(ck, sizeof(ck), "%s/async", dir);
-	assert_int_equal(ckpt_async_create(&w, ck, 2, 2, 1, a, err,
-					   sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_async_create(&w, ck, 2, 2, 1, a, err, sizeof(err)), 0);
 	fill_state(a, &st, 20);
 	assert_int_equal(ckpt_async_submit_diff(w, a, &st, err, sizeof(err)),
 			 -EINVAL);
@@ -546,9 +536,8 @@ static void test_ckpt_diff_fallback(void **state)
 	assert_int_equal(ckpt_base_init(&base, a, err, sizeof(err)), 0);
 	fill_state(a, &st, 10);
 	copy_state(s10, a);
-	assert_int_equal(ckpt_write(ck, a, &st, full, sizeof(full), err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_write(ck, a, &st, full, sizeof(full), err, sizeof(err)), 0);
 	ckpt_base_set(&base, a, NULL, 10, full);
 	step_state(a, &st, 1);
 	step_state(a, &st, 2);
@@ -568,9 +557,9 @@ static void test_ckpt_diff_fallback(void **state)
 			 -EBADMSG);
 	print_message("refused: %s\n", err);
 	assert_non_null(strstr(err, p14));
-	assert_int_equal(ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err, sizeof(err)),
+	    0);
 	assert_string_equal(p, p12);
 	assert_int_equal(got.step, 12);
 	assert_state(b, s12);
@@ -582,11 +571,9 @@ static void test_ckpt_diff_fallback(void **state)
 
 		fill_state(c, &cst, 10);
 		c->params[5] += 1.0f;
-		assert_int_equal(ckpt_write(ck, c, &cst, p, sizeof(p), err,
-					    sizeof(err)),
-				 0);
-		assert_int_equal(ckpt_read_diff(p12, b, &got, err,
-						sizeof(err)),
+		assert_int_equal(
+		    ckpt_write(ck, c, &cst, p, sizeof(p), err, sizeof(err)), 0);
+		assert_int_equal(ckpt_read_diff(p12, b, &got, err, sizeof(err)),
 				 -EBADMSG);
 		print_message("refused: %s\n", err);
 		assert_non_null(strstr(err, "base replaced"));
@@ -599,22 +586,20 @@ static void test_ckpt_diff_fallback(void **state)
 		model_destroy(c);
 	}
 	/* put the real base back: the differential is good again */
-	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
-				    sizeof(err)),
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
 			 0); /* step 14, full: a newer full one */
 	memcpy(a->params, s10, sizeof(float) * a->nparams);
 	memcpy(a->m, s10 + a->nparams, sizeof(float) * a->nparams);
 	memcpy(a->v, s10 + 2 * a->nparams, sizeof(float) * a->nparams);
 	st.step = 10;
-	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
-				    sizeof(err)),
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
 			 0);
 	assert_int_equal(ckpt_read_diff(p12, b, &got, err, sizeof(err)), 0);
 	assert_state(b, s12);
 	/* a full checkpoint newer than every differential wins */
-	assert_int_equal(ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err, sizeof(err)),
+	    0);
 	assert_int_equal(got.step, 14);
 	assert_true(!ckpt_is_diff(p));
 
@@ -622,13 +607,11 @@ static void test_ckpt_diff_fallback(void **state)
 	 * one used */
 	snprintf(ck, sizeof(ck), "%s/fb2", dir);
 	fill_state(a, &st, 5);
-	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
-				    sizeof(err)),
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
 			 0);
 	st.step = 10;
-	assert_int_equal(ckpt_write(ck, a, &st, full, sizeof(full), err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_write(ck, a, &st, full, sizeof(full), err, sizeof(err)), 0);
 	ckpt_base_set(&base, a, NULL, 10, full);
 	step_state(a, &st, 7);
 	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p12,
@@ -639,9 +622,9 @@ static void test_ckpt_diff_fallback(void **state)
 			 -EBADMSG);
 	print_message("refused: %s\n", err);
 	assert_non_null(strstr(err, "base is unusable"));
-	assert_int_equal(ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err, sizeof(err)),
+	    0);
 	assert_int_equal(got.step, 5);
 	ckpt_base_fini(&base);
 	free(s10), free(s12);
@@ -668,8 +651,7 @@ static void test_ckpt_diff_prune(void **state)
 	snprintf(ck, sizeof(ck), "%s/prune", dir);
 	assert_int_equal(ckpt_base_init(&base, a, err, sizeof(err)), 0);
 	fill_state(a, &st, 10);
-	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
-				    sizeof(err)),
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
 			 0);
 	ckpt_base_set(&base, a, NULL, 10, p);
 	for (long s = 11; s <= 13; s++) {
@@ -681,9 +663,8 @@ static void test_ckpt_diff_prune(void **state)
 	}
 	for (long s = 20; s <= 30; s += 10) {
 		st.step = s;
-		assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
-					    sizeof(err)),
-				 0);
+		assert_int_equal(
+		    ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)), 0);
 	}
 	/* keep 2: full 20 and 30, differentials 13 and 12, and full 10,
 	 * their base */
@@ -721,16 +702,16 @@ static void test_ckpt_diff_prune(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip_random),
-		cmocka_unit_test(test_round_trip_adversarial),
-		cmocka_unit_test(test_encoding_values),
-		cmocka_unit_test(test_hash),
-		cmocka_unit_test(test_choice_margin),
-		cmocka_unit_test(test_choice_real),
-		cmocka_unit_test(test_ckpt_diff_round_trip),
-		cmocka_unit_test(test_ckpt_diff_async),
-		cmocka_unit_test(test_ckpt_diff_fallback),
-		cmocka_unit_test(test_ckpt_diff_prune),
+	    cmocka_unit_test(test_round_trip_random),
+	    cmocka_unit_test(test_round_trip_adversarial),
+	    cmocka_unit_test(test_encoding_values),
+	    cmocka_unit_test(test_hash),
+	    cmocka_unit_test(test_choice_margin),
+	    cmocka_unit_test(test_choice_real),
+	    cmocka_unit_test(test_ckpt_diff_round_trip),
+	    cmocka_unit_test(test_ckpt_diff_async),
+	    cmocka_unit_test(test_ckpt_diff_fallback),
+	    cmocka_unit_test(test_ckpt_diff_prune),
 	};
 
 	sigma_log_init("test_trainer_delta", SIGMA_LOG_WARN);

@@ -1181,8 +1181,9 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	uint32_t *enc = NULL, *scratch = NULL;
 	hid_t f = -1, fapl = -1, g;
 	struct stat sb;
+	unsigned long long avail = 0;
 	double t0 = 0;
-	int rc;
+	int rc, saved;
 
 	quiet_hdf5();
 	if (!ds)
@@ -1210,6 +1211,9 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
 				     dir, strerror(-rc));
+	rc = check_not_stale(dir, st, err, len);
+	if (rc)
+		return rc;
 	for (int i = 0; i < m->ntensors; i++)
 		if (m->tensors[i].n > maxn)
 			maxn = m->tensors[i].n;
@@ -1287,6 +1291,10 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
 		goto out;
 	}
+	/* again at the last moment, as for a full checkpoint */
+	rc = check_not_stale(dir, st, err, len);
+	if (rc)
+		goto out;
 	if (rename(tmp, final) < 0) {
 		rc = fail(&c, errno, "cannot rename to %s: %s", final,
 			  strerror(errno));
@@ -1305,10 +1313,22 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	if (path)
 		sigma_strlcpy(path, final, plen);
 out:
+	saved = errno;
 	if (f >= 0)
 		H5Fclose(f);
 	if (fapl >= 0)
 		H5Pclose(fapl);
+	if (rc && rc != -ESTALE && rc != -ENOSPC &&
+	    (saved == ENOSPC || saved == EDQUOT ||
+	     dir_full(dir, sizeof(float) * 3 * n, &avail))) {
+		char why[768];
+
+		sigma_strlcpy(why, err ? err : "", sizeof(why));
+		rc = sigma_set_err(err, len, ENOSPC,
+				   "%s: no space left on device (ENOSPC) for the differential checkpoint of step %ld (%llu MiB free): the temporary file is removed, the checkpoints already there are untouched (%s)",
+				   dir, st->step, (unsigned long long)(avail >> 20),
+				   why);
+	}
 	if (rc)
 		unlink(tmp);
 	free(host);

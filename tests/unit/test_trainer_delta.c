@@ -452,6 +452,20 @@ static void test_ckpt_diff_round_trip(void **state)
 	assert_int_equal(got.step, 13);
 	assert_state(b, want);
 	assert_int_equal(ckpt_diff_newest_step(ck), 13);
+	/* an old instance of the job, after a newer attempt published
+	 * there, does not publish a differential either */
+	st.attempt = 2;
+	st.step = 14;
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	st.attempt = 1;
+	st.step = 15;
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, &ds, p,
+					 sizeof(p), err, sizeof(err)),
+			 -ESTALE);
+	assert_non_null(strstr(err, "old instance"));
+	assert_int_equal(ckpt_diff_newest_step(ck), 13);
 	ckpt_base_fini(&base);
 	free(want);
 	model_destroy(a), model_destroy(b);

@@ -1167,6 +1167,25 @@ static int diff_write_block(struct ctx *c, hid_t f, int blk,
 	return rc;
 }
 
+/*
+ * A differential of the same step against another base (left by an
+ * earlier instance of the job that went on from another full
+ * checkpoint) is superseded by the one just published.
+ */
+static void diff_drop_others(const char *dir, long step, long base)
+{
+	struct diff_name dn[64];
+	int n = list_diffs(dir, dn, 64);
+
+	for (int i = 0; i < n; i++) {
+		char p[PATH_MAX];
+
+		if (dn[i].step == step && dn[i].base != base &&
+		    !diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+			unlink(p);
+	}
+}
+
 int ckpt_write_diff(const char *dir, const struct model *m,
 		    const float *stage, const struct ckpt_state *st,
 		    const struct ckpt_base *b, struct ckpt_diff_stats *ds,
@@ -1306,6 +1325,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
 		goto out;
 	}
+	diff_drop_others(dir, st->step, b->step);
 	if (stat(final, &sb) == 0)
 		ds->bytes = (uint64_t)sb.st_size;
 	ds->base_step = b->step;
@@ -1695,8 +1715,9 @@ static bool diff_pins(const struct diff_name *dn, int nd, long s)
 
 /*
  * Keep the newest keep differentials of dir, and none whose base (one of
- * the full checkpoints steps[0..ns)) is gone; dn[0..*kept) receives those
- * kept, whose bases ckpt_prune must keep too.
+ * the full checkpoints steps[0..ns)) is gone or whose step has a full
+ * checkpoint too; dn[0..*kept) receives those kept, whose bases
+ * ckpt_prune must keep too.
  */
 static int diff_prune(const char *dir, int keep, const long *steps, int ns,
 		      struct diff_name *dn, int *kept)
@@ -1704,12 +1725,15 @@ static int diff_prune(const char *dir, int keep, const long *steps, int ns,
 	int nd = list_diffs(dir, dn, CKPT_MAX_LISTED), k = 0;
 
 	for (int i = 0; i < nd; i++) {
-		bool has_base = false;
+		bool has_base = false, has_full = false;
 		char p[PATH_MAX];
 
-		for (int j = 0; j < ns && !has_base; j++)
-			has_base = steps[j] == dn[i].base;
-		if (k < keep && has_base) {
+		/* a full checkpoint of the same step supersedes it */
+		for (int j = 0; j < ns; j++) {
+			has_base |= steps[j] == dn[i].base;
+			has_full |= steps[j] == dn[i].step;
+		}
+		if (k < keep && has_base && !has_full) {
 			dn[k++] = dn[i];
 			continue;
 		}

@@ -709,6 +709,27 @@ static void test_ckpt_diff_prune(void **state)
 	assert_false(exists(ck, "diff-00000012-base-00000010.h5"));
 	assert_false(exists(ck, "ckpt-00000010.h5"));
 	assert_true(exists(ck, "ckpt-00000030.h5"));
+	/* the same step against another base: the older one goes */
+	st.step = 32;
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p,
+					 sizeof(p), err, sizeof(err)),
+			 0);
+	st.step = 31;
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	ckpt_base_set(&base, a, NULL, 31, p);
+	st.step = 32;
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p,
+					 sizeof(p), err, sizeof(err)),
+			 0);
+	assert_false(exists(ck, "diff-00000032-base-00000030.h5"));
+	assert_true(exists(ck, "diff-00000032-base-00000031.h5"));
+	/* a full checkpoint of its step supersedes a differential */
+	assert_int_equal(ckpt_prune(ck, 3), 0);
+	assert_false(exists(ck, "diff-00000031-base-00000030.h5"));
+	assert_true(exists(ck, "diff-00000032-base-00000031.h5"));
+	assert_true(exists(ck, "ckpt-00000030.h5"));
 	ckpt_base_fini(&base);
 	model_destroy(a);
 }

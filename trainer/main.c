@@ -1421,8 +1421,14 @@ recompute:
 				goto out;
 			}
 			/* differentials after it belong to the abandoned run */
-			if (d->rank == 0 && o->ckpt_diff_every > 0)
-				ckpt_diff_discard_after(o->ckpt_dir, to);
+			if (d->rank == 0 && o->ckpt_diff_every > 0) {
+				int nr = ckpt_diff_discard_after(o->ckpt_dir,
+								 to);
+
+				if (nr > 0)
+					printf("guard: %d differential checkpoint%s newer than step %ld removed\n",
+					       nr, nr == 1 ? "" : "s", to);
+			}
 			s = to - 1; /* the loop continues at step to + 1 */
 			continue;
 		}

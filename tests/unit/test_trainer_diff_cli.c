@@ -3,7 +3,8 @@
  * a run stopped between full checkpoints resumes from its newest
  * differential (or, that one damaged, from the one before) and ends with
  * bitwise the weights and moments of an uninterrupted run; the same with
- * --ckpt-sync; bad values are refused.
+ * --ckpt-sync; a guard rollback removes the differentials of the run it
+ * abandons; bad values are refused.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -188,11 +189,28 @@ static void test_resume_from_differential(void **state)
 	    train_cli_out_has("differential checkpoints but no full one"));
 }
 
+/* a guard rollback to the full checkpoint of step 20 removes the
+ * differentials of the run it abandons */
+static void test_rollback(void **state)
+{
+	(void)state;
+	assert_int_equal(train_cli_run("SIGMA_GUARD_INJECT=spike@22-24 %s --train train.tok --preset small --batch 2 --seq-len 16 --threads 2 --warmup 3 --log-every 5 --steps 30 --eval-every 0 --ckpt-dir R --ckpt-every 10 --ckpt-diff-every 1",
+				       prog),
+			 0);
+	assert_true(train_cli_out_has("R/diff-00000021-base-00000020.h5"));
+	assert_true(train_cli_out_has("(step 20); data steps 22-24 skipped"));
+	assert_true(train_cli_out_has("guard: 3 differential checkpoints newer than step 20 removed"));
+	/* the steps after it written again, against the same base */
+	assert_int_equal(train_cli_run("test -f R/ckpt-00000030.h5 && test -f R/diff-00000029-base-00000020.h5"),
+			 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_usage),
 	    cmocka_unit_test(test_resume_from_differential),
+	    cmocka_unit_test(test_rollback),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -54,8 +54,27 @@ static int fail(struct ctx *c, int code, const char *fmt, ...)
 	return sigma_set_err(c->err, c->len, code, "%s: %s", c->path, what);
 }
 
+/*
+ * Before the library's first use: no clean-up at exit. Every file is
+ * closed explicitly; the only ones left are those whose close failed
+ * (a disk that filled during the write), on which HDF5 1.10's clean-up
+ * at exit crashes, turning a clear exit 73 into a segmentation fault.
+ */
+static void hdf5_no_atexit(void)
+{
+	H5dont_atexit();
+}
+
+static void hdf5_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, hdf5_no_atexit);
+}
+
 static void quiet_hdf5(void)
 {
+	hdf5_init();
 	/* our messages name the file and object; HDF5's stack is noise */
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
@@ -64,6 +83,7 @@ void ckpt_library_version(char *buf, size_t len)
 {
 	unsigned maj = 0, min = 0, rel = 0;
 
+	hdf5_init();
 	H5get_libversion(&maj, &min, &rel);
 	snprintf(buf, len, "HDF5 %u.%u.%u", maj, min, rel);
 }
@@ -465,6 +485,40 @@ static bool dir_full(const char *dir, size_t need,
 }
 
 /*
+ * A file whose close failed (typically: the disk filled while HDF5 flushed
+ * its cache) stays open in the library, which then fails again, or
+ * crashes, when it closes everything at exit. The file is garbage: empty
+ * it first, so that the close has room for what HDF5 still holds.
+ */
+static void close_failed(hid_t f, const char *tmp)
+{
+	/* once only: a second H5Fclose of a file whose close failed is
+	 * not safe in HDF5 1.10 */
+	if (truncate(tmp, 0) < 0 || H5Fclose(f) < 0)
+		sigma_warn("%s: HDF5 could not close the file", tmp);
+}
+
+/*
+ * Room for a checkpoint of n floats (params and two moments) in dir: the
+ * data, 4 bytes of checksum per chunk and the metadata, with a margin.
+ * Checked first so that a full disk is said plainly without HDF5 in the
+ * way; a disk that fills during the write is caught after it.
+ */
+static int check_room(const char *dir, size_t n, long step, char *err,
+		      size_t len)
+{
+	size_t need = sizeof(float) * 3 * n;
+	unsigned long long avail = 0;
+
+	need += need / 64 + (256u << 10);
+	if (!dir_full(dir, need, &avail))
+		return 0;
+	return sigma_set_err(err, len, ENOSPC,
+			     "%s: no space left on device (ENOSPC) for the checkpoint of step %ld (%zu MiB, %llu MiB free): nothing written, the checkpoints already there are untouched",
+			     dir, step, need >> 20, avail >> 20);
+}
+
+/*
  * An old instance of the job, still running after a requeue, must never
  * publish into a directory where a newer attempt already did.
  */
@@ -516,7 +570,8 @@ static int write_file(const char *dir, const struct model *m,
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
 				     dir, strerror(-rc));
-	rc = check_not_stale(dir, st, err, len);
+	rc = check_not_stale(dir, st, err, len) ?:
+	     check_room(dir, n, st->step, err, len);
 	if (rc)
 		return rc;
 	for (int i = 0; i < m->ntensors; i++)
@@ -575,7 +630,7 @@ static int write_file(const char *dir, const struct model *m,
 		goto out;
 	}
 	if (H5Fclose(f) < 0) {
-		f = -1;
+		/* still open in the library: closed below */
 		rc = fail(&c, EIO, "cannot close");
 		goto out;
 	}
@@ -606,7 +661,7 @@ static int write_file(const char *dir, const struct model *m,
 out:
 	saved = errno;
 	if (f >= 0)
-		H5Fclose(f);
+		close_failed(f, tmp);
 	if (fapl >= 0)
 		H5Pclose(fapl);
 	if (rc && rc != -ESTALE && rc != -ENOSPC &&

@@ -1,0 +1,70 @@
+#!/bin/bash
+# A flipped byte in the newest shared checkpoint: a dp 2 run on two nodes
+# writes checkpoints at steps 4, 8 and 12 and stops; one byte of step 12's
+# file is inverted, inside the data of /model/tok_emb (found with h5ls:
+# tensor data under a Fletcher32 checksum, not unused space between HDF5
+# objects, whose change nothing would read). The
+# resumed run must refuse that file with a message naming it and the
+# damaged dataset, continue from step 8, and end bitwise equal to an
+# uninterrupted run.
+. "$SIGMA_SRCDIR/tests/cluster/lib.sh"
+TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
+F=/usr/share/games/fortunes
+[ -x "$TRAIN" ] || skip "sigma-train not built"
+[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
+grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
+grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+command -v h5diff >/dev/null || skip "h5diff not installed"
+command -v python3 >/dev/null || skip "python3 not installed"
+
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=60
+d=$(workdir ckpt-corrupt)
+"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" "$F/fortunes" >/dev/null ||
+	fail "prepare failed"
+ARGS="--train $d/train.tok --preset small --batch 8 --warmup 2 --seed 7
+	--threads 1 --log-every 1 --eval-every 0 --dp 2 --ckpt-every 4"
+
+# run NAME WANT_RC [FLAGS]: dp 2 on n1 and n2, checkpoints in $d/NAME
+run() {
+	local name=$1 want=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 -w n1,n2 \
+		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
+		>> "$d/$name.out" 2>> "$d/$name.err"
+	local rc=$?
+	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
+}
+
+log "reference: 16 steps"
+run ref 0 --steps 16
+log "stopped after step 12, checkpoints at 4, 8, 12"
+run t 75 --steps 16 --stop-at 12
+ck=$d/t/ckpt-00000012.h5
+[ -f "$ck" ] && [ -f "$d/t/ckpt-00000008.h5" ] || fail "checkpoints missing: $(ls "$d/t")"
+size=$(stat -c %s "$ck")
+# the address of the tensor's chunk: the last line of h5ls -va
+addr=$(h5ls -va "$ck/model/tok_emb" | awk '$1 ~ /^0x/ { a = $3 } END { print a }')
+[ -n "$addr" ] && [ "$addr" -gt 0 ] || fail "no chunk address of model/tok_emb: $(h5ls -va "$ck/model/tok_emb" | tail -n 3)"
+off=$((addr + 1000))
+python3 - "$ck" "$off" <<'PY' || fail "cannot flip a byte of $ck"
+import sys
+p, off = sys.argv[1], int(sys.argv[2])
+with open(p, "r+b") as f:
+    f.seek(off)
+    b = f.read(1)
+    f.seek(off)
+    f.write(bytes([b[0] ^ 0xFF]))
+PY
+log "flipped the byte at offset $off of $size in $(basename "$ck")"
+run t 0 --steps 16 --resume
+grep -q "checkpoint refused: $ck: cannot read dataset model/tok_emb (checksum failure or damaged file); trying an older one" "$d/t.err" ||
+	fail "the damaged file was not refused by name: $(grep -i refused "$d/t.err")"
+grep -q "^resume: $d/t/ckpt-00000008.h5, continuing at step 8$" "$d/t.out" ||
+	fail "did not resume at step 8: $(grep resume "$d/t.out")"
+for g in /model /optim/m /optim/v; do
+	h5diff "$d/ref/ckpt-00000016.h5" "$d/t/ckpt-00000016.h5" $g $g >/dev/null ||
+		fail "$g differs from the uninterrupted run at step 16"
+done
+log "damaged step 12 refused, resumed at step 8, bitwise equal at step 16"
+exit 0

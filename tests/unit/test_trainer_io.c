@@ -443,6 +443,117 @@ static void test_ckpt_async(void **state)
 	model_destroy(a), model_destroy(b);
 }
 
+/*
+ * Attempts (checkpoint-format.md): names, order, the refusal of an old
+ * instance, retention in (attempt, step) order, the header, and what a
+ * directory lists (names that are not exactly ours are ignored).
+ */
+static void test_ckpt_attempts(void **state)
+{
+	struct model *a = small(64), *b = small(64);
+	struct ckpt_state st, got;
+	struct ckpt_entry e[8];
+	struct ckpt_async *w;
+	struct ckpt_async_stats cs;
+	char p[PATH_MAX + 64], err[1024], ck[PATH_MAX];
+	int att = -1;
+
+	(void)state;
+	path_of(ck, "att");
+	fill_state(a, &st, 5);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	assert_non_null(strstr(p, "/ckpt-00000005.h5"));
+	/* attempt 1 resumed from an older step: its step 3 is newer */
+	fill_state(a, &st, 3);
+	st.attempt = 1;
+	sigma_strlcpy(st.layout, "ranks=2 dp=2 ep=1 pp=1", sizeof(st.layout));
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	assert_non_null(strstr(p, "/ckpt-00000003-a1.h5"));
+	assert_int_equal(ckpt_newest(ck, &att), 3);
+	assert_int_equal(att, 1);
+	/* names of others, temporaries and near misses are not ours */
+	snprintf(p, sizeof(p), "%s/ckpt-00000009-a0.h5", ck);
+	assert_int_equal(sigma_file_write_atomic(p, "x", 1, 0644), 0);
+	snprintf(p, sizeof(p), "%s/ckpt-00000009-a01.h5", ck);
+	assert_int_equal(sigma_file_write_atomic(p, "x", 1, 0644), 0);
+	snprintf(p, sizeof(p), "%s/ckpt-0000009.h5", ck);
+	assert_int_equal(sigma_file_write_atomic(p, "x", 1, 0644), 0);
+	snprintf(p, sizeof(p), "%s/.ckpt-00000009.h5.tmp-1", ck);
+	assert_int_equal(sigma_file_write_atomic(p, "x", 1, 0644), 0);
+	assert_int_equal(ckpt_list(ck, e, 8), 2);
+	assert_int_equal(e[0].attempt, 1);
+	assert_int_equal(e[0].step, 3);
+	assert_int_equal(e[1].attempt, 0);
+	assert_int_equal(e[1].step, 5);
+	/* resume takes attempt 1's step 3 over attempt 0's step 5 */
+	assert_int_equal(ckpt_load_latest(ck, b, &got, p, sizeof(p), err,
+					  sizeof(err)),
+			 0);
+	assert_int_equal(got.step, 3);
+	assert_int_equal(got.attempt, 1);
+	assert_string_equal(got.layout, "ranks=2 dp=2 ep=1 pp=1");
+	/* the header alone */
+	memset(&got, 0, sizeof(got));
+	assert_int_equal(ckpt_peek(p, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.step, 3);
+	assert_int_equal(got.attempt, 1);
+	assert_string_equal(got.layout, "ranks=2 dp=2 ep=1 pp=1");
+	/* the old instance (attempt 0) goes on and must not publish */
+	fill_state(a, &st, 8);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 -ESTALE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "attempt 1, newer than this instance's attempt 0"));
+	snprintf(p, sizeof(p), "%s/ckpt-00000008.h5", ck);
+	assert_int_equal(access(p, F_OK), -1);
+	/* ... in the background neither, and without retrying */
+	assert_int_equal(ckpt_async_create(&w, ck, 3, 3, 1, a, err,
+					   sizeof(err)),
+			 0);
+	assert_int_equal(ckpt_async_submit(w, a, &st, err, sizeof(err)), 0);
+	assert_int_equal(ckpt_async_wait(w, err, sizeof(err)), -ESTALE);
+	ckpt_async_stats(w, &cs);
+	assert_int_equal(cs.failures, 1);
+	assert_int_equal(cs.lost, 1);
+	ckpt_async_destroy(w);
+	assert_int_equal(access(p, F_OK), -1);
+	/* a later attempt publishes; retention keeps the newest in order */
+	fill_state(a, &st, 4);
+	st.attempt = 2;
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	assert_int_equal(ckpt_prune(ck, 2), 0);
+	assert_int_equal(ckpt_list(ck, e, 8), 2);
+	assert_int_equal(e[0].attempt, 2);
+	assert_int_equal(e[1].attempt, 1);
+	snprintf(p, sizeof(p), "%s/ckpt-00000005.h5", ck);
+	assert_int_equal(access(p, F_OK), -1);
+	/* a name and its contents that disagree: refused */
+	snprintf(p, sizeof(p), "%s/ckpt-00000003-a1.h5", ck);
+	{
+		char q[PATH_MAX + 64];
+
+		snprintf(q, sizeof(q), "%s/ckpt-00000003-a7.h5", ck);
+		assert_int_equal(rename(p, q), 0);
+		assert_int_equal(ckpt_prune(ck, 8), 0);
+		/* a7 sorts first but holds attempt 1: the next is used */
+		assert_int_equal(ckpt_load_latest(ck, b, &got, p, sizeof(p),
+						  err, sizeof(err)),
+				 0);
+		assert_int_equal(got.attempt, 2);
+		assert_int_equal(got.step, 4);
+	}
+	assert_int_equal(ckpt_path(p, sizeof(p), ck, 1, -1), -EINVAL);
+	assert_int_equal(ckpt_path(p, sizeof(p), ck, 100000000L, 0), -EINVAL);
+	model_destroy(a), model_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
 		cmocka_unit_test(test_ckpt_async),
+		cmocka_unit_test(test_ckpt_attempts),
 	};
 
 	sigma_log_init("test", SIGMA_LOG_ERROR);

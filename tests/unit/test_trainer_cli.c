@@ -313,13 +313,33 @@ static void test_bad_checkpoints(void **state)
 	assert_true(train_cli_out_has("not an HDF5 file"));
 }
 
+/* until path holds a training step's line (the signal handlers are in
+ * place by then), at most 120 s: a loaded machine starts slowly */
+static void wait_for_step(const char *path)
+{
+	for (int i = 0; i < 1200; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		bool hit = false;
+
+		if (sigma_file_read(path, 1 << 20, &buf, &len) == 0) {
+			hit = strstr(buf, "\nstep ") != NULL;
+			free(buf);
+		}
+		if (hit)
+			return;
+		usleep(100 * 1000);
+	}
+	fail_msg("%s: no step line after 120 s", path);
+}
+
 static void test_signals(void **state)
 {
 	int sigs[2] = { SIGUSR1, SIGTERM };
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		char cmd[PATH_MAX * 4], ck[PATH_MAX + 16];
+		char cmd[PATH_MAX * 4], ck[PATH_MAX + 16], out[PATH_MAX + 16];
 		pid_t pid;
 		int st;
 
@@ -328,13 +348,15 @@ static void test_signals(void **state)
 			 "exec %s --train %s " SMALL
 			 "--steps 99999 --ckpt-dir %s > %s/sig.out 2>&1",
 			 prog, train_tok, ck, dir);
+		snprintf(out, sizeof(out), "%s/sig.out", dir);
+		unlink(out); /* the previous run's */
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 			_exit(127);
 		}
-		usleep(700 * 1000);
+		wait_for_step(out);
 		assert_int_equal(kill(pid, sigs[i]), 0);
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_true(WIFEXITED(st));
@@ -351,15 +373,16 @@ static void test_signals(void **state)
 		int st;
 
 		snprintf(cmd, sizeof(cmd),
-			 "exec %s --train %s " SMALL "--steps 99999 > /dev/null 2>&1",
-			 prog, train_tok);
+			 "exec %s --train %s " SMALL "--steps 99999 > %s/sig0.out 2>&1",
+			 prog, train_tok, dir);
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 			_exit(127);
 		}
-		usleep(500 * 1000);
+		snprintf(cmd, sizeof(cmd), "%s/sig0.out", dir);
+		wait_for_step(cmd);
 		kill(pid, SIGUSR1);
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_int_equal(WEXITSTATUS(st), 69);

@@ -19,18 +19,27 @@ ckpt_setup() {
 }
 
 # spares_free: the new node sets take n5 or n6, which sigmad keeps in its
-# reservation: stop sigmad and delete the reservation for the test, and
-# start sigmad afresh (it reserves the spares again) at the end
+# reservation: stop sigmad (only a process that is sigmad: a stale pid
+# file may name anything) and delete the reservation for the test; start
+# sigmad again at the end (it reserves the spares again)
 spares_free() {
-	[ -f "$SIGMA_TESTBED_DIR/run/sigmad.pid" ] || {
-		scontrol delete reservation=sigma_spares 2>/dev/null
-		return 0
-	}
-	# shellcheck source=tests/cluster/sigmad-lib.sh
-	. "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
-	sigmad_alive && sigmad_stop
+	local p
+	SIGMAD_WAS_UP=0
+	p=$(cat "$SIGMA_TESTBED_DIR/run/sigmad.pid" 2>/dev/null)
+	if [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sigmad ]; then
+		kill "$p"
+		until_true 20 sh -c "! kill -0 $p 2>/dev/null" || fail "sigmad $p did not stop"
+		SIGMAD_WAS_UP=1
+	fi
 	scontrol delete reservation=sigma_spares 2>/dev/null
-	trap 'sigmad_fresh >/dev/null' EXIT
+	trap spares_back EXIT
+}
+spares_back() {
+	[ "$SIGMAD_WAS_UP" = 1 ] || return 0
+	"$SIGMA_BUILDDIR/sbin/sigmad" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" \
+		--pidfile "$SIGMA_TESTBED_DIR/run/sigmad.pid" \
+		--logfile "$SIGMA_TESTBED_DIR/log/sigmad.log" ||
+		echo "warning: sigmad did not start again" >&2
 }
 
 # run4 NAME NODES WANT_RC [FLAGS]: 4 ranks, one per node, shared

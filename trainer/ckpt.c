@@ -962,16 +962,59 @@ int ckpt_peek(const char *path, struct ckpt_state *st, char *err,
 
 static const char *const diff_groups[3] = { "model", "optim/m", "optim/v" };
 
-/* steps and bases of dir/diff-SSSSSSSS-base-BBBBBBBB.h5, newest first */
+/*
+ * dir/diff-SSSSSSSS-base-BBBBBBBB.h5 (attempt 0) and
+ * diff-SSSSSSSS-base-BBBBBBBB-aN.h5 (attempt N > 0), newest first in
+ * (attempt, step) order, as the full checkpoints
+ */
 struct diff_name {
 	long step, base;
+	int attempt;
 };
 
 static int cmp_diff_desc(const void *a, const void *b)
 {
 	const struct diff_name *x = a, *y = b;
 
+	if (x->attempt != y->attempt)
+		return x->attempt < y->attempt ? 1 : -1;
 	return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
+}
+
+/* 8 decimal digits at s */
+static bool digits8(const char *s, long *v)
+{
+	*v = 0;
+	for (int i = 0; i < 8; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return true;
+}
+
+static bool parse_diff_name(const char *name, struct diff_name *dn)
+{
+	const char *t = name + 27;
+	long a = 0;
+
+	if (strlen(name) < 30 || strncmp(name, "diff-", 5) ||
+	    !digits8(name + 5, &dn->step) || strncmp(name + 13, "-base-", 6) ||
+	    !digits8(name + 19, &dn->base) || dn->base >= dn->step)
+		return false;
+	if (!strcmp(t, ".h5")) {
+		dn->attempt = 0;
+		return true;
+	}
+	if (strncmp(t, "-a", 2) || t[2] < '1' || t[2] > '9')
+		return false;
+	for (t += 2; *t >= '0' && *t <= '9'; t++) {
+		a = a * 10 + (*t - '0');
+		if (a > CKPT_ATTEMPT_MAX)
+			return false;
+	}
+	dn->attempt = (int)a;
+	return !strcmp(t, ".h5");
 }
 
 static int list_diffs(const char *dir, struct diff_name *out, int max)
@@ -982,29 +1025,22 @@ static int list_diffs(const char *dir, struct diff_name *out, int max)
 
 	if (!d)
 		return -errno;
-	while ((e = readdir(d)) && n < max) {
-		char tail[8];
-		long s, b;
-
-		if (strlen(e->d_name) != 30 ||
-		    sscanf(e->d_name, "diff-%8ld-base-%8ld%3s", &s, &b,
-			   tail) != 3 ||
-		    strcmp(tail, ".h5") || s < 0 || b < 0 || b >= s)
-			continue;
-		out[n].step = s;
-		out[n].base = b;
-		n++;
-	}
+	while ((e = readdir(d)) && n < max)
+		if (parse_diff_name(e->d_name, &out[n]))
+			n++;
 	closedir(d);
 	qsort(out, n, sizeof(*out), cmp_diff_desc);
 	return n;
 }
 
-static int diff_path(char *buf, size_t len, const char *dir, long step,
-		     long base)
+static int diff_path(char *buf, size_t len, const char *dir,
+		     const struct diff_name *dn)
 {
-	return sigma_snprintf(buf, len, "%s/diff-%08ld-base-%08ld.h5", dir,
-			      step, base);
+	if (dn->attempt == 0)
+		return sigma_snprintf(buf, len, "%s/diff-%08ld-base-%08ld.h5",
+				      dir, dn->step, dn->base);
+	return sigma_snprintf(buf, len, "%s/diff-%08ld-base-%08ld-a%d.h5",
+			      dir, dn->step, dn->base, dn->attempt);
 }
 
 /* the checksum that names a state: params, m, v tensor by tensor */
@@ -1227,7 +1263,7 @@ static int diff_write_block(struct ctx *c, hid_t f, int blk,
  * earlier instance of the job that went on from another full
  * checkpoint) is superseded by the one just published.
  */
-static void diff_drop_others(const char *dir, long step, long base)
+static void diff_drop_others(const char *dir, const struct diff_name *me)
 {
 	struct diff_name dn[64];
 	int n = list_diffs(dir, dn, 64);
@@ -1235,10 +1271,26 @@ static void diff_drop_others(const char *dir, long step, long base)
 	for (int i = 0; i < n; i++) {
 		char p[PATH_MAX];
 
-		if (dn[i].step == step && dn[i].base != base &&
-		    !diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+		if (dn[i].step == me->step &&
+		    (dn[i].base != me->base || dn[i].attempt != me->attempt) &&
+		    !diff_path(p, sizeof(p), dir, &dn[i]))
 			unlink(p);
 	}
+}
+
+/* check_not_stale, and no differential of a newer attempt either */
+static int diff_not_stale(const char *dir, const struct ckpt_state *st,
+			  char *err, size_t len)
+{
+	int attempt = -1;
+	long step = ckpt_diff_newest(dir, &attempt);
+
+	if (step >= 0 && attempt > st->attempt)
+		return sigma_set_err(err, len, ESTALE,
+				     "%s holds a differential of step %ld of attempt %d, newer than this instance's attempt %d: an old instance of the job, it does not publish step %ld",
+				     dir, step, attempt, st->attempt,
+				     st->step);
+	return check_not_stale(dir, st, err, len);
 }
 
 int ckpt_write_diff(const char *dir, const struct model *m,
@@ -1250,6 +1302,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	char tmp[PATH_MAX], final[PATH_MAX];
 	struct ctx c = { tmp, err, len };
 	struct ckpt_diff_stats local;
+	struct diff_name me = { st->step, b ? b->step : -1, st->attempt };
 	size_t maxn = 0;
 	float *host = NULL;
 	uint32_t *enc = NULL, *scratch = NULL;
@@ -1275,17 +1328,20 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	    H5Zfilter_avail(H5Z_FILTER_SHUFFLE) <= 0)
 		return sigma_set_err(err, len, ENOTSUP,
 				     "this HDF5 library lacks the deflate or shuffle filter");
-	if (diff_path(final, sizeof(final), dir, st->step, b->step) ||
-	    sigma_snprintf(tmp, sizeof(tmp),
-			   "%s/.diff-%08ld-base-%08ld.h5.tmp-%ld", dir,
-			   st->step, b->step, (long)getpid()))
+	if (st->attempt < 0 || st->attempt > CKPT_ATTEMPT_MAX)
+		return sigma_set_err(err, len, EINVAL,
+				     "differential of step %ld: attempt %d out of range",
+				     st->step, st->attempt);
+	if (diff_path(final, sizeof(final), dir, &me) ||
+	    sigma_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir,
+			   strrchr(final, '/') + 1, (long)getpid()))
 		return sigma_set_err(err, len, ENAMETOOLONG,
 				     "%s: checkpoint path too long", dir);
 	rc = sigma_mkdir_p(dir, 0755);
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
 				     dir, strerror(-rc));
-	rc = check_not_stale(dir, st, err, len);
+	rc = diff_not_stale(dir, st, err, len);
 	if (rc)
 		return rc;
 	for (int i = 0; i < m->ntensors; i++)
@@ -1315,6 +1371,8 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	rc = attr_str(&c, f, "format", CKPT_DIFF_FORMAT) ?:
 	     attr_i32(&c, f, "format_version", CKPT_DIFF_VERSION) ?:
 	     attr_i64(&c, f, "step", st->step) ?:
+	     attr_i32(&c, f, "attempt", st->attempt) ?:
+	     (st->layout[0] ? attr_str(&c, f, "layout", st->layout) : 0) ?:
 	     attr_i64(&c, f, "base_step", b->step) ?:
 	     attr_u64(&c, f, "base_checksum", b->checksum) ?:
 	     attr_str(&c, f, "base_file", b->file) ?:
@@ -1366,7 +1424,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		goto out;
 	}
 	/* again at the last moment, as for a full checkpoint */
-	rc = check_not_stale(dir, st, err, len);
+	rc = diff_not_stale(dir, st, err, len);
 	if (rc)
 		goto out;
 	if (rename(tmp, final) < 0) {
@@ -1380,7 +1438,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
 		goto out;
 	}
-	diff_drop_others(dir, st->step, b->step);
+	diff_drop_others(dir, &me);
 	if (stat(final, &sb) == 0)
 		ds->bytes = (uint64_t)sb.st_size;
 	ds->base_step = b->step;
@@ -1673,7 +1731,7 @@ int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
 	}
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.step = (long)step;
-	rc = rc ?: read_state(&c, f, &tmp);
+	rc = rc ?: read_state(&c, f, &tmp) ?: read_origin(&c, f, &tmp);
 	if (rc)
 		goto out;
 	/* all of it is good: only now touch the model */
@@ -1696,12 +1754,21 @@ bool ckpt_is_diff(const char *path)
 	return !strncmp(slash ? slash + 1 : path, "diff-", 5);
 }
 
+long ckpt_diff_newest(const char *dir, int *attempt)
+{
+	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
+	int n = dn ? list_diffs(dir, dn, CKPT_MAX_LISTED) : -ENOMEM;
+	long step = n > 0 ? dn[0].step : -1;
+
+	if (attempt)
+		*attempt = n > 0 ? dn[0].attempt : -1;
+	free(dn);
+	return step;
+}
+
 long ckpt_diff_newest_step(const char *dir)
 {
-	struct diff_name dn[64];
-	int n = list_diffs(dir, dn, 64);
-
-	return n > 0 ? dn[0].step : -1;
+	return ckpt_diff_newest(dir, NULL);
 }
 
 int ckpt_load_latest_diff(const char *dir, struct model *m,
@@ -1710,7 +1777,7 @@ int ckpt_load_latest_diff(const char *dir, struct model *m,
 {
 	struct diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
 	long full = -1;
-	int rc, nd;
+	int rc, nd, full_attempt;
 
 	if (!dn)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
@@ -1730,20 +1797,26 @@ int ckpt_load_latest_diff(const char *dir, struct model *m,
 		return rc;
 	}
 	full = st->step;
-	for (int i = 0; i < nd && dn[i].step > full; i++) {
+	full_attempt = st->attempt;
+	/* newer in (attempt, step) order than the full one, newest first */
+	for (int i = 0; i < nd && (dn[i].attempt > full_attempt ||
+				   (dn[i].attempt == full_attempt &&
+				    dn[i].step > full));
+	     i++) {
 		char p[PATH_MAX], why[1024];
 		struct ckpt_state ds;
 
-		if (diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+		if (diff_path(p, sizeof(p), dir, &dn[i]))
 			continue;
 		if (ckpt_read_diff(p, m, &ds, why, sizeof(why)) != 0) {
 			sigma_warn("differential checkpoint refused: %s; trying an older one",
 				   why);
 			continue;
 		}
-		if (ds.step != dn[i].step) {
-			sigma_warn("differential checkpoint %s refused: it holds step %ld, its name says %ld",
-				   p, ds.step, dn[i].step);
+		if (ds.step != dn[i].step || ds.attempt != dn[i].attempt) {
+			sigma_warn("differential checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
+				   p, ds.step, ds.attempt, dn[i].step,
+				   dn[i].attempt);
 			/* m holds that file's state now: the full one again */
 			rc = ckpt_load_latest(dir, m, st, path, plen, err,
 					      len);
@@ -1792,7 +1865,7 @@ static int diff_prune(const char *dir, int keep, const long *steps, int ns,
 			dn[k++] = dn[i];
 			continue;
 		}
-		if (!diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base))
+		if (!diff_path(p, sizeof(p), dir, &dn[i]))
 			unlink(p);
 	}
 	*kept = k;
@@ -1807,10 +1880,10 @@ int ckpt_diff_discard_after(const char *dir, long step)
 	if (!dn)
 		return -ENOMEM;
 	nd = list_diffs(dir, dn, CKPT_MAX_LISTED);
-	for (int i = 0; i < nd && dn[i].step > step; i++) {
+	for (int i = 0; i < nd; i++) {
 		char p[PATH_MAX];
 
-		if (!diff_path(p, sizeof(p), dir, dn[i].step, dn[i].base) &&
+		if (dn[i].step > step && !diff_path(p, sizeof(p), dir, &dn[i]) &&
 		    unlink(p) == 0)
 			removed++;
 	}

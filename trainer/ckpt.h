@@ -122,7 +122,8 @@ int ckpt_prune(const char *dir, int keep);
 
 /*
  * Differential checkpoints (docs/checkpoint-format.md, "Differential
- * checkpoints"): dir/diff-SSSSSSSS-base-BBBBBBBB.h5 holds the state at
+ * checkpoints"): dir/diff-SSSSSSSS-base-BBBBBBBB.h5 (-aN.h5 when
+ * written by attempt N > 0) holds the state at
  * step S as, per tensor, nothing (bit-identical to the base), a lossless
  * delta (delta.h) or the tensor whole, against the full checkpoint of
  * step B in the same directory, named by its file name and the checksum
@@ -176,16 +177,19 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
 		   char *err, size_t len);
 /*
- * ckpt_load_latest, then any newer valid differential of dir (newest
- * first; one whose base is missing, damaged or replaced is refused with
- * a warning). Returns as ckpt_load_latest; path says which file.
+ * ckpt_load_latest, then any valid differential of dir newer in
+ * (attempt, step) order, newest first (one whose base is missing,
+ * damaged or replaced is refused with a warning). Returns as
+ * ckpt_load_latest; path says which file.
  */
 int ckpt_load_latest_diff(const char *dir, struct model *m,
 			  struct ckpt_state *st, char *path, size_t plen,
 			  char *err, size_t len);
 /* whether path names a differential */
 bool ckpt_is_diff(const char *path);
-/* the newest differential's step named in dir (not validated), -1 none */
+/* the newest differential named in dir in (attempt, step) order (not
+ * validated): its step and attempt, -1 none */
+long ckpt_diff_newest(const char *dir, int *attempt);
 long ckpt_diff_newest_step(const char *dir);
 /* remove the differentials of steps above step (after a rollback to
  * step, they belong to an abandoned run); how many, or -errno */

@@ -127,16 +127,18 @@ static int list_local(const struct dist *d, const struct resume_args *a,
 		closedir(dh);
 	}
 	if (d->rank == 0 && a->shared_dir && *a->shared_dir) {
-		int att = 0;
-		long ds = ckpt_diff_newest_step(a->shared_dir);
+		int att = 0, da = -1;
+		long ds = ckpt_diff_newest(a->shared_dir, &da);
 
 		*shared_newest = ckpt_newest(a->shared_dir, &att);
 		add_dir(a->shared_dir, 0, F_SHARED, a->layout, loc, n);
-		/* differentials carry no attempt: their base's, the newest
-		 * full one; ckpt_load_latest_diff reads base + differential */
-		if (ds > *shared_newest && *shared_newest >= 0 &&
+		/* the newest differential, when newer in (attempt, step)
+		 * order than the newest full one: ckpt_load_latest_diff
+		 * reads base + differential */
+		if (ds >= 0 && *shared_newest >= 0 &&
+		    (da > att || (da == att && ds > *shared_newest)) &&
 		    *n < MAX_REC) {
-			loc[*n].r = (struct rec){ 0, ds, att,
+			loc[*n].r = (struct rec){ 0, ds, da,
 						  F_USED | F_SHARED | F_DIFF };
 			sigma_strlcpy(loc[*n].path, a->shared_dir,
 				      sizeof(loc[*n].path));

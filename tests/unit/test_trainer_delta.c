@@ -734,6 +734,77 @@ static void test_ckpt_diff_prune(void **state)
 	model_destroy(a);
 }
 
+/*
+ * Attempts: a requeued attempt's differentials carry it in their names;
+ * its differential wins over a newer step of an old instance, which may
+ * not publish one after the newer attempt did.
+ */
+static void test_ckpt_diff_attempts(void **state)
+{
+	struct model *a = small(), *b = small();
+	struct ckpt_state st, got;
+	struct ckpt_base base;
+	char ck[PATH_MAX], p[PATH_MAX], p10[PATH_MAX], err[1024];
+	float *s10 = malloc(sizeof(float) * 3 * a->nparams);
+
+	(void)state;
+	assert_non_null(s10);
+	snprintf(ck, sizeof(ck), "%s/att", dir);
+	assert_int_equal(ckpt_base_init(&base, a, err, sizeof(err)), 0);
+	fill_state(a, &st, 8);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+				    sizeof(err)),
+			 0);
+	ckpt_base_set(&base, a, NULL, 8, p);
+	/* the old instance (attempt 0) gets to step 12 */
+	for (int i = 0; i < 4; i++)
+		step_state(a, &st, 100 + (uint64_t)i);
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p,
+					 sizeof(p), err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(p, "/diff-00000012-base-00000008.h5"));
+	/* attempt 1 resumed from 8, on other data: step 10 */
+	memcpy(a->params, base.state, sizeof(float) * a->nparams);
+	memcpy(a->m, base.state + a->nparams, sizeof(float) * a->nparams);
+	memcpy(a->v, base.state + 2 * a->nparams, sizeof(float) * a->nparams);
+	st.step = 8;
+	st.attempt = 1;
+	step_state(a, &st, 7);
+	step_state(a, &st, 8);
+	copy_state(s10, a);
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p10,
+					 sizeof(p10), err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(p10, "/diff-00000010-base-00000008-a1.h5"));
+	assert_int_equal(ckpt_read_diff(p10, b, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.attempt, 1);
+	/* the newer attempt's differential, not the old instance's newer
+	 * step */
+	assert_int_equal(ckpt_load_latest_diff(ck, b, &got, p, sizeof(p), err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(p, p10);
+	assert_int_equal(got.step, 10);
+	assert_state(b, s10);
+	{
+		int att = -1;
+
+		assert_int_equal(ckpt_diff_newest(ck, &att), 10);
+		assert_int_equal(att, 1);
+	}
+	/* the old instance may not publish any more */
+	st.attempt = 0;
+	st.step = 14;
+	assert_int_equal(ckpt_write_diff(ck, a, NULL, &st, &base, NULL, p,
+					 sizeof(p), err, sizeof(err)),
+			 -ESTALE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "attempt 1"));
+	ckpt_base_fini(&base);
+	free(s10);
+	model_destroy(a), model_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -747,6 +818,7 @@ int main(void)
 	    cmocka_unit_test(test_ckpt_diff_async),
 	    cmocka_unit_test(test_ckpt_diff_fallback),
 	    cmocka_unit_test(test_ckpt_diff_prune),
+	    cmocka_unit_test(test_ckpt_diff_attempts),
 	};
 
 	sigma_log_init("test_trainer_delta", SIGMA_LOG_WARN);

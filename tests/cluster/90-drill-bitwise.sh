@@ -50,7 +50,8 @@ until_true 240 drill_ended "$jid" || fail "job $jid did not end: $(jstate "$jid"
 grep -q "^done: $STEPS steps" "$out" || fail "the drill run failed: $(tail -n 5 "$out")"
 
 a=$(ckdir ref)/ckpt-$(printf %08d "$STEPS").h5
-b=$(ckdir drill)/ckpt-$(printf %08d "$STEPS").h5
+# written by the third attempt (SIGMA_ATTEMPT 2): its name carries it
+b=$(ckdir drill)/ckpt-$(printf %08d "$STEPS")-a2.h5
 [ -f "$a" ] && [ -f "$b" ] || fail "final checkpoints missing: $a $b"
 for g in /model /optim/m /optim/v; do
 	h5diff "$a" "$b" $g $g >/dev/null || fail "$g after $STEPS steps differs from the uninterrupted run"

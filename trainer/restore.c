@@ -54,26 +54,28 @@ static int check_input(const struct restore_input *in, char *err, size_t len)
 	    (in->ncopies > 0 && !in->copies) || in->nshared < 0 ||
 	    in->nshared > RESTORE_MAX_COPIES ||
 	    (in->nshared > 0 && !in->shared))
-		return sigma_set_err(err, len, EINVAL,
-				     "restore plan: %d copies, %d shared checkpoints: out of range",
-				     in->ncopies, in->nshared);
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "restore plan: %d copies, %d shared checkpoints: out of range",
+		    in->ncopies, in->nshared);
 	for (int i = 0; i < in->ncopies; i++) {
 		const struct restore_copy *c = &in->copies[i];
 
 		if (c->holder < 0 || c->holder >= in->nranks || c->shard < 0 ||
-		    (c->same_layout && c->shard >= in->nranks) ||
-		    c->step < 0 || c->attempt < 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "restore plan: copy %d (rank %d, shard %d, step %ld, attempt %d) is out of range for %d ranks",
-					     i, c->holder, c->shard, c->step,
-					     c->attempt, in->nranks);
+		    (c->same_layout && c->shard >= in->nranks) || c->step < 0 ||
+		    c->attempt < 0)
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "restore plan: copy %d (rank %d, shard %d, step %ld, attempt %d) is out of range for %d ranks",
+			    i, c->holder, c->shard, c->step, c->attempt,
+			    in->nranks);
 	}
 	for (int i = 0; i < in->nshared; i++)
 		if (in->shared[i].step < 0 || in->shared[i].attempt < 0)
-			return sigma_set_err(err, len, EINVAL,
-					     "restore plan: shared checkpoint %d (step %ld, attempt %d) is out of range",
-					     i, in->shared[i].step,
-					     in->shared[i].attempt);
+			return sigma_set_err(
+			    err, len, EINVAL,
+			    "restore plan: shared checkpoint %d (step %ld, attempt %d) is out of range",
+			    i, in->shared[i].step, in->shared[i].attempt);
 	return 0;
 }
 
@@ -107,8 +109,8 @@ static int cmp_copy(const void *a, const void *b)
  * described in why.
  */
 static bool plan_tier1(const struct restore_input *in,
-		       const struct restore_copy *const *order, int n, int *src, long *step, int *attempt, char *why,
-		       size_t wlen)
+		       const struct restore_copy *const *order, int n, int *src,
+		       long *step, int *attempt, char *why, size_t wlen)
 {
 	bool described = false;
 	int i = 0;
@@ -138,10 +140,10 @@ static bool plan_tier1(const struct restore_input *in,
 			if (src[k] < 0)
 				missing = k;
 		if (!described) {
-			snprintf(why, wlen,
-				 "tier 1: newest step %ld (attempt %d) has no valid copy of shard %d (%d of %d shards)",
-				 g->step, g->attempt, missing, have,
-				 in->nranks);
+			snprintf(
+			    why, wlen,
+			    "tier 1: newest step %ld (attempt %d) has no valid copy of shard %d (%d of %d shards)",
+			    g->step, g->attempt, missing, have, in->nranks);
 			described = true;
 		}
 		i = j;
@@ -189,9 +191,9 @@ int restore_plan(const struct restore_input *in, struct restore_plan *p,
 			p->newest_attempt = s->attempt;
 		}
 		if (!s->bad &&
-		    (best2 < 0 || restore_cmp(s->attempt, s->step,
-					      in->shared[best2].attempt,
-					      in->shared[best2].step) > 0))
+		    (best2 < 0 ||
+		     restore_cmp(s->attempt, s->step, in->shared[best2].attempt,
+				 in->shared[best2].step) > 0))
 			best2 = i;
 	}
 
@@ -213,22 +215,23 @@ int restore_plan(const struct restore_input *in, struct restore_plan *p,
 		const struct restore_copy *c = &in->copies[i];
 
 		if (!c->same_layout && !c->bad &&
-		    (n == 0 || restore_cmp(c->attempt, c->step,
-					   order[0]->attempt,
-					   order[0]->step) > 0)) {
-			snprintf(p->why, sizeof(p->why),
-				 "tier 1: the layout changed since step %ld (attempt %d) was written",
-				 c->step, c->attempt);
+		    (n == 0 ||
+		     restore_cmp(c->attempt, c->step, order[0]->attempt,
+				 order[0]->step) > 0)) {
+			snprintf(
+			    p->why, sizeof(p->why),
+			    "tier 1: the layout changed since step %ld (attempt %d) was written",
+			    c->step, c->attempt);
 			break;
 		}
 	}
 	if (t1 && best2 >= 0 &&
 	    restore_cmp(a1, s1, in->shared[best2].attempt,
 			in->shared[best2].step) < 0) {
-		snprintf(p->why, sizeof(p->why),
-			 "the shared tier is newer (step %ld, attempt %d) than tier 1 (step %ld, attempt %d)",
-			 in->shared[best2].step, in->shared[best2].attempt, s1,
-			 a1);
+		snprintf(
+		    p->why, sizeof(p->why),
+		    "the shared tier is newer (step %ld, attempt %d) than tier 1 (step %ld, attempt %d)",
+		    in->shared[best2].step, in->shared[best2].attempt, s1, a1);
 		t1 = false;
 	}
 	if (t1) {
@@ -243,14 +246,14 @@ int restore_plan(const struct restore_input *in, struct restore_plan *p,
 			goto fail;
 		}
 		for (int k = 0; k < in->nranks; k++) {
-			const struct restore_copy *c = &in->copies[p->source[k]];
+			const struct restore_copy *c =
+			    &in->copies[p->source[k]];
 
 			if (c->replica)
 				p->from_replica++;
 			if (c->holder != k)
-				p->xfer[p->nxfer++] = (struct restore_transfer){
-					k, c->holder, k
-				};
+				p->xfer[p->nxfer++] =
+				    (struct restore_transfer){k, c->holder, k};
 		}
 	} else {
 		free(p->source);
@@ -265,8 +268,8 @@ int restore_plan(const struct restore_input *in, struct restore_plan *p,
 		}
 	}
 	if (p->tier != RESTORE_NONE)
-		p->lost = p->newest_step > p->step ? p->newest_step - p->step
-						   : 0;
+		p->lost =
+		    p->newest_step > p->step ? p->newest_step - p->step : 0;
 	free(order);
 	return 0;
 fail:

@@ -22,11 +22,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RESTORE_MAX_RANKS 65536
+#define RESTORE_MAX_RANKS  65536
 #define RESTORE_MAX_COPIES (1 << 20)
 
 enum restore_tier {
-	RESTORE_NONE = 0, /* nothing usable anywhere: start at step 0 */
+	RESTORE_NONE = 0,  /* nothing usable anywhere: start at step 0 */
 	RESTORE_TIER1 = 1, /* node-local copies and buddy replicas */
 	RESTORE_TIER2 = 2, /* the shared checkpoint directory */
 };
@@ -34,10 +34,10 @@ enum restore_tier {
 /* one node-local checkpoint file a rank of the new allocation can read */
 struct restore_copy {
 	int holder; /* rank (new allocation) on whose node it is */
-	int shard; /* whose state: the rank of the layout that wrote it */
+	int shard;  /* whose state: the rank of the layout that wrote it */
 	long step;
 	int attempt;
-	bool replica; /* kept for a buddy rather than the holder's own */
+	bool replica;	  /* kept for a buddy rather than the holder's own */
 	bool same_layout; /* written by the layout this job runs */
 	bool bad; /* unreadable or failed its checksums: never a source */
 };
@@ -68,7 +68,7 @@ struct restore_plan {
 	enum restore_tier tier;
 	long step; /* -1 with RESTORE_NONE */
 	int attempt;
-	int shared; /* tier 2: index into input->shared; else -1 */
+	int shared;  /* tier 2: index into input->shared; else -1 */
 	int nshards; /* tier 1: = nranks; else 0 */
 	int *source; /* tier 1: per shard, the index into input->copies */
 	struct restore_transfer *xfer; /* tier 1: in the order to run them */
@@ -76,7 +76,7 @@ struct restore_plan {
 	int from_replica; /* tier 1: shards restored from a buddy's replica */
 	long newest_step; /* the newest step any copy names, valid or not */
 	int newest_attempt;
-	long lost; /* steps between that one and the chosen step, >= 0 */
+	long lost;     /* steps between that one and the chosen step, >= 0 */
 	char why[256]; /* tier 2 or none: why not tier 1 */
 };
 

@@ -26,9 +26,9 @@
 #include "comm.h"
 #include "resume.h"
 
-#define PER_DIR 16 /* newest names listed per directory */
-#define MAX_REC 128 /* records per rank */
-#define TAG_FLAG 7201
+#define PER_DIR	  16  /* newest names listed per directory */
+#define MAX_REC	  128 /* records per rank */
+#define TAG_FLAG  7201
 #define TAG_STAGE 7202
 #define TAG_STATE 7203
 
@@ -38,7 +38,7 @@ enum {
 	F_LAYOUT = 4, /* written by this job's layout */
 	F_BAD = 8,
 	F_SHARED = 16, /* a file of the shared tier (rank 0) */
-	F_DIFF = 32, /* its newest differential (read with its base) */
+	F_DIFF = 32,   /* its newest differential (read with its base) */
 };
 
 /* one line of the table, as it travels */
@@ -66,8 +66,8 @@ static long dir_shard(const char *name, bool *replica)
 	return v;
 }
 
-static void add_dir(const char *dir, long shard, int flags,
-		    const char *layout, struct local *loc, int *n)
+static void add_dir(const char *dir, long shard, int flags, const char *layout,
+		    struct local *loc, int *n)
 {
 	struct ckpt_entry e[PER_DIR];
 	int k = ckpt_list(dir, e, PER_DIR);
@@ -80,8 +80,8 @@ static void add_dir(const char *dir, long shard, int flags,
 		if (ckpt_path(l->path, sizeof(l->path), dir, e[i].step,
 			      e[i].attempt))
 			continue;
-		l->r = (struct rec){ shard, e[i].step, e[i].attempt,
-				     F_USED | flags };
+		l->r = (struct rec){shard, e[i].step, e[i].attempt,
+				    F_USED | flags};
 		if (!(flags & F_SHARED)) {
 			/* the header only: the data are verified by the
 			 * rank that reads the copy for the plan */
@@ -90,8 +90,9 @@ static void add_dir(const char *dir, long shard, int flags,
 				l->r.flags |= F_BAD;
 			} else if (ps.step != e[i].step ||
 				   ps.attempt != e[i].attempt) {
-				sigma_warn("resume: %s holds step %ld of attempt %d, its name says otherwise",
-					   l->path, ps.step, ps.attempt);
+				sigma_warn(
+				    "resume: %s holds step %ld of attempt %d, its name says otherwise",
+				    l->path, ps.step, ps.attempt);
 				l->r.flags |= F_BAD;
 			} else if (!strcmp(ps.layout, layout)) {
 				l->r.flags |= F_LAYOUT;
@@ -138,8 +139,8 @@ static int list_local(const struct dist *d, const struct resume_args *a,
 		if (ds >= 0 && *shared_newest >= 0 &&
 		    (da > att || (da == att && ds > *shared_newest)) &&
 		    *n < MAX_REC) {
-			loc[*n].r = (struct rec){ 0, ds, da,
-						  F_USED | F_SHARED | F_DIFF };
+			loc[*n].r =
+			    (struct rec){0, ds, da, F_USED | F_SHARED | F_DIFF};
 			sigma_strlcpy(loc[*n].path, a->shared_dir,
 				      sizeof(loc[*n].path));
 			(*n)++;
@@ -218,23 +219,22 @@ static int table_build(const struct dist *d, const struct rec *all,
 				if (p != 0 || t->nshared >= MAX_REC)
 					continue;
 				t->shared[t->nshared] = (struct restore_shared){
-					(long)r->step, (int)r->attempt,
-					(r->flags & F_BAD) != 0
-				};
+				    (long)r->step, (int)r->attempt,
+				    (r->flags & F_BAD) != 0};
 				t->sidx[t->nshared++] = i;
 				continue;
 			}
 			t->copies[t->ncopies] = (struct restore_copy){
-				.holder = p,
-				.shard = (int)r->shard,
-				.step = (long)r->step,
-				.attempt = (int)r->attempt,
-				.replica = (r->flags & F_REPLICA) != 0,
-				/* a shard this job does not have: another
-				 * layout whatever the header says */
-				.same_layout = (r->flags & F_LAYOUT) &&
-					       r->shard < d->size,
-				.bad = (r->flags & F_BAD) != 0,
+			    .holder = p,
+			    .shard = (int)r->shard,
+			    .step = (long)r->step,
+			    .attempt = (int)r->attempt,
+			    .replica = (r->flags & F_REPLICA) != 0,
+			    /* a shard this job does not have: another
+			     * layout whatever the header says */
+			    .same_layout =
+				(r->flags & F_LAYOUT) && r->shard < d->size,
+			    .bad = (r->flags & F_BAD) != 0,
 			};
 			t->cowner[t->ncopies] = p;
 			t->cidx[t->ncopies++] = i;
@@ -282,8 +282,7 @@ static int run_tier1(struct dist *d, struct model *m,
 			     state_is(&xs, p);
 			if (!ok) {
 				sigma_warn("resume: copy refused: %s",
-					   xs.step == p->step ? why
-							      : l->path);
+					   xs.step == p->step ? why : l->path);
 				l->r.flags |= F_BAD;
 				(*fails)++;
 			}
@@ -291,17 +290,19 @@ static int run_tier1(struct dist *d, struct model *m,
 				       TAG_FLAG);
 			if (!rc && ok)
 				rc = comm_send(d->world, buf, n3, COMM_F32,
-					       tr->to, TAG_STAGE) ?:
-				     comm_send(d->world, &xs, sizeof(xs),
-					       COMM_U8, tr->to, TAG_STATE);
+					       tr->to, TAG_STAGE)
+					 ?: comm_send(d->world, &xs, sizeof(xs),
+						      COMM_U8, tr->to,
+						      TAG_STATE);
 		} else {
 			rc = comm_recv(d->world, &ok, 1, COMM_I32, tr->from,
 				       TAG_FLAG);
 			if (!rc && ok) {
 				rc = comm_recv(d->world, buf, n3, COMM_F32,
-					       tr->from, TAG_STAGE) ?:
-				     comm_recv(d->world, st, sizeof(*st),
-					       COMM_U8, tr->from, TAG_STATE);
+					       tr->from, TAG_STAGE)
+					 ?: comm_recv(d->world, st, sizeof(*st),
+						      COMM_U8, tr->from,
+						      TAG_STATE);
 				got = rc == 0;
 			}
 		}
@@ -327,8 +328,7 @@ static int run_tier1(struct dist *d, struct model *m,
 		} else if (got) {
 			m->ops->from_host(m->params, buf, sizeof(float) * n);
 			m->ops->from_host(m->m, buf + n, sizeof(float) * n);
-			m->ops->from_host(m->v, buf + 2 * n,
-					  sizeof(float) * n);
+			m->ops->from_host(m->v, buf + 2 * n, sizeof(float) * n);
 		}
 		/* a failed transfer is counted by its sender */
 	}
@@ -337,9 +337,9 @@ out:
 	return rc;
 }
 
-int resume_restore(struct dist *d, struct model *m,
-		   const struct resume_args *a, struct ckpt_state *st,
-		   struct resume_result *res, char *err, size_t len)
+int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
+		   struct ckpt_state *st, struct resume_result *res, char *err,
+		   size_t len)
 {
 	struct local *loc = calloc(MAX_REC, sizeof(*loc));
 	struct rec *all = calloc((size_t)d->size * MAX_REC, sizeof(*all));
@@ -363,9 +363,10 @@ int resume_restore(struct dist *d, struct model *m,
 		res->rounds = round;
 		rc = exchange(d, loc, n, all);
 		if (rc) {
-			rc = sigma_set_err(err, len, EIO,
-					   "exchanging what each rank holds: %s",
-					   strerror(-rc));
+			rc =
+			    sigma_set_err(err, len, EIO,
+					  "exchanging what each rank holds: %s",
+					  strerror(-rc));
 			goto out;
 		}
 		rc = table_build(d, all, &t);
@@ -373,8 +374,8 @@ int resume_restore(struct dist *d, struct model *m,
 			rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 			goto out;
 		}
-		in = (struct restore_input){ d->size, t.copies, t.ncopies,
-					     t.shared, t.nshared };
+		in = (struct restore_input){d->size, t.copies, t.ncopies,
+					    t.shared, t.nshared};
 		rc = restore_plan(&in, &p, err, len);
 		if (rc) {
 			table_free(&t);
@@ -405,19 +406,18 @@ int resume_restore(struct dist *d, struct model *m,
 					      sizeof(res->path));
 				memset(st, 0, sizeof(*st));
 				if (((l->r.flags & F_DIFF)
-					     ? ckpt_load_latest_diff(
-						       l->path, m, st,
-						       res->path,
-						       sizeof(res->path), why,
-						       sizeof(why))
-					     : ckpt_read(l->path, m, st, why,
-							 sizeof(why))) ||
+					 ? ckpt_load_latest_diff(
+					       l->path, m, st, res->path,
+					       sizeof(res->path), why,
+					       sizeof(why))
+					 : ckpt_read(l->path, m, st, why,
+						     sizeof(why))) ||
 				    st->step != p.step ||
 				    (!(l->r.flags & F_DIFF) &&
 				     st->attempt != p.attempt)) {
-					sigma_warn("checkpoint refused: %s; trying an older one",
-						   st->step == p.step ? why
-								      : l->path);
+					sigma_warn(
+					    "checkpoint refused: %s; trying an older one",
+					    st->step == p.step ? why : l->path);
 					l->r.flags |= F_BAD;
 					ok = 0;
 					fails = 1;
@@ -430,9 +430,10 @@ int resume_restore(struct dist *d, struct model *m,
 		restore_plan_fini(&p);
 		table_free(&t);
 		if (rc) {
-			rc = sigma_set_err(err, len, EIO,
-					   "moving checkpoint shards between ranks: %s",
-					   strerror(rc < 0 ? -rc : rc));
+			rc = sigma_set_err(
+			    err, len, EIO,
+			    "moving checkpoint shards between ranks: %s",
+			    strerror(rc < 0 ? -rc : rc));
 			goto out;
 		}
 		if (res->tier == RESTORE_NONE)

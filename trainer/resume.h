@@ -19,9 +19,9 @@
 #include "restore.h"
 
 struct resume_args {
-	const char *node_dir; /* LOCAL/NODE: rank-R and replica-R inside */
+	const char *node_dir;	/* LOCAL/NODE: rank-R and replica-R inside */
 	const char *shared_dir; /* the shared tier, read by rank 0 */
-	const char *layout; /* of this job: copies of another are ignored */
+	const char *layout;	/* of this job: copies of another are ignored */
 };
 
 struct resume_result {
@@ -29,12 +29,12 @@ struct resume_result {
 	long step; /* -1: nothing anywhere, start at 0 */
 	int attempt;
 	long lost; /* steps between the newest named and the chosen one */
-	long newest_step; /* the newest step any copy names */
+	long newest_step;   /* the newest step any copy names */
 	long shared_newest; /* the newest step named in the shared tier */
 	int nshards, nxfer, from_replica, self_replica;
-	int rounds; /* plans made (1 + those after a damaged copy) */
+	int rounds;	 /* plans made (1 + those after a damaged copy) */
 	char path[4096]; /* tier 2: the file */
-	char why[256]; /* tier 2 or none: why not tier 1 */
+	char why[256];	 /* tier 2 or none: why not tier 1 */
 };
 
 /*
@@ -43,8 +43,8 @@ struct resume_result {
  * -EIO for a peer or exchange failure, -ENOMEM, -EBADMSG when copies kept
  * failing after as many plans as there were copies (err says which).
  */
-int resume_restore(struct dist *d, struct model *m,
-		   const struct resume_args *a, struct ckpt_state *st,
-		   struct resume_result *res, char *err, size_t len);
+int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
+		   struct ckpt_state *st, struct resume_result *res, char *err,
+		   size_t len);
 
 #endif /* SIGMA_TRAIN_RESUME_H */

@@ -839,6 +839,37 @@ int dist_world_mean(struct dist *d, double *v, int n)
 	return reduce_div(d, d->world, v, n, (double)d->size);
 }
 
+int dist_world_max(struct dist *d, double *v)
+{
+	size_t n = (size_t)d->size, *cnt, *dsp;
+	float *s, *r;
+	uint64_t t0;
+	int rc = -ENOMEM;
+
+	if (n == 1)
+		return 0;
+	cnt = calloc(n, sizeof(*cnt));
+	dsp = calloc(n, sizeof(*dsp));
+	s = calloc(n, sizeof(*s));
+	r = calloc(n, sizeof(*r));
+	if (cnt && dsp && s && r) {
+		for (size_t i = 0; i < n; i++) {
+			cnt[i] = 1;
+			dsp[i] = i;
+			s[i] = (float)*v;
+		}
+		t0 = now_ns();
+		rc = comm_alltoallv(d->world, s, cnt, dsp, r, cnt, dsp,
+				    COMM_F32);
+		d->comm_ns += now_ns() - t0;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			if (r[i] > *v)
+				*v = r[i];
+	}
+	free(cnt), free(dsp), free(s), free(r);
+	return rc;
+}
+
 int dist_barrier(struct dist *d)
 {
 	uint64_t t0 = now_ns();

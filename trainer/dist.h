@@ -125,6 +125,8 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 int dist_stage_mean(struct dist *d, double *v, int n);
 /* v[n] = mean over every rank. n <= MODEL_MAX_L + 1. */
 int dist_world_mean(struct dist *d, double *v, int n);
+/* *v = the largest *v over every rank. */
+int dist_world_max(struct dist *d, double *v);
 /* The error of the forward-pass reductions since the last call (0: none),
  * cleared. */
 int dist_forward_error(struct dist *d);

@@ -799,17 +799,36 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	obs.overflow = r->g.bf16 ? r->overflow : NULL;
 	if (m->cfg.E > m->cfg.K) {
 		int E = m->cfg.E, *cnt = malloc(sizeof(int) * E);
+		/* the counts of the whole batch where the data-parallel ranks
+		 * summed them; layers this rank does not compute (another
+		 * pipeline stage's) have none and give NAN */
+		bool global = m->counts_reduce && m->count_ranks > 1;
 
 		for (int l = 0; cnt && l < m->cfg.L; l++) {
 			double u;
 
-			m->ops->to_host(cnt, m->act.layer[l].counts,
+			m->ops->to_host(cnt,
+					global ? m->act.layer[l].gcounts
+					       : m->act.layer[l].counts,
 					sizeof(int) * E);
 			u = guard_imbalance(cnt, E, m->cfg.K);
 			if (isfinite(u) && !(u <= obs.imbalance))
 				obs.imbalance = u;
 		}
 		free(cnt);
+		if (r->agree_max) {
+			double v = isfinite(obs.imbalance) ? obs.imbalance
+							   : -1.0;
+
+			r->agree_rc = r->agree_max(r->agree_ctx, &v);
+			if (r->agree_rc) {
+				sigma_error(
+				    "guard: step %ld: the ranks cannot agree on the expert imbalance: %s",
+				    step, strerror(-r->agree_rc));
+				return GUARD_ACT_STOP;
+			}
+			obs.imbalance = v >= 0.0 ? v : NAN;
+		}
 	}
 	acts = guard_check(&r->g, &obs, &ev);
 	if (ev.cause != GUARD_CAUSE_NONE)

@@ -255,10 +255,18 @@ struct guard_run {
 	/*
 	 * With several data-parallel ranks: the mean over the ranks of v[n]
 	 * (0 or -errno), so that every rank sees every rank's bf16 overflows
-	 * and takes the same decision. Loss, gradient norm and expert counts
-	 * are global already. NULL: one rank. agree_rc: its last failure.
+	 * and takes the same decision. Loss and gradient norm are global
+	 * already, and so are the expert counts of a stage when its
+	 * data-parallel ranks sum them. NULL: one rank. agree_rc: its last
+	 * failure.
 	 */
 	int (*agree)(void *ctx, double *v, int n);
+	/*
+	 * With several ranks: *v = the largest *v over the ranks (0 or
+	 * -errno). The expert imbalance a rank sees is of its own pipeline
+	 * stage's layers; every rank judges the worst of all. NULL: one rank.
+	 */
+	int (*agree_max)(void *ctx, double *v);
 	void *agree_ctx;
 	int agree_size;
 	int agree_rc;

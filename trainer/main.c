@@ -676,8 +676,8 @@ static void print_config(const struct train_opts *o, const struct model *m,
 	printf("config: V=%d D=%d L=%d H=%d T=%d E=%d K=%d F=%d aux_coef=%g\n",
 	       c->V, c->D, c->L, c->H, c->T, c->E, c->K, c->F,
 	       (double)c->aux_coef);
-	printf("config: batch=%d steps=%ld lr=%g warmup=%ld lr_min_ratio=%g weight_decay=%g clip=%g seed=%llu\n",
-	       m->B, o->optim.steps, (double)o->optim.lr, o->optim.warmup,
+	printf("config: batch=%d (%d per micro-batch and rank) steps=%ld lr=%g warmup=%ld lr_min_ratio=%g weight_decay=%g clip=%g seed=%llu\n",
+	       o->batch, m->B, o->optim.steps, (double)o->optim.lr, o->optim.warmup,
 	       (double)o->optim.lr_min_ratio, (double)o->optim.weight_decay,
 	       (double)o->optim.clip, (unsigned long long)o->seed);
 	printf("config: params=%zu active_params/token=%.0f flops/token=%.4g arena=%.1f MiB\n",
@@ -1026,6 +1026,11 @@ static int guard_agree(void *ctx, double *v, int n)
 	return dist_world_mean(ctx, v, n);
 }
 
+static int guard_agree_max(void *ctx, double *v)
+{
+	return dist_world_max(ctx, v);
+}
+
 static int train(struct train_opts *o, struct dist *d)
 {
 	struct data_file train_df, val_df;
@@ -1253,6 +1258,7 @@ static int train(struct train_opts *o, struct dist *d)
 		guard_state_import(&gr.g, st.guard);
 	if (d->size > 1) {
 		gr.agree = guard_agree;
+		gr.agree_max = guard_agree_max;
 		gr.agree_ctx = d;
 		gr.agree_size = d->size;
 	}

@@ -324,6 +324,92 @@ out:
 	return rc;
 }
 
+/* ---- the guard's windows -------------------------------------------------- */
+
+static const char *const window_names[CKPT_GUARD_WINDOWS] = {
+	"window_loss", "window_gnorm", "window_imbalance"
+};
+
+/* /guard/window_*: float64 [n], the ring's storage, attribute head */
+static int write_window(struct ctx *c, hid_t g, int i,
+			const struct ckpt_state *st)
+{
+	hsize_t n = (hsize_t)st->win_n[i];
+	hid_t sp = H5Screate_simple(1, &n, NULL);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
+	int rc = 0;
+
+	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, &n) < 0 ||
+	    H5Pset_fletcher32(dcpl) < 0 ||
+	    (d = H5Dcreate2(g, window_names[i], H5T_IEEE_F64LE, sp,
+			    H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
+	    H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+		     st->win[i]) < 0)
+		rc = fail(c, EIO, "cannot write dataset guard/%s",
+			  window_names[i]);
+	if (rc == 0)
+		rc = attr_i32(c, d, "head", st->win_head[i]);
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+/* optional: absent reads as an empty window */
+static int read_window(struct ctx *c, hid_t g, int i, struct ckpt_state *st)
+{
+	const char *name = window_names[i];
+	hsize_t n = 0;
+	hid_t d, sp = -1, ty = -1;
+	int64_t head = 0;
+	int rc = 0;
+
+	st->win_n[i] = st->win_head[i] = 0;
+	if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
+		return 0;
+	d = H5Dopen2(g, name, H5P_DEFAULT);
+	if (d < 0)
+		return fail(c, EBADMSG, "cannot open dataset guard/%s", name);
+	sp = H5Dget_space(d);
+	ty = H5Dget_type(d);
+	if (sp < 0 || ty < 0 || H5Tget_class(ty) != H5T_FLOAT ||
+	    H5Tget_size(ty) != 8 || H5Sget_simple_extent_ndims(sp) != 1 ||
+	    H5Sget_simple_extent_dims(sp, &n, NULL) < 0 || n < 1 ||
+	    n > CKPT_GUARD_WINDOW) {
+		rc = fail(c, EBADMSG,
+			  "dataset guard/%s is not float64 [1..%d]", name,
+			  CKPT_GUARD_WINDOW);
+		goto out;
+	}
+	rc = read_i64(c, d, "head", &head);
+	if (rc)
+		goto out;
+	if (head < 0 || head > (int64_t)n) {
+		rc = fail(c, EBADMSG, "guard/%s: head %lld outside [0, %llu]",
+			  name, (long long)head, (unsigned long long)n);
+		goto out;
+	}
+	if (H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+		    st->win[i]) < 0) {
+		rc = fail(c, EBADMSG,
+			  "cannot read dataset guard/%s (checksum failure or damaged file)",
+			  name);
+		goto out;
+	}
+	st->win_n[i] = (int32_t)n;
+	st->win_head[i] = (int32_t)head;
+out:
+	if (ty >= 0)
+		H5Tclose(ty);
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Dclose(d);
+	return rc;
+}
+
 /* ---- write ---------------------------------------------------------------- */
 
 static int write_config(struct ctx *c, hid_t f, const struct model *m,
@@ -377,6 +463,9 @@ static int write_state(struct ctx *c, hid_t f, const struct ckpt_state *st)
 		return fail(c, EIO, "cannot create group guard");
 	for (int i = 0; !rc && i < st->nguard && i < CKPT_GUARD_MAX; i++)
 		rc = attr_i64(c, g, guard_state_name(i), st->guard[i]);
+	for (int i = 0; !rc && i < CKPT_GUARD_WINDOWS; i++)
+		if (st->win_n[i] > 0)
+			rc = write_window(c, g, i, st);
 	H5Gclose(g);
 	return rc;
 }
@@ -840,6 +929,8 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 	H5Gclose(g);
 	/* the guard group is optional; values it lacks read as 0 */
 	st->nguard = 0;
+	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++)
+		st->win_n[i] = st->win_head[i] = 0;
 	if (rc || H5Lexists(f, "guard", H5P_DEFAULT) <= 0)
 		return rc;
 	g = H5Gopen2(f, "guard", H5P_DEFAULT);
@@ -851,6 +942,8 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 			rc = read_i64(c, g, guard_state_name(i),
 				      &st->guard[i]);
 	}
+	for (int i = 0; !rc && i < CKPT_GUARD_WINDOWS; i++)
+		rc = read_window(c, g, i, st);
 	H5Gclose(g);
 	st->nguard = rc ? 0 : GUARD_STATE_N;
 	return rc;

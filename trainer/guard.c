@@ -499,6 +499,43 @@ void guard_state_import(struct guard *g, const int64_t *v)
 		g->acts[i] = (uint64_t)v[k++];
 }
 
+_Static_assert(GUARD_MAX_WINDOW <= CKPT_GUARD_WINDOW,
+	       "a checkpoint holds the guard's largest window");
+
+static struct guard_ring *window_of(struct guard *g, int i)
+{
+	return i == 0 ? &g->loss : i == 1 ? &g->gnorm : &g->imb;
+}
+
+void guard_windows_export(const struct guard *g, struct ckpt_state *st)
+{
+	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
+		const struct guard_ring *r =
+		    window_of((struct guard *)g, i);
+
+		st->win_n[i] = r->n;
+		st->win_head[i] = r->head;
+		memcpy(st->win[i], r->v, sizeof(double) * (size_t)r->n);
+	}
+}
+
+void guard_windows_import(struct guard *g, const struct ckpt_state *st)
+{
+	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
+		struct guard_ring *r = window_of(g, i);
+		int n = st->win_n[i], head = st->win_head[i];
+
+		r->n = r->head = 0;
+		/* a ring of another window size does not map: start empty */
+		if (n < 1 || n > g->cfg.window || head < 0 ||
+		    head >= g->cfg.window || (n < g->cfg.window && head != n))
+			continue;
+		memcpy(r->v, st->win[i], sizeof(double) * (size_t)n);
+		r->n = n;
+		r->head = head;
+	}
+}
+
 /* ---- fault injection ----------------------------------------------------- */
 
 int guard_inject_parse(struct guard_inject *in, const char *spec, int nlayers,

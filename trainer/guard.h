@@ -167,6 +167,14 @@ void guard_summary(FILE *f, const struct guard *g);
 /* the counters and windows as int64 values, in a fixed order */
 void guard_state_export(const struct guard *g, int64_t *v);
 void guard_state_import(struct guard *g, const int64_t *v);
+/*
+ * The windows (loss, gradient norm, expert imbalance) into or out of a
+ * checkpoint's state exactly as held (ring storage and next slot), so a
+ * resumed run judges its next steps as the uninterrupted run does. Import
+ * leaves a window empty when it does not fit this run's --guard-window.
+ */
+void guard_windows_export(const struct guard *g, struct ckpt_state *st);
+void guard_windows_import(struct guard *g, const struct ckpt_state *st);
 /* the name of value i in the checkpoint, e.g. "skip_lo", "cause_nonfinite" */
 const char *guard_state_name(int i);
 

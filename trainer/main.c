@@ -1189,6 +1189,9 @@ static int train(struct train_opts *o, struct dist *d)
 			st.rng = rs.rng;
 			st.nguard = rs.nguard;
 			memcpy(st.guard, rs.guard, sizeof(st.guard));
+			memcpy(st.win_n, rs.win_n, sizeof(st.win_n));
+			memcpy(st.win_head, rs.win_head, sizeof(st.win_head));
+			memcpy(st.win, rs.win, sizeof(st.win));
 			o->seed = rs.seed;
 		}
 		t1_resumed = true;
@@ -1233,6 +1236,9 @@ static int train(struct train_opts *o, struct dist *d)
 			st.rng = rs.rng;
 			st.nguard = rs.nguard;
 			memcpy(st.guard, rs.guard, sizeof(st.guard));
+			memcpy(st.win_n, rs.win_n, sizeof(st.win_n));
+			memcpy(st.win_head, rs.win_head, sizeof(st.win_head));
+			memcpy(st.win, rs.win, sizeof(st.win));
 			o->seed = rs.seed;
 			printf("resume: %s, continuing at step %ld\n", path,
 			       start);
@@ -1254,8 +1260,10 @@ static int train(struct train_opts *o, struct dist *d)
 		goto out;
 	}
 	gr_ready = true;
-	if (st.nguard == GUARD_STATE_N)
+	if (st.nguard == GUARD_STATE_N) {
 		guard_state_import(&gr.g, st.guard);
+		guard_windows_import(&gr.g, &st);
+	}
 	if (d->size > 1) {
 		gr.agree = guard_agree;
 		gr.agree_max = guard_agree_max;
@@ -1524,6 +1532,7 @@ recompute:
 
 		if (t1_now || full_now || diff_now) {
 			guard_state_export(&gr.g, st.guard);
+			guard_windows_export(&gr.g, &st);
 			st.nguard = GUARD_STATE_N;
 		}
 		if (t1_now) {

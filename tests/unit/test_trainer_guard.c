@@ -1,8 +1,8 @@
 /*
  * test_trainer_guard.c - the numerical guardrails as units: the detectors
  * over synthetic loss and gradient-norm series, the escalation state
- * machine, the fault-injection parser, the saved state, and the bf16
- * products against fp32.
+ * machine, the fault-injection parser, the saved state (its windows through
+ * a real checkpoint file), and the bf16 products against fp32.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,10 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "bf16.h"
+#include "ckpt.h"
+#include "model.h"
 #include "guard.h"
 #include "ops.h"
 #include "rng.h"
@@ -363,6 +366,85 @@ static void test_state_roundtrip(void **state)
 	guard_free(&other);
 }
 
+/*
+ * The windows travel through a real checkpoint file: a guard that resumes
+ * from it takes exactly the decisions of the guard that never stopped
+ * (here: the collapse judged on a window that began before the save).
+ */
+static void test_windows_roundtrip(void **state)
+{
+	struct model_config mc;
+	struct model *m = NULL;
+	struct ckpt_state *s = calloc(1, sizeof(*s)), *r = calloc(1, sizeof(*r));
+	struct guard other, small;
+	struct guard_config c = g.cfg;
+	char dir[] = "/tmp/sigma-guard-XXXXXX", path[4096], err[256];
+	struct guard_event ev, ev2;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(r);
+	assert_non_null(mkdtemp(dir));
+	model_config_small(&mc);
+	assert_int_equal(model_create(&m, &mc, 1, &sigma_ops_cpu, err,
+				      sizeof(err)), 0);
+	/* 70 steps: the rings wrap; the imbalance window holds 30 collapsed
+	 * steps, not yet enough to judge a collapse */
+	for (long i = 1; i <= 70; i++) {
+		struct guard_obs o = {.step = i, .imbalance = i > 40 ? 0.95 : 0.1};
+
+		normal_step(i, &o.loss, &o.gnorm);
+		assert_int_equal(guard_check(&g, &o, &ev), 0);
+	}
+	s->step = 70;
+	s->batch = 1;
+	guard_state_export(&g, s->guard);
+	s->nguard = GUARD_STATE_N;
+	guard_windows_export(&g, s);
+	assert_int_equal(s->win_n[0], g.cfg.window);
+	assert_int_equal(s->win_n[2], g.cfg.window);
+	assert_int_equal(g.causes[GUARD_CAUSE_COLLAPSE], 0);
+	assert_int_equal(ckpt_write(dir, m, s, path, sizeof(path), err,
+				    sizeof(err)), 0);
+	assert_int_equal(ckpt_read(path, m, r, err, sizeof(err)), 0);
+	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
+		assert_int_equal(r->win_n[i], s->win_n[i]);
+		assert_int_equal(r->win_head[i], s->win_head[i]);
+		assert_memory_equal(r->win[i], s->win[i],
+				    sizeof(double) * (size_t)s->win_n[i]);
+	}
+	assert_int_equal(guard_init(&other, &c, NSLOTS, true), 0);
+	guard_state_import(&other, r->guard);
+	guard_windows_import(&other, r);
+	/* the same observations from here: the same actions, the same step */
+	for (long i = 71; i <= 130; i++) {
+		struct guard_obs o = {.step = i, .imbalance = 0.95};
+		unsigned a, b;
+
+		normal_step(i, &o.loss, &o.gnorm);
+		a = guard_check(&g, &o, &ev);
+		b = guard_check(&other, &o, &ev2);
+		assert_int_equal(a, b);
+		assert_int_equal(ev.cause, ev2.cause);
+	}
+	assert_true(g.causes[GUARD_CAUSE_COLLAPSE] >= 1);
+	assert_int_equal(other.causes[GUARD_CAUSE_COLLAPSE],
+			 g.causes[GUARD_CAUSE_COLLAPSE]);
+	/* a run with a smaller window cannot use them: it starts empty */
+	c.window = 20;
+	assert_int_equal(guard_init(&small, &c, NSLOTS, true), 0);
+	guard_windows_import(&small, r);
+	assert_int_equal(small.loss.n, 0);
+	assert_int_equal(small.imb.n, 0);
+	guard_free(&small);
+	guard_free(&other);
+	model_destroy(m);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	free(s);
+	free(r);
+}
+
 /* ---- bf16 products ------------------------------------------------------- */
 
 static void test_bf16_round(void **state)
@@ -500,6 +582,8 @@ int main(void)
 	    cmocka_unit_test(test_disabled),
 	    cmocka_unit_test(test_config_and_names),
 	    cmocka_unit_test(test_inject_parse),
+	    cmocka_unit_test_setup_teardown(test_windows_roundtrip, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_bf16_round, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bf16_matmul, setup, teardown),
 	};

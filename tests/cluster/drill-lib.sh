@@ -31,6 +31,9 @@ drill_setup() {
 # steps, one spare per recovery; output in $d/NAME.out; prints the job id
 drill_submit() {
 	local jid
+	# a checkpoint directory left by an earlier run of the test (the job
+	# name names it) would be resumed from
+	rm -rf "$(ckdir "$1")"
 	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$1" --sigma-spares=1 \
 		--sigma-max-restarts="$2" --sigma-ckpt-every=10 --sigma-probe=quick \
 		--export="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$3,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0" \

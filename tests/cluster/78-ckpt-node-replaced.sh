@@ -21,10 +21,6 @@ ARGS="--train $d/train.tok --preset small --batch 8 --steps $STEPS
 
 log "reference: 4 ranks on n1-n4, $STEPS steps, every tier-1 copy kept"
 run4 ref n1,n2,n3,n4 0 --local-ckpt-dir "$d/local-ref" --local-ckpt-keep 100
-# the guard's rolling windows are not in checkpoints: a guard action after
-# the (unknown) resumed step would make a resumed run differ for that reason
-! grep '^guard: step' "$d/ref.out" ||
-	fail "the reference took a guard action: this comparison needs a run without"
 
 log "the same run, rank 3 on n4 killed after step 12"
 # shellcheck disable=SC2086

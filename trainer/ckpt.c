@@ -626,6 +626,107 @@ static int check_not_stale(const char *dir, const struct ckpt_state *st,
 }
 
 /*
+ * The start of every checkpoint write: tmp is .NAME.tmp-PID next to final
+ * in dir (made if missing), and *f a new HDF5 file there in the format of
+ * HDF5 1.8 and later (checksummed superblock and object headers, so damaged
+ * metadata is refused like damaged data). fapl is the caller's to close.
+ */
+static int create_tmp(struct ctx *c, const char *dir, const char *final,
+		      char *tmp, size_t tlen, hid_t *fapl, hid_t *f)
+{
+	int rc;
+
+	if (sigma_snprintf(tmp, tlen, "%s/.%s.tmp-%ld", dir,
+			   strrchr(final, '/') + 1, (long)getpid())) {
+		tmp[0] = '\0'; /* nothing to remove */
+		return sigma_set_err(c->err, c->len, ENAMETOOLONG,
+				     "%s: checkpoint path too long", dir);
+	}
+	rc = sigma_mkdir_p(dir, 0755);
+	if (rc)
+		return sigma_set_err(c->err, c->len, -rc,
+				     "%s: cannot create: %s", dir,
+				     strerror(-rc));
+	*fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (*fapl < 0 ||
+	    H5Pset_libver_bounds(*fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0)
+		return fail(c, EIO, "cannot set the file format version");
+	*f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, *fapl);
+	if (*f < 0)
+		return fail(c, EIO, "cannot create the file");
+	return 0;
+}
+
+/*
+ * The end of every checkpoint write: the completion marker last, flush,
+ * close, fsync, a last check that no newer instance published meanwhile
+ * (stale), the rename to final and the fsync of dir. *f is -1 once closed;
+ * a file whose close failed is left to the caller (close_failed).
+ */
+static int publish(struct ctx *c, hid_t *f, const char *dir,
+		   const char *final, const struct ckpt_state *st,
+		   int (*stale)(const char *, const struct ckpt_state *,
+				char *, size_t))
+{
+	int rc;
+
+	rc = attr_i32(c, *f, "complete", 1);
+	if (rc)
+		return rc;
+	if (H5Fflush(*f, H5F_SCOPE_GLOBAL) < 0)
+		return fail(c, EIO, "cannot flush");
+	if (H5Fclose(*f) < 0)
+		return fail(c, EIO, "cannot close");
+	*f = -1;
+	rc = fsync_path(c->path, O_RDONLY);
+	if (rc)
+		return fail(c, -rc, "fsync: %s", strerror(-rc));
+	rc = stale(dir, st, c->err, c->len);
+	if (rc)
+		return rc;
+	if (rename(c->path, final) < 0)
+		return fail(c, errno, "cannot rename to %s: %s", final,
+			    strerror(errno));
+	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
+	if (rc) {
+		c->path = dir;
+		return fail(c, -rc, "fsync of the directory: %s",
+			    strerror(-rc));
+	}
+	return 0;
+}
+
+/*
+ * The end of a failed write: the file closed (emptied first if its close
+ * failed), the temporary removed, and a failure that a full disk caused
+ * (errno saved, or less than a state of n floats free in dir) said as
+ * ENOSPC, naming what (e.g. "checkpoint") and the step.
+ */
+static int finish_failed(int rc, int saved, hid_t f, const char *tmp,
+			 const char *dir, size_t n, const char *what,
+			 long step, char *err, size_t len)
+{
+	unsigned long long avail = 0;
+
+	if (f >= 0)
+		close_failed(f, tmp);
+	if (rc && rc != -ESTALE && rc != -ENOSPC &&
+	    (saved == ENOSPC || saved == EDQUOT ||
+	     dir_full(dir, sizeof(float) * 3 * n, &avail))) {
+		char why[768];
+
+		sigma_strlcpy(why, err ? err : "", sizeof(why));
+		rc = sigma_set_err(err, len, ENOSPC,
+				   "%s: no space left on device (ENOSPC) for the %s of step %ld (%zu MiB, %llu MiB free): the temporary file is removed, the checkpoints already there are untouched (%s)",
+				   dir, what, step, sizeof(float) * 3 * n >> 20,
+				   avail >> 20, why);
+	}
+	if (rc && tmp[0])
+		unlink(tmp);
+	return rc;
+}
+
+/*
  * stage: NULL to read the tensors from m, or params, m and v of m's
  * layout one after the other in host memory (the asynchronous writer).
  */
@@ -639,20 +740,16 @@ static int write_file(const char *dir, const struct model *m,
 	size_t maxn = 0;
 	float *host = NULL;
 	hid_t f = -1, fapl = -1, g;
-	unsigned long long avail = 0;
 	int rc, saved;
 
 	quiet_hdf5();
+	tmp[0] = '\0';
 	if (st->step < 0 || st->step > 99999999L || st->attempt < 0 ||
 	    st->attempt > CKPT_ATTEMPT_MAX)
 		return sigma_set_err(err, len, EINVAL,
 				     "step %ld of attempt %d cannot be named",
 				     st->step, st->attempt);
-	rc = ckpt_path(final, sizeof(final), dir, st->step, st->attempt);
-	if (rc == 0)
-		rc = sigma_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir,
-				    strrchr(final, '/') + 1, (long)getpid());
-	if (rc)
+	if (ckpt_path(final, sizeof(final), dir, st->step, st->attempt))
 		return sigma_set_err(err, len, ENAMETOOLONG,
 				     "%s: checkpoint path too long", dir);
 	rc = sigma_mkdir_p(dir, 0755);
@@ -669,21 +766,9 @@ static int write_file(const char *dir, const struct model *m,
 	host = malloc(sizeof(float) * maxn);
 	if (!host)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	/*
-	 * Format of HDF5 1.8 and later: checksummed superblock and object
-	 * headers, so damaged metadata is refused like damaged data.
-	 */
-	fapl = H5Pcreate(H5P_FILE_ACCESS);
-	if (fapl < 0 ||
-	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
-		rc = fail(&c, EIO, "cannot set the file format version");
+	rc = create_tmp(&c, dir, final, tmp, sizeof(tmp), &fapl, &f);
+	if (rc)
 		goto out;
-	}
-	f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-	if (f < 0) {
-		rc = fail(&c, EIO, "cannot create the file");
-		goto out;
-	}
 	rc = attr_str(&c, f, "format", CKPT_FORMAT) ?:
 	     attr_i32(&c, f, "format_version", CKPT_VERSION) ?:
 	     attr_i64(&c, f, "step", st->step) ?:
@@ -708,65 +793,17 @@ static int write_file(const char *dir, const struct model *m,
 		goto out;
 	rc = write_optim(&c, f, st) ?: write_state(&c, f, st) ?:
 	     write_provenance(&c, f, m);
-	if (rc)
-		goto out;
-	/* last: the marker that says every byte above is in place */
-	rc = attr_i32(&c, f, "complete", 1);
-	if (rc)
-		goto out;
-	if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
-		rc = fail(&c, EIO, "cannot flush");
-		goto out;
-	}
-	if (H5Fclose(f) < 0) {
-		/* still open in the library: closed below */
-		rc = fail(&c, EIO, "cannot close");
-		goto out;
-	}
-	f = -1;
-	rc = fsync_path(tmp, O_RDONLY);
-	if (rc) {
-		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
-		goto out;
-	}
-	/* again at the last moment: a newer instance may have published
-	 * while this one wrote */
-	rc = check_not_stale(dir, st, err, len);
-	if (rc)
-		goto out;
-	if (rename(tmp, final) < 0) {
-		rc = fail(&c, errno, "cannot rename to %s: %s", final,
-			  strerror(errno));
-		goto out;
-	}
-	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
-	if (rc) {
-		c.path = dir;
-		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
-		goto out;
-	}
-	if (path)
+	/* a newer instance may have published while this one wrote */
+	if (rc == 0)
+		rc = publish(&c, &f, dir, final, st, check_not_stale);
+	if (rc == 0 && path)
 		sigma_strlcpy(path, final, plen);
 out:
 	saved = errno;
-	if (f >= 0)
-		close_failed(f, tmp);
 	if (fapl >= 0)
 		H5Pclose(fapl);
-	if (rc && rc != -ESTALE && rc != -ENOSPC &&
-	    (saved == ENOSPC || saved == EDQUOT ||
-	     dir_full(dir, sizeof(float) * 3 * n, &avail))) {
-		char why[768];
-
-		sigma_strlcpy(why, err ? err : "", sizeof(why));
-		rc = sigma_set_err(err, len, ENOSPC,
-				   "%s: no space left on device (ENOSPC) for the checkpoint of step %ld (%zu MiB, %llu MiB free): the temporary file is removed, the checkpoints already there are untouched (%s)",
-				   dir, st->step,
-				   sizeof(float) * 3 * n >> 20,
-				   (unsigned long long)(avail >> 20), why);
-	}
-	if (rc)
-		unlink(tmp);
+	rc = finish_failed(rc, saved, f, tmp, dir, n, "checkpoint", st->step,
+			   err, len);
 	free(host);
 	return rc;
 }
@@ -780,7 +817,8 @@ int ckpt_write(const char *dir, const struct model *m,
 
 /* ---- read ----------------------------------------------------------------- */
 
-static int check_header(struct ctx *c, hid_t f, int64_t *step)
+/* the root's format, its version and the completion marker */
+static int check_format(struct ctx *c, hid_t f, const char *want, int version)
 {
 	char fmt[64];
 	int64_t ver = 0, complete = 0;
@@ -789,19 +827,28 @@ static int check_header(struct ctx *c, hid_t f, int64_t *step)
 	rc = read_str(c, f, "format", fmt, sizeof(fmt));
 	if (rc)
 		return rc;
-	if (strcmp(fmt, CKPT_FORMAT))
+	if (strcmp(fmt, want))
 		return fail(c, EBADMSG, "format is \"%s\", not \"%s\"", fmt,
-			    CKPT_FORMAT);
+			    want);
 	rc = read_i64(c, f, "format_version", &ver);
 	if (rc)
 		return rc;
-	if (ver != CKPT_VERSION)
+	if (ver != version)
 		return fail(c, EBADMSG,
 			    "format version %lld, this program reads %d",
-			    (long long)ver, CKPT_VERSION);
+			    (long long)ver, version);
 	if (H5Aexists(f, "complete") <= 0 ||
 	    read_i64(c, f, "complete", &complete) || complete != 1)
 		return fail(c, EBADMSG, "not marked complete");
+	return 0;
+}
+
+static int check_header(struct ctx *c, hid_t f, int64_t *step)
+{
+	int rc = check_format(c, f, CKPT_FORMAT, CKPT_VERSION);
+
+	if (rc)
+		return rc;
 	if (step) {
 		rc = read_i64(c, f, "step", step);
 		if (rc)
@@ -1401,11 +1448,11 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	uint32_t *enc = NULL, *scratch = NULL;
 	hid_t f = -1, fapl = -1, g;
 	struct stat sb;
-	unsigned long long avail = 0;
 	double t0 = 0;
 	int rc, saved;
 
 	quiet_hdf5();
+	tmp[0] = '\0';
 	if (!ds)
 		ds = &local;
 	memset(ds, 0, sizeof(*ds));
@@ -1425,9 +1472,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		return sigma_set_err(err, len, EINVAL,
 				     "differential of step %ld: attempt %d out of range",
 				     st->step, st->attempt);
-	if (diff_path(final, sizeof(final), dir, &me) ||
-	    sigma_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir,
-			   strrchr(final, '/') + 1, (long)getpid()))
+	if (diff_path(final, sizeof(final), dir, &me))
 		return sigma_set_err(err, len, ENAMETOOLONG,
 				     "%s: checkpoint path too long", dir);
 	rc = sigma_mkdir_p(dir, 0755);
@@ -1450,17 +1495,9 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		goto out;
 	}
 	t0 = (double)sigma_now_ms();
-	fapl = H5Pcreate(H5P_FILE_ACCESS);
-	if (fapl < 0 ||
-	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
-		rc = fail(&c, EIO, "cannot set the file format version");
+	rc = create_tmp(&c, dir, final, tmp, sizeof(tmp), &fapl, &f);
+	if (rc)
 		goto out;
-	}
-	f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-	if (f < 0) {
-		rc = fail(&c, EIO, "cannot create the file");
-		goto out;
-	}
 	rc = attr_str(&c, f, "format", CKPT_DIFF_FORMAT) ?:
 	     attr_i32(&c, f, "format_version", CKPT_DIFF_VERSION) ?:
 	     attr_i64(&c, f, "step", st->step) ?:
@@ -1495,42 +1532,10 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	     attr_i32(&c, f, "tensors_same", ds->tensors[DELTA_SAME]) ?:
 	     attr_i32(&c, f, "tensors_delta", ds->tensors[DELTA_ZIGZAG]) ?:
 	     attr_i32(&c, f, "tensors_whole", ds->tensors[DELTA_WHOLE]);
+	if (rc == 0)
+		rc = publish(&c, &f, dir, final, st, diff_not_stale);
 	if (rc)
 		goto out;
-	/* last: the marker that says every byte above is in place */
-	rc = attr_i32(&c, f, "complete", 1);
-	if (rc)
-		goto out;
-	if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
-		rc = fail(&c, EIO, "cannot flush");
-		goto out;
-	}
-	if (H5Fclose(f) < 0) {
-		f = -1;
-		rc = fail(&c, EIO, "cannot close");
-		goto out;
-	}
-	f = -1;
-	rc = fsync_path(tmp, O_RDONLY);
-	if (rc) {
-		rc = fail(&c, -rc, "fsync: %s", strerror(-rc));
-		goto out;
-	}
-	/* again at the last moment, as for a full checkpoint */
-	rc = diff_not_stale(dir, st, err, len);
-	if (rc)
-		goto out;
-	if (rename(tmp, final) < 0) {
-		rc = fail(&c, errno, "cannot rename to %s: %s", final,
-			  strerror(errno));
-		goto out;
-	}
-	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
-	if (rc) {
-		c.path = dir;
-		rc = fail(&c, -rc, "fsync of the directory: %s", strerror(-rc));
-		goto out;
-	}
 	diff_drop_others(dir, &me);
 	if (stat(final, &sb) == 0)
 		ds->bytes = (uint64_t)sb.st_size;
@@ -1540,23 +1545,10 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 		sigma_strlcpy(path, final, plen);
 out:
 	saved = errno;
-	if (f >= 0)
-		H5Fclose(f);
 	if (fapl >= 0)
 		H5Pclose(fapl);
-	if (rc && rc != -ESTALE && rc != -ENOSPC &&
-	    (saved == ENOSPC || saved == EDQUOT ||
-	     dir_full(dir, sizeof(float) * 3 * n, &avail))) {
-		char why[768];
-
-		sigma_strlcpy(why, err ? err : "", sizeof(why));
-		rc = sigma_set_err(err, len, ENOSPC,
-				   "%s: no space left on device (ENOSPC) for the differential checkpoint of step %ld (%llu MiB free): the temporary file is removed, the checkpoints already there are untouched (%s)",
-				   dir, st->step, (unsigned long long)(avail >> 20),
-				   why);
-	}
-	if (rc)
-		unlink(tmp);
+	rc = finish_failed(rc, saved, f, tmp, dir, n,
+			   "differential checkpoint", st->step, err, len);
 	free(host);
 	free(enc);
 	free(scratch);
@@ -1697,26 +1689,10 @@ static int diff_check_header(struct ctx *c, hid_t f, int64_t *step,
 			     int64_t *base_step, uint64_t *base_sum,
 			     char *base_file, size_t blen)
 {
-	char fmt[64];
-	int64_t ver = 0, complete = 0;
-	int rc;
+	int rc = check_format(c, f, CKPT_DIFF_FORMAT, CKPT_DIFF_VERSION);
 
-	rc = read_str(c, f, "format", fmt, sizeof(fmt));
 	if (rc)
 		return rc;
-	if (strcmp(fmt, CKPT_DIFF_FORMAT))
-		return fail(c, EBADMSG, "format is \"%s\", not \"%s\"", fmt,
-			    CKPT_DIFF_FORMAT);
-	rc = read_i64(c, f, "format_version", &ver);
-	if (rc)
-		return rc;
-	if (ver != CKPT_DIFF_VERSION)
-		return fail(c, EBADMSG,
-			    "format version %lld, this program reads %d",
-			    (long long)ver, CKPT_DIFF_VERSION);
-	if (H5Aexists(f, "complete") <= 0 ||
-	    read_i64(c, f, "complete", &complete) || complete != 1)
-		return fail(c, EBADMSG, "not marked complete");
 	rc = read_i64(c, f, "step", step) ?:
 	     read_i64(c, f, "base_step", base_step) ?:
 	     read_u64(c, f, "base_checksum", base_sum) ?:

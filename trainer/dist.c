@@ -247,6 +247,23 @@ static int ep_return(struct dist *d, struct dist_ep *st, const int *offs,
 	return 0;
 }
 
+/* out[rows, oc] = in[rows, ic] w[e] for each local expert e of this rank
+ * (mine[E / ep]) on its expert-major rows; w[e] at w + e ic oc */
+static void ep_matmul(const struct sigma_ops *o, const struct dist_ep *st,
+		      const int *mine, int El, float *out, const float *in,
+		      const float *w, size_t ic, size_t oc)
+{
+	for (int j = 0; j < El; j++) {
+		size_t r0 = (size_t)st->roff[j];
+		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+
+		if (o1[1])
+			o->grouped_matmul_forward(out + r0 * oc, in + r0 * ic,
+						  w + (size_t)mine[j] * ic * oc,
+						  o1, 1, (int)ic, (int)oc);
+	}
+}
+
 /* the model's expert hook, forward: tokens to their experts' ranks, the
  * experts of this rank, outputs back (host memory: the CPU ops) */
 static void ep_forward(void *ctx, struct model *m, int l,
@@ -296,30 +313,10 @@ static void ep_forward(void *ctx, struct model *m, int l,
 		rc = -ENOMEM;
 	if (rc)
 		goto fail;
-	for (int j = 0; j < El; j++) {
-		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
-		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
-
-		if (!o1[1])
-			continue;
-		o->grouped_matmul_forward(st->h1.p + r0 * F, st->xr.p + r0 * D,
-					  w->w1 + e * D * F, o1, 1, (int)D,
-					  (int)F);
-		o->grouped_matmul_forward(st->h3.p + r0 * F, st->xr.p + r0 * D,
-					  w->w3 + e * D * F, o1, 1, (int)D,
-					  (int)F);
-	}
+	ep_matmul(o, st, loc + me * El, El, st->h1.p, st->xr.p, w->w1, D, F);
+	ep_matmul(o, st, loc + me * El, El, st->h3.p, st->xr.p, w->w3, D, F);
 	o->swiglu_forward(st->hs.p, st->h1.p, st->h3.p, rows * F);
-	for (int j = 0; j < El; j++) {
-		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
-		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
-
-		if (!o1[1])
-			continue;
-		o->grouped_matmul_forward(x->a.p + r0 * D, st->hs.p + r0 * F,
-					  w->w2 + e * F * D, o1, 1, (int)F,
-					  (int)D);
-	}
+	ep_matmul(o, st, loc + me * El, El, x->a.p, st->hs.p, w->w2, F, D);
 	rc = ep_return(d, st, la->offs, loc, x->a.p, D, la->eo);
 	if (rc == 0)
 		return;

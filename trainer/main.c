@@ -738,10 +738,27 @@ struct ckpt_times {
 	long finished1; /* the same, of the tier-1 writer */
 };
 
-/*
- * In the background (aw) or, with --ckpt-sync or no writer, in the loop.
- * A failure of the previous background write surfaces here.
- */
+/* hand a full or differential checkpoint to the background writer: the
+ * stall is the copy; a failure of its previous write surfaces here */
+static int save_async(struct ckpt_async *aw, const struct model *m,
+		      const struct ckpt_state *st, bool diff,
+		      struct ckpt_times *ct)
+{
+	struct ckpt_async_stats cs;
+	char err[1024];
+	int rc = diff ? ckpt_async_submit_diff(aw, m, st, err, sizeof(err))
+		      : ckpt_async_submit(aw, m, st, err, sizeof(err));
+
+	if (rc) {
+		sigma_error("checkpoint failed: %s", err);
+		return rc;
+	}
+	ckpt_async_stats(aw, &cs);
+	ct->stall_ms = cs.stall_ms;
+	return 0;
+}
+
+/* In the background (aw) or, with --ckpt-sync or no writer, in the loop. */
 static int save(const struct train_opts *o, struct ckpt_async *aw,
 		struct ckpt_base *base, const struct model *m,
 		struct ckpt_state *st, struct ckpt_times *ct)
@@ -750,18 +767,8 @@ static int save(const struct train_opts *o, struct ckpt_async *aw,
 	uint64_t t0 = sigma_now_ms();
 	int rc;
 
-	if (aw) {
-		struct ckpt_async_stats cs;
-
-		rc = ckpt_async_submit(aw, m, st, err, sizeof(err));
-		if (rc) {
-			sigma_error("checkpoint failed: %s", err);
-			return rc;
-		}
-		ckpt_async_stats(aw, &cs);
-		ct->stall_ms = cs.stall_ms;
-		return 0;
-	}
+	if (aw)
+		return save_async(aw, m, st, false, ct);
 	rc = ckpt_write(o->ckpt_dir, m, st, path, sizeof(path), err,
 			sizeof(err));
 	if (rc) {
@@ -792,18 +799,8 @@ static int save_diff(const struct train_opts *o, struct ckpt_async *aw,
 	uint64_t t0 = sigma_now_ms();
 	int rc;
 
-	if (aw) {
-		struct ckpt_async_stats cs;
-
-		rc = ckpt_async_submit_diff(aw, m, st, err, sizeof(err));
-		if (rc) {
-			sigma_error("checkpoint failed: %s", err);
-			return rc;
-		}
-		ckpt_async_stats(aw, &cs);
-		ct->stall_ms = cs.stall_ms;
-		return 0;
-	}
+	if (aw)
+		return save_async(aw, m, st, true, ct);
 	if (base->step < 0) {
 		printf("checkpoint step %ld: no full checkpoint of this run to difference against: a full one instead\n",
 		       st->step);

@@ -6,12 +6,7 @@
 # or Slurm's PMIx plugin tears the step down (srun 128 + a signal); the
 # watchdog (SIGMA_COMM_TIMEOUT) is the backstop.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
-TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
-F=/usr/share/games/fortunes
-[ -x "$TRAIN" ] || skip "sigma-train not built"
-[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
-grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
-grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_train
 
 TIMEOUT=30
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=$TIMEOUT

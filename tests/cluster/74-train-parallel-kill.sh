@@ -7,12 +7,7 @@
 # waiting for it (in a pipeline transfer or an expert all-to-all) ends the
 # step with 76 after SIGMA_COMM_TIMEOUT.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
-TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
-F=/usr/share/games/fortunes
-[ -x "$TRAIN" ] || skip "sigma-train not built"
-[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
-grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
-grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_train
 
 TIMEOUT=20
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=$TIMEOUT

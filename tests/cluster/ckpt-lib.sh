@@ -2,12 +2,7 @@
 # (78, 79), sourced after lib.sh: the trainer, a token file, the spares
 # as ordinary nodes, and a run of 4 ranks on 4 named nodes.
 
-TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
-F=/usr/share/games/fortunes
-[ -x "$TRAIN" ] || skip "sigma-train not built"
-[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
-grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
-grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_train
 command -v h5diff >/dev/null || skip "h5diff not installed"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=60
 

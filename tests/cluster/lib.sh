@@ -41,3 +41,14 @@ workdir() {
 	chown "$SIGMA_TEST_USER" "$d"
 	echo "$d"
 }
+
+# need_train: sigma-train built with PMIx and MPI, and the fortunes corpus
+# (TRAIN, F), else the test is skipped
+need_train() {
+	TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
+	F=/usr/share/games/fortunes
+	[ -x "$TRAIN" ] || skip "sigma-train not built"
+	[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
+	grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
+	grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+}

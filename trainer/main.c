@@ -1591,6 +1591,16 @@ recompute:
 		       o->optim.steps, m->loss, m->ce, ru.ru_maxrss / 1024.0);
 	}
 out:
+	/*
+	 * The run is over (its last checkpoint, if any, is complete: every
+	 * rank passed the barrier after it). From here a SIGTERM, Slurm
+	 * ending the step while this rank still waits for peers that have
+	 * left, ends the process at once instead of asking for a checkpoint
+	 * again; the slurmstepd is then gone before a requeued attempt of
+	 * the job starts the same step on this node.
+	 */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGUSR1, SIG_IGN);
 	if (d->size > 1 && t_start && st.step > start) {
 		/* each rank's own split of its step time, on stderr: ranks of
 		 * different stages and expert groups wait differently */

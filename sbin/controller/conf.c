@@ -20,6 +20,7 @@ void sigmad_config_init(struct sigmad_config *cfg)
 	sigma_strlcpy(cfg->reservation, SIGMAD_DEFAULT_RESERVATION,
 		      sizeof(cfg->reservation));
 	cfg->poll_interval_s = 5;
+	cfg->restart_delay_s = 5;
 	cfg->down_on_no_respond = true;
 	cfg->log_level = SIGMA_LOG_INFO;
 	policy_config_init(&cfg->policy);
@@ -133,6 +134,9 @@ static int config_key(const char *key, const char *value, void *arg, char *err,
 	if (!strcmp(key, "sigmad_poll_interval"))
 		return config_seconds(key, value, 1, 3600,
 				      &cfg->poll_interval_s, err, errlen);
+	if (!strcmp(key, "sigmad_restart_delay"))
+		return config_seconds(key, value, 1, 600,
+				      &cfg->restart_delay_s, err, errlen);
 	if (!strcmp(key, "sigmad_cooldown"))
 		return config_seconds(key, value, 0, 7 * 86400,
 				      &cfg->policy.cooldown_s, err, errlen);

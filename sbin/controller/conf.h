@@ -25,6 +25,7 @@ struct sigmad_config {
 	char reservation[SIGMAD_NAME_MAX];   /* sigmad_reservation */
 	char probe_command[SIGMAD_LIST_MAX]; /* sigmad_probe_command */
 	int64_t poll_interval_s;	     /* sigmad_poll_interval */
+	int64_t restart_delay_s;	     /* sigmad_restart_delay */
 	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */
 	int log_level;			     /* sigmad_log_level */
 	struct policy_config policy; /* sigmad_cooldown, _warn_grace, ... */

@@ -851,8 +851,15 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	     tok = strtok_r(NULL, ",", &save))
 		if (!list_has(exc, tok))
 			list_add(exc, sizeof(exc), tok);
-	/* +1 s: begin_time = now races the credential revocation */
-	if (ctl_slurm_pending_update(job->id, exc, v->now + 1)) {
+	/*
+	 * Not at once: begin_time = now races the credential revocation, and
+	 * the slurmstepd of the last attempt's step may still be cleaning up
+	 * on a node the job keeps (seconds after the job ended); a new
+	 * attempt's step of the same id there would find its PMIx socket
+	 * taken and fail to launch.
+	 */
+	if (ctl_slurm_pending_update(job->id, exc,
+				     v->now + c->cfg.restart_delay_s)) {
 		r->errors++;
 		return -EIO;
 	}
@@ -860,7 +867,8 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	ev_from_rec(&ev, "requeue", r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
 	(void)sigma_snprintf(ev.text, sizeof(ev.text),
-			     "exc_nodes=%s begin_time=now+1", exc);
+			     "exc_nodes=%s begin_time=now+%lld", exc,
+			     (long long)c->cfg.restart_delay_s);
 	ctl_log(c, &ev);
 	return 0;
 }

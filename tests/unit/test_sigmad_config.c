@@ -36,6 +36,7 @@ static void test_defaults_and_keys(void **state)
 	    "sigmad_reservation = sigma_spares_tb\n"
 	    "sigmad_poll_interval = 1\n"
 	    "sigmad_cooldown = 5\n"
+	    "sigmad_restart_delay = 9\n"
 	    "sigmad_warn_grace = 20\n"
 	    "sigmad_proactive = no\n"
 	    "sigmad_down_on_no_respond = off\n"
@@ -46,6 +47,7 @@ static void test_defaults_and_keys(void **state)
 	sigmad_config_init(&cfg);
 	assert_string_equal(cfg.socket_path, SIGMAD_DEFAULT_SOCKET);
 	assert_int_equal(cfg.poll_interval_s, 5);
+	assert_int_equal(cfg.restart_delay_s, 5);
 	assert_true(cfg.policy.proactive);
 	assert_int_equal(parse(&cfg, text, err, sizeof(err)), 0);
 	assert_string_equal(cfg.socket_path, "/tmp/x/sigmad.sock");
@@ -56,6 +58,7 @@ static void test_defaults_and_keys(void **state)
 			    "/usr/sbin/sigma-probe --level=full");
 	assert_int_equal(cfg.poll_interval_s, 1);
 	assert_int_equal(cfg.policy.cooldown_s, 5);
+	assert_int_equal(cfg.restart_delay_s, 9);
 	assert_int_equal(cfg.policy.warn_grace_s, 20);
 	assert_int_equal(cfg.policy.probe_retries, 2);
 	assert_false(cfg.policy.proactive);
@@ -79,6 +82,8 @@ static void test_bad_keys(void **state)
 	    {"x=1\nsigmad_poll_interval = 0\n", "sigma.conf:2:"},
 	    {"sigmad_poll_interval = 5s\n", "sigmad_poll_interval"},
 	    {"sigmad_cooldown = -1\n", "sigmad_cooldown"},
+	    {"sigmad_restart_delay = 0\n", "sigmad_restart_delay"},
+	    {"sigmad_restart_delay = 601\n", "sigmad_restart_delay"},
 	    {"sigmad_warn_grace = 999999\n", "sigmad_warn_grace"},
 	    {"sigmad_socket = relative.sock\n", "absolute"},
 	    {"sigmad_state_dir = var/lib\n", "absolute"},

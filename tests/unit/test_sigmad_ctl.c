@@ -351,7 +351,7 @@ static int setup(void **state)
 	fprintf(f,
 		"sigmad_socket=%s/s.sock\nsigmad_state_dir=%s\n"
 		"sigmad_spare_feature=spare\nsigmad_warn_grace=3\n"
-		"sigmad_cooldown=1000\n",
+		"sigmad_cooldown=1000\nsigmad_restart_delay=1\n",
 		dir, dir);
 	fclose(f);
 	sigmad_config_init(&cfg);
@@ -521,6 +521,40 @@ static void test_failure_no_crash(void **state)
 	assert_int_equal(M.requeues, 1);
 	assert_int_equal(logged("requeue"), 1);
 	assert_int_equal(logged("release"), 1);
+}
+
+/* the requeued job starts sigmad_restart_delay seconds after the requeue,
+ * not before (the last attempt's steps clean up on the nodes meanwhile) */
+static void test_restart_delay(void **state)
+{
+	struct ctl *c = NULL;
+	int64_t keep = cfg.restart_delay_s, t_req = -1;
+
+	(void)state;
+	assert_int_equal(keep, 1); /* the test configuration's value */
+	cfg.restart_delay_s = 4;
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	for (int i = 0; i < 20; i++) {
+		ticks(c, 1);
+		if (t_req < 0 && M.requeues == 1)
+			t_req = M.now;
+		if (t_req >= 0 && M.now < t_req + 4)
+			assert_true(M.job.state != CTL_J_RUNNING);
+		if (t_req >= 0 && M.job.state == CTL_J_RUNNING)
+			break;
+	}
+	ctl_destroy(c);
+	cfg.restart_delay_s = keep;
+	assert_true(t_req >= 0);
+	/* begin_time is set once the job is pending again, a tick after
+	 * the requeue; the job starts then and not before */
+	assert_true(M.job.begin >= t_req + 4 && M.job.begin <= t_req + 5);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_int_equal(M.now, M.job.begin);
 }
 
 static void test_failure_crash_everywhere(void **state)
@@ -799,6 +833,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_failure_no_crash),
 	    cmocka_unit_test(test_failure_crash_everywhere),
+	    cmocka_unit_test(test_restart_delay),
 	    cmocka_unit_test(test_warning_crash_everywhere),
 	    cmocka_unit_test(test_max_restarts),
 	    cmocka_unit_test(test_node_fail_end),

@@ -8,12 +8,7 @@
 # damaged dataset, continue from step 8, and end bitwise equal to an
 # uninterrupted run.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
-TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
-F=/usr/share/games/fortunes
-[ -x "$TRAIN" ] || skip "sigma-train not built"
-[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
-grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
-grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_train
 command -v h5diff >/dev/null || skip "h5diff not installed"
 command -v python3 >/dev/null || skip "python3 not installed"
 

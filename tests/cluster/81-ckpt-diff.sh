@@ -8,12 +8,7 @@
 # uninterrupted run.
 # A damaged newest differential is refused and the one before used.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
-TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
-F=/usr/share/games/fortunes
-[ -x "$TRAIN" ] || skip "sigma-train not built"
-[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
-grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
-grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_train
 command -v h5diff >/dev/null || skip "h5diff not installed"
 
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive SIGMA_COMM_TIMEOUT=60

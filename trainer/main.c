@@ -398,12 +398,57 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 	/* shape flags apply after the preset, whatever their order */
 	long shape[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
 	double aux = -1;
+	/* the plain integer options: range, and the long or int they set */
+	const struct {
+		int opt;
+		const char *name;
+		long lo, hi;
+		long *l;
+		int *i;
+	} ints[] = {
+		{ OPT_BATCH, "--batch", 1, 65536, NULL, &o->batch },
+		{ OPT_STEPS, "--steps", 1, 99999999, &o->optim.steps, NULL },
+		{ OPT_WARMUP, "--warmup", 0, 99999999, &o->optim.warmup, NULL },
+		{ OPT_THREADS, "--threads", 1, 1024, NULL, &o->threads },
+		{ OPT_CKPT_EVERY, "--ckpt-every", 0, 99999999, &o->ckpt_every,
+		  NULL },
+		{ OPT_CKPT_KEEP, "--ckpt-keep", 1, 1000, NULL, &o->ckpt_keep },
+		{ OPT_CKPT_FULL_EVERY, "--ckpt-full-every", 0, 99999999,
+		  &o->ckpt_full_every, NULL },
+		{ OPT_CKPT_DIFF_EVERY, "--ckpt-diff-every", 0, 99999999,
+		  &o->ckpt_diff_every, NULL },
+		{ OPT_LOCAL_KEEP, "--local-ckpt-keep", 1, 1000, NULL,
+		  &o->local_keep },
+		{ OPT_STOP_AT, "--stop-at", 1, 99999999, &o->stop_at, NULL },
+		{ OPT_DP, "--dp", 1, LAYOUT_MAX_RANKS, NULL, &o->dp },
+		{ OPT_EP, "--ep", 1, LAYOUT_MAX_RANKS, NULL, &o->ep },
+		{ OPT_PP, "--pp", 1, LAYOUT_MAX_RANKS, NULL, &o->pp },
+		{ OPT_MICRO, "--micro", 1, 4096, NULL, &o->micro },
+		{ OPT_LOG, "--log-every", 1, 99999999, &o->log_every, NULL },
+		{ OPT_EVAL, "--eval-every", 0, 99999999, &o->eval_every, NULL },
+		{ OPT_EVALB, "--eval-batches", 1, 100000, NULL,
+		  &o->eval_batches },
+	};
+	size_t k;
 	int c;
 	long v;
 	double d;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		for (k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
+			if (ints[k].opt == c)
+				break;
+		if (k < sizeof(ints) / sizeof(ints[0])) {
+			if (parse_int(ints[k].name, optarg, ints[k].lo,
+				      ints[k].hi, &v))
+				return -EINVAL;
+			if (ints[k].l)
+				*ints[k].l = v;
+			else
+				*ints[k].i = (int)v;
+			continue;
+		}
 		switch (c) {
 		case OPT_TRAIN:
 			if (copy_path("--train", optarg, o->train_path,
@@ -437,23 +482,6 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			if (copy_path("--local-ckpt-dir", optarg, o->local_dir,
 				      sizeof(o->local_dir)))
 				return -EINVAL;
-			break;
-		case OPT_CKPT_FULL_EVERY:
-			if (parse_int("--ckpt-full-every", optarg, 0, 99999999,
-				      &v))
-				return -EINVAL;
-			o->ckpt_full_every = v;
-			break;
-		case OPT_CKPT_DIFF_EVERY:
-			if (parse_int("--ckpt-diff-every", optarg, 0, 99999999,
-				      &v))
-				return -EINVAL;
-			o->ckpt_diff_every = v;
-			break;
-		case OPT_LOCAL_KEEP:
-			if (parse_int("--local-ckpt-keep", optarg, 1, 1000, &v))
-				return -EINVAL;
-			o->local_keep = (int)v;
 			break;
 		case OPT_RESUME:
 			o->resume = true;
@@ -492,25 +520,10 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 			if (parse_real("--aux-coef", optarg, 0, 100, &aux))
 				return -EINVAL;
 			break;
-		case OPT_BATCH:
-			if (parse_int("--batch", optarg, 1, 65536, &v))
-				return -EINVAL;
-			o->batch = (int)v;
-			break;
-		case OPT_STEPS:
-			if (parse_int("--steps", optarg, 1, 99999999, &v))
-				return -EINVAL;
-			o->optim.steps = v;
-			break;
 		case OPT_LR:
 			if (parse_real("--lr", optarg, 0, 10, &d))
 				return -EINVAL;
 			o->optim.lr = (float)d;
-			break;
-		case OPT_WARMUP:
-			if (parse_int("--warmup", optarg, 0, 99999999, &v))
-				return -EINVAL;
-			o->optim.warmup = v;
 			break;
 		case OPT_LRMIN:
 			if (parse_real("--lr-min-ratio", optarg, 0, 1, &d))
@@ -532,16 +545,6 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				return -EINVAL;
 			o->seed = (uint64_t)v;
 			break;
-		case OPT_THREADS:
-			if (parse_int("--threads", optarg, 1, 1024, &v))
-				return -EINVAL;
-			o->threads = (int)v;
-			break;
-		case OPT_CKPT_EVERY:
-			if (parse_int("--ckpt-every", optarg, 0, 99999999, &v))
-				return -EINVAL;
-			o->ckpt_every = v;
-			break;
 		case OPT_DEVICE:
 			if (sigma_strlcpy(o->device, optarg, sizeof(o->device)) >=
 			    sizeof(o->device)) {
@@ -549,53 +552,11 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				return -EINVAL;
 			}
 			break;
-		case OPT_STOP_AT:
-			if (parse_int("--stop-at", optarg, 1, 99999999, &v))
-				return -EINVAL;
-			o->stop_at = v;
-			break;
-		case OPT_DP:
-		case OPT_EP:
-		case OPT_PP:
-			if (parse_int(c == OPT_DP   ? "--dp"
-				      : c == OPT_EP ? "--ep"
-						    : "--pp",
-				      optarg, 1, LAYOUT_MAX_RANKS, &v))
-				return -EINVAL;
-			*(c == OPT_DP	? &o->dp
-			  : c == OPT_EP ? &o->ep
-					: &o->pp) = (int)v;
-			break;
-		case OPT_MICRO:
-			if (parse_int("--micro", optarg, 1, 4096, &v))
-				return -EINVAL;
-			o->micro = (int)v;
-			break;
 		case OPT_BUCKET:
 			if (parse_real("--grad-bucket-mb", optarg, 0.001, 4096,
 				       &d))
 				return -EINVAL;
 			o->bucket_mb = d;
-			break;
-		case OPT_CKPT_KEEP:
-			if (parse_int("--ckpt-keep", optarg, 1, 1000, &v))
-				return -EINVAL;
-			o->ckpt_keep = (int)v;
-			break;
-		case OPT_LOG:
-			if (parse_int("--log-every", optarg, 1, 99999999, &v))
-				return -EINVAL;
-			o->log_every = v;
-			break;
-		case OPT_EVAL:
-			if (parse_int("--eval-every", optarg, 0, 99999999, &v))
-				return -EINVAL;
-			o->eval_every = v;
-			break;
-		case OPT_EVALB:
-			if (parse_int("--eval-batches", optarg, 1, 100000, &v))
-				return -EINVAL;
-			o->eval_batches = (int)v;
 			break;
 		case GUARD_OPT_FIRST ... GUARD_OPT_LAST:
 			if (guard_option(&o->guard, &o->bf16, c, optarg))

@@ -18,23 +18,12 @@ ARGS="--train $d/train.tok --preset small --batch 8 --steps 20 --warmup 2
 	--seed 7 --threads 1 --log-every 1 --eval-every 0 --dp 2"
 TIERS="--local-ckpt-dir $d/local --ckpt-every 3 --ckpt-full-every 8"
 
-# run NAME WANT_RC [FLAGS]: dp 2 on n1 and n2, shared checkpoints in $d/NAME
-run() {
-	local name=$1 want=$2
-	shift 2
-	# shellcheck disable=SC2086
-	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 -w n1,n2 \
-		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
-		>> "$d/$name.out" 2>> "$d/$name.err"
-	local rc=$?
-	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
-}
 
 log "reference: dp 2, 20 steps"
-run ref 0
+train_dp2 ref 0
 log "tiers: stopped after step 10"
 # shellcheck disable=SC2086
-run t 75 $TIERS --stop-at 10
+train_dp2 t 75 $TIERS --stop-at 10
 for n in n1 n2; do
 	for s in 6 9; do
 		[ "$(ls "$d/local/$n"/*/ckpt-0000000$s.h5 | wc -l)" = 2 ] ||
@@ -52,7 +41,7 @@ log "lose rank 0's node's local copies and the shared step 10"
 lost=$(dirname "$(ls -d "$d"/local/*/rank-0)")
 rm -rf "$lost" "$d/t/ckpt-00000010.h5"
 [ -d "$(ls -d "$d"/local/*/replica-0)" ] || fail "no replica of rank 0 left"
-run t 0 $TIERS --resume
+train_dp2 t 0 $TIERS --resume
 grep -q "resume: tier 1, step 9 (attempt 0): 2 shards, 1 from a buddy's replica, 1 moved to their rank (newest shared checkpoint: 8); 0 checkpointed steps lost" "$d/t.out" ||
 	fail "did not resume from the replica at step 9: $(grep resume "$d/t.out")"
 for g in /model /optim/m /optim/v; do

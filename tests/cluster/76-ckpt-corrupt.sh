@@ -19,22 +19,11 @@ d=$(workdir ckpt-corrupt)
 ARGS="--train $d/train.tok --preset small --batch 8 --warmup 2 --seed 7
 	--threads 1 --log-every 1 --eval-every 0 --dp 2 --ckpt-every 4"
 
-# run NAME WANT_RC [FLAGS]: dp 2 on n1 and n2, checkpoints in $d/NAME
-run() {
-	local name=$1 want=$2
-	shift 2
-	# shellcheck disable=SC2086
-	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 -w n1,n2 \
-		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
-		>> "$d/$name.out" 2>> "$d/$name.err"
-	local rc=$?
-	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
-}
 
 log "reference: 16 steps"
-run ref 0 --steps 16
+train_dp2 ref 0 --steps 16
 log "stopped after step 12, checkpoints at 4, 8, 12"
-run t 75 --steps 16 --stop-at 12
+train_dp2 t 75 --steps 16 --stop-at 12
 ck=$d/t/ckpt-00000012.h5
 [ -f "$ck" ] && [ -f "$d/t/ckpt-00000008.h5" ] || fail "checkpoints missing: $(ls "$d/t")"
 size=$(stat -c %s "$ck")
@@ -52,7 +41,7 @@ with open(p, "r+b") as f:
     f.write(bytes([b[0] ^ 0xFF]))
 PY
 log "flipped the byte at offset $off of $size in $(basename "$ck")"
-run t 0 --steps 16 --resume
+train_dp2 t 0 --steps 16 --resume
 grep -q "checkpoint refused: $ck: cannot read dataset model/tok_emb (checksum failure or damaged file); trying an older one" "$d/t.err" ||
 	fail "the damaged file was not refused by name: $(grep -i refused "$d/t.err")"
 grep -q "^resume: $d/t/ckpt-00000008.h5, continuing at step 8$" "$d/t.out" ||

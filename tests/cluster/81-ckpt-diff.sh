@@ -18,16 +18,6 @@ d=$(workdir ckpt-diff)
 ARGS="--train $d/train.tok --preset small --batch 8 --steps 20 --warmup 2
 	--seed 7 --threads 1 --log-every 1 --eval-every 0 --dp 2"
 
-# run NAME WANT_RC [FLAGS]: dp 2 on two nodes, checkpoints in $d/NAME
-run() {
-	local name=$1 want=$2
-	shift 2
-	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 \
-		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
-		>> "$d/$name.out" 2>> "$d/$name.err"
-	local rc=$?
-	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
-}
 # same NAME: its final checkpoint equals the reference's, bitwise
 same() {
 	local f
@@ -40,9 +30,9 @@ same() {
 }
 
 log "reference: dp 2, 20 steps without a stop"
-run ref 0
+train_dp2 ref 0
 log "full every 8, a differential every 2, stopped after step 13"
-run diff 75 --ckpt-every 8 --ckpt-diff-every 2 --stop-at 13
+train_dp2 diff 75 --ckpt-every 8 --ckpt-diff-every 2 --stop-at 13
 for f in ckpt-00000008.h5 diff-00000010-base-00000008.h5 diff-00000012-base-00000008.h5 ckpt-00000013.h5; do
 	[ -f "$d/diff/$f" ] || fail "no $f: $(ls "$d/diff")"
 done
@@ -51,7 +41,7 @@ rm "$d/diff/ckpt-00000013.h5"
 cp -r "$d/diff" "$d/damaged"
 
 log "resumed on dp 2 from the differential of step 12"
-run diff 0 --ckpt-every 8 --ckpt-diff-every 2 --resume
+train_dp2 diff 0 --ckpt-every 8 --ckpt-diff-every 2 --resume
 grep -q 'diff-00000012-base-00000008.h5' "$d/diff.out" || fail "did not name the differential: $(grep resume "$d/diff.out")"
 grep -q 'continuing at step 12' "$d/diff.out" || fail "did not continue at step 12: $(grep resume "$d/diff.out")"
 same diff
@@ -62,7 +52,7 @@ s=$(stat -c %s "$f")
 for at in 3 5 7; do
 	printf '\377\377\377\377' | dd of="$f" bs=1 seek=$((s * at / 10)) conv=notrunc 2>/dev/null
 done
-run damaged 0 --ckpt-every 8 --ckpt-diff-every 2 --resume
+train_dp2 damaged 0 --ckpt-every 8 --ckpt-diff-every 2 --resume
 grep -q 'refused.*diff-00000012-base-00000008.h5' "$d/damaged.err" ||
 	fail "the damaged differential was not refused: $(grep -i refused "$d/damaged.err")"
 grep -q 'continuing at step 10' "$d/damaged.out" || fail "did not continue at step 10: $(grep resume "$d/damaged.out")"

@@ -52,3 +52,17 @@ need_train() {
 	grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 	grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
 }
+
+# train_dp2 NAME WANT_RC [FLAGS]: sigma-train $ARGS FLAGS as dp 2 on n1 and
+# n2 with its checkpoints in $d/NAME, output appended to $d/NAME.out and
+# .err; the test fails unless srun exits WANT_RC
+train_dp2() {
+	local name=$1 want=$2 rc
+	shift 2
+	# shellcheck disable=SC2086
+	timeout 120 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n2 -w n1,n2 \
+		"$TRAIN" $ARGS --ckpt-dir "$d/$name" "$@" \
+		>> "$d/$name.out" 2>> "$d/$name.err"
+	rc=$?
+	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
+}

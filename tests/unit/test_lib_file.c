@@ -14,23 +14,20 @@
 #include <cmocka.h>
 
 #include "sigma.h"
+#include "scratch.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/sigma-test-file.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return scratch_make(dir, sizeof(dir), "file");
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return scratch_remove(dir);
 }
 
 static void test_write_atomic_then_read(void **state)

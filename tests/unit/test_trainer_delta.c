@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "sigma.h"
+#include "scratch.h"
 #include "ckpt.h"
 #include "delta.h"
 #include "model.h"
@@ -34,17 +35,13 @@ static char dir[64];
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/sigma-test-delta.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return scratch_make(dir, sizeof(dir), "delta");
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return scratch_remove(dir);
 }
 
 static float from_bits(uint32_t u)

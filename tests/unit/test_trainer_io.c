@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "sigma.h"
+#include "scratch.h"
 #include "ckpt.h"
 #include "data.h"
 #include "model.h"
@@ -29,17 +30,13 @@ static char dir[64];
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/sigma-test-io.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return scratch_make(dir, sizeof(dir), "io");
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return scratch_remove(dir);
 }
 
 static void path_of(char *buf, const char *name)

@@ -190,6 +190,8 @@ struct sigma_ops {
 	/* ---- optimizer --------------------------------------------------- */
 	/* out[1] (writes) = sum of x[n]^2 in double, in a fixed order */
 	void (*sumsq)(double *out, const float *x, size_t n);
+	/* x[n] *= s (the mean of gradients summed over data-parallel ranks) */
+	void (*scale)(float *x, float s, size_t n);
 	/*
 	 * One AdamW step on n elements (decoupled decay wd, already zero for
 	 * gains). g is scaled by gscale (gradient clipping) before use; t is

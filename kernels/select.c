@@ -63,3 +63,10 @@ const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops)
 		return sigma_cuda_bf16();
 	return NULL;
 }
+
+int sigma_ops_device(const struct sigma_ops *ops)
+{
+	if (ops && ops == sigma_cuda_ops())
+		return sigma_cuda_device();
+	return -1;
+}

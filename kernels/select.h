@@ -29,4 +29,9 @@ const struct sigma_ops *sigma_ops_select(const char *device, char *err,
 struct sigma_bf16;
 const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops);
 
+/*
+ * The device index (as CUDA numbers the visible devices) on which ops's
+ * init placed this process: -1 for the CPU table, or before init.
+ */
+int sigma_ops_device(const struct sigma_ops *ops);
 #endif /* SIGMA_KERNELS_SELECT_H */

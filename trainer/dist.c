@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "sigma.h"
+#include "select.h"
 #include "dist.h"
 
 static uint64_t now_ns(void)
@@ -32,29 +33,42 @@ struct fbuf {
 	size_t cap; /* floats */
 };
 
-/* fb holds at least n floats; 0 or -ENOMEM */
-static int fbuf_grow(struct fbuf *fb, size_t n)
+/* fb holds at least n floats of o's memory (what it held is not kept:
+ * every caller writes it whole after growing it); 0 or -ENOMEM */
+static int fbuf_grow(const struct sigma_ops *o, struct fbuf *fb, size_t n)
 {
 	float *p;
 
 	if (n <= fb->cap && fb->p)
 		return 0;
 	n = n < 256 ? 256 : n + n / 4;
-	p = realloc(fb->p, n * sizeof(float));
+	p = o->alloc(n * sizeof(float));
 	if (!p)
 		return -ENOMEM;
+	if (fb->p)
+		o->free(fb->p);
 	fb->p = p;
 	fb->cap = n;
 	return 0;
+}
+
+static void fbuf_free(const struct sigma_ops *o, struct fbuf *fb)
+{
+	if (fb->p)
+		o->free(fb->p);
+	fb->p = NULL;
+	fb->cap = 0;
 }
 
 /*
  * What the backward pass of one layer of one activation set keeps on the
  * experts' side: the rows this rank received for its experts, expert-major
  * (all rows of its first expert, from ep rank 0 up, then the next expert),
- * and the experts' hidden activations.
+ * and the experts' hidden activations. Counts and offsets are host
+ * arrays; the rows are in the ops' memory (the device's on a GPU).
  */
 struct dist_ep {
+	int offs[MODEL_MAX_E + 1]; /* the layer's routing offsets (host) */
 	int *rcnt; /* [ep][E / ep] rows from each ep rank per local expert */
 	int *roff; /* [E / ep + 1] expert-major offsets */
 	struct fbuf xr, h1, h3, hs; /* [rows, D], [rows, F] x 3 */
@@ -72,18 +86,23 @@ static void ep_free(struct dist *d)
 {
 	struct dist_ep_scratch *x = d->ep_tmp;
 
+	const struct sigma_ops *o = d->ops;
+
 	for (size_t i = 0; d->ep_state && i < (size_t)d->micro * d->lp.L;
 	     i++) {
 		struct dist_ep *st = &d->ep_state[i];
 
 		free(st->rcnt), free(st->roff);
-		free(st->xr.p), free(st->h1.p), free(st->h3.p), free(st->hs.p);
+		fbuf_free(o, &st->xr), fbuf_free(o, &st->h1);
+		fbuf_free(o, &st->h3), fbuf_free(o, &st->hs);
 	}
 	free(d->ep_state);
 	d->ep_state = NULL;
 	if (x) {
-		free(x->sbuf.p), free(x->rbuf.p), free(x->a.p), free(x->b.p);
-		free(x->dhs.p), free(x->dh1.p), free(x->dh3.p);
+		fbuf_free(o, &x->sbuf), fbuf_free(o, &x->rbuf);
+		fbuf_free(o, &x->a), fbuf_free(o, &x->b);
+		fbuf_free(o, &x->dhs), fbuf_free(o, &x->dh1);
+		fbuf_free(o, &x->dh3);
 		free(x->scnt), free(x->sc), free(x->sd), free(x->rc);
 		free(x->rd);
 		free(x);
@@ -122,8 +141,8 @@ static int ep_alltoallv(struct dist *d, const struct fbuf *s,
 {
 	struct dist_ep_scratch *x = d->ep_tmp;
 	uint64_t t0 = now_ns();
-	int rc = comm_alltoallv(d->ep, s->p, x->sc, x->sd, r->p, x->rc, x->rd,
-				COMM_F32);
+	int rc = comm_alltoallv(d->tep, s->p, x->sc, x->sd, r->p, x->rc,
+				x->rd, COMM_F32);
 
 	d->comm_ns += now_ns() - t0;
 	return rc;
@@ -140,13 +159,14 @@ static int ep_dispatch(struct dist *d, struct dist_ep *st, const int *offs,
 		       struct fbuf *dst)
 {
 	struct dist_ep_scratch *x = d->ep_tmp;
+	const struct sigma_ops *o = d->ops;
 	int P = d->lp.ep, El = d->lp.E / P;
 	size_t k = 0, pos[MODEL_MAX_E];
 	int rc;
 
-	if (fbuf_grow(&x->sbuf, (size_t)offs[d->lp.E] * width) ||
-	    fbuf_grow(&x->rbuf, (size_t)st->roff[El] * width) ||
-	    fbuf_grow(dst, (size_t)st->roff[El] * width))
+	if (fbuf_grow(o, &x->sbuf, (size_t)offs[d->lp.E] * width) ||
+	    fbuf_grow(o, &x->rbuf, (size_t)st->roff[El] * width) ||
+	    fbuf_grow(o, dst, (size_t)st->roff[El] * width))
 		return -ENOMEM;
 	for (int p = 0; p < P; p++) {
 		size_t first = k;
@@ -155,8 +175,8 @@ static int ep_dispatch(struct dist *d, struct dist_ep *st, const int *offs,
 			int e = loc[p * El + j];
 			size_t n = (size_t)(offs[e + 1] - offs[e]);
 
-			memcpy(x->sbuf.p + k * width, src + offs[e] * width,
-			       n * width * sizeof(float));
+			o->copy(x->sbuf.p + k * width, src + offs[e] * width,
+				n * width);
 			k += n;
 		}
 		x->sd[p] = first * width;
@@ -181,8 +201,8 @@ static int ep_dispatch(struct dist *d, struct dist_ep *st, const int *offs,
 		for (int j = 0; j < El; j++) {
 			size_t n = (size_t)st->rcnt[q * El + j];
 
-			memcpy(dst->p + pos[j] * width, x->rbuf.p + k * width,
-			       n * width * sizeof(float));
+			o->copy(dst->p + pos[j] * width, x->rbuf.p + k * width,
+				n * width);
 			pos[j] += n;
 			k += n;
 		}
@@ -196,12 +216,13 @@ static int ep_return(struct dist *d, struct dist_ep *st, const int *offs,
 		     float *dst)
 {
 	struct dist_ep_scratch *x = d->ep_tmp;
+	const struct sigma_ops *o = d->ops;
 	int P = d->lp.ep, El = d->lp.E / P;
 	size_t k = 0, pos[MODEL_MAX_E];
 	int rc;
 
-	if (fbuf_grow(&x->sbuf, (size_t)st->roff[El] * width) ||
-	    fbuf_grow(&x->rbuf, (size_t)offs[d->lp.E] * width))
+	if (fbuf_grow(o, &x->sbuf, (size_t)st->roff[El] * width) ||
+	    fbuf_grow(o, &x->rbuf, (size_t)offs[d->lp.E] * width))
 		return -ENOMEM;
 	for (int j = 0; j < El; j++)
 		pos[j] = (size_t)st->roff[j];
@@ -211,8 +232,8 @@ static int ep_return(struct dist *d, struct dist_ep *st, const int *offs,
 		for (int j = 0; j < El; j++) {
 			size_t n = (size_t)st->rcnt[q * El + j];
 
-			memcpy(x->sbuf.p + k * width, src + pos[j] * width,
-			       n * width * sizeof(float));
+			o->copy(x->sbuf.p + k * width, src + pos[j] * width,
+				n * width);
 			pos[j] += n;
 			k += n;
 		}
@@ -240,32 +261,35 @@ static int ep_return(struct dist *d, struct dist_ep *st, const int *offs,
 			int e = loc[p * El + j];
 			size_t n = (size_t)(offs[e + 1] - offs[e]);
 
-			memcpy(dst + offs[e] * width, x->rbuf.p + k * width,
-			       n * width * sizeof(float));
+			o->copy(dst + offs[e] * width, x->rbuf.p + k * width,
+				n * width);
 			k += n;
 		}
 	return 0;
 }
 
 /* out[rows, oc] = in[rows, ic] w[e] for each local expert e of this rank
- * (mine[E / ep]) on its expert-major rows; w[e] at w + e ic oc */
+ * (mine[E / ep]) on its expert-major rows; w[e] at w + e ic oc. One dense
+ * product per expert: the row offsets are host numbers here, and a
+ * grouped product would want them in the ops' memory. */
 static void ep_matmul(const struct sigma_ops *o, const struct dist_ep *st,
 		      const int *mine, int El, float *out, const float *in,
 		      const float *w, size_t ic, size_t oc)
 {
 	for (int j = 0; j < El; j++) {
 		size_t r0 = (size_t)st->roff[j];
-		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+		int rows = st->roff[j + 1] - st->roff[j];
 
-		if (o1[1])
-			o->grouped_matmul_forward(out + r0 * oc, in + r0 * ic,
-						  w + (size_t)mine[j] * ic * oc,
-						  o1, 1, (int)ic, (int)oc);
+		if (rows)
+			o->matmul_forward(out + r0 * oc, in + r0 * ic,
+					  w + (size_t)mine[j] * ic * oc, rows,
+					  (int)ic, (int)oc, 0);
 	}
 }
 
 /* the model's expert hook, forward: tokens to their experts' ranks, the
- * experts of this rank, outputs back (host memory: the CPU ops) */
+ * experts of this rank, outputs back. The routing offsets come to the host
+ * (they size every transfer); the rows stay in the ops' memory. */
 static void ep_forward(void *ctx, struct model *m, int l,
 		       const struct sigma_ops *o)
 {
@@ -284,8 +308,9 @@ static void ep_forward(void *ctx, struct model *m, int l,
 	o->moe_gather(la->xe, la->m, la->perm, N, K, (int)D);
 	if (d->ep_err)
 		return;
+	o->to_host(st->offs, la->offs, sizeof(int) * (size_t)(d->lp.E + 1));
 	for (int i = 0; i < P * El; i++)
-		x->scnt[i] = la->offs[loc[i] + 1] - la->offs[loc[i]];
+		x->scnt[i] = st->offs[loc[i] + 1] - st->offs[loc[i]];
 	for (int p = 0; p < P; p++) {
 		x->sc[p] = x->rc[p] = (size_t)El;
 		x->sd[p] = x->rd[p] = (size_t)p * El;
@@ -305,11 +330,11 @@ static void ep_forward(void *ctx, struct model *m, int l,
 		st->roff[j + 1] = st->roff[j] + n;
 	}
 	rows = (size_t)st->roff[El];
-	rc = ep_dispatch(d, st, la->offs, loc, la->xe, D, &st->xr);
-	if (rc == 0 && (fbuf_grow(&st->h1, rows * F) ||
-			fbuf_grow(&st->h3, rows * F) ||
-			fbuf_grow(&st->hs, rows * F) ||
-			fbuf_grow(&x->a, rows * D)))
+	rc = ep_dispatch(d, st, st->offs, loc, la->xe, D, &st->xr);
+	if (rc == 0 && (fbuf_grow(o, &st->h1, rows * F) ||
+			fbuf_grow(o, &st->h3, rows * F) ||
+			fbuf_grow(o, &st->hs, rows * F) ||
+			fbuf_grow(o, &x->a, rows * D)))
 		rc = -ENOMEM;
 	if (rc)
 		goto fail;
@@ -317,7 +342,7 @@ static void ep_forward(void *ctx, struct model *m, int l,
 	ep_matmul(o, st, loc + me * El, El, st->h3.p, st->xr.p, w->w3, D, F);
 	o->swiglu_forward(st->hs.p, st->h1.p, st->h3.p, rows * F);
 	ep_matmul(o, st, loc + me * El, El, x->a.p, st->hs.p, w->w2, F, D);
-	rc = ep_return(d, st, la->offs, loc, x->a.p, D, la->eo);
+	rc = ep_return(d, st, st->offs, loc, x->a.p, D, la->eo);
 	if (rc == 0)
 		return;
 fail:
@@ -332,7 +357,6 @@ static void ep_backward(void *ctx, struct model *m, int l)
 	struct dist_ep *st = &d->ep_state[(size_t)d->act * d->lp.L + l];
 	struct dist_ep_scratch *x = d->ep_tmp;
 	struct model_acts *a = &m->act;
-	struct model_layer_acts *la = &a->layer[l];
 	const struct model_layer_ptrs *w = &m->P.layer[l];
 	const struct model_layer_ptrs *g = &m->G.layer[l];
 	const struct sigma_ops *o = m->ops;
@@ -344,43 +368,40 @@ static void ep_backward(void *ctx, struct model *m, int l)
 
 	if (d->ep_err)
 		return;
-	if (fbuf_grow(&x->b, rows * D) || fbuf_grow(&x->dhs, rows * F) ||
-	    fbuf_grow(&x->dh1, rows * F) || fbuf_grow(&x->dh3, rows * F)) {
+	if (fbuf_grow(o, &x->b, rows * D) || fbuf_grow(o, &x->dhs, rows * F) ||
+	    fbuf_grow(o, &x->dh1, rows * F) || fbuf_grow(o, &x->dh3, rows * F)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = ep_dispatch(d, st, la->offs, loc, a->deo, D, &x->a);
+	rc = ep_dispatch(d, st, st->offs, loc, a->deo, D, &x->a);
 	if (rc)
 		goto fail;
 	for (int j = 0; j < El; j++) {
 		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
-		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+		int n = st->roff[j + 1] - st->roff[j];
 
-		if (!o1[1])
+		if (!n)
 			continue;
-		o->grouped_matmul_backward(x->dhs.p + r0 * F, g->w2 + e * F * D,
-					   x->a.p + r0 * D, st->hs.p + r0 * F,
-					   w->w2 + e * F * D, o1, 1, (int)F,
-					   (int)D, 0);
+		o->matmul_backward(x->dhs.p + r0 * F, g->w2 + e * F * D,
+				   x->a.p + r0 * D, st->hs.p + r0 * F,
+				   w->w2 + e * F * D, n, (int)F, (int)D, 0);
 	}
 	o->swiglu_backward(x->dh1.p, x->dh3.p, x->dhs.p, st->h1.p, st->h3.p,
 			   rows * F);
 	for (int j = 0; j < El; j++) {
 		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
-		int o1[2] = { 0, st->roff[j + 1] - st->roff[j] };
+		int n = st->roff[j + 1] - st->roff[j];
 
-		if (!o1[1])
+		if (!n)
 			continue;
-		o->grouped_matmul_backward(x->b.p + r0 * D, g->w1 + e * D * F,
-					   x->dh1.p + r0 * F,
-					   st->xr.p + r0 * D, w->w1 + e * D * F,
-					   o1, 1, (int)D, (int)F, 0);
-		o->grouped_matmul_backward(x->b.p + r0 * D, g->w3 + e * D * F,
-					   x->dh3.p + r0 * F,
-					   st->xr.p + r0 * D, w->w3 + e * D * F,
-					   o1, 1, (int)D, (int)F, 1);
+		o->matmul_backward(x->b.p + r0 * D, g->w1 + e * D * F,
+				   x->dh1.p + r0 * F, st->xr.p + r0 * D,
+				   w->w1 + e * D * F, n, (int)D, (int)F, 0);
+		o->matmul_backward(x->b.p + r0 * D, g->w3 + e * D * F,
+				   x->dh3.p + r0 * F, st->xr.p + r0 * D,
+				   w->w3 + e * D * F, n, (int)D, (int)F, 1);
 	}
-	rc = ep_return(d, st, la->offs, loc, x->b.p, D, a->dxe);
+	rc = ep_return(d, st, st->offs, loc, x->b.p, D, a->dxe);
 	if (rc == 0)
 		return;
 fail:
@@ -423,14 +444,26 @@ static int dist_plan(struct dist *d, char *err, size_t len)
 	return 0;
 }
 
-static int split(struct dist *d, enum layout_group g, struct comm **out)
+/* the dp, ep and pp groups of world (NULL where the layout has none) */
+static int split_groups(struct dist *d, struct comm *world, struct comm **dp,
+			struct comm **ep, struct comm **pp)
 {
-	int color, key, rc;
+	static const enum layout_group g[3] = { LAYOUT_GROUP_DP,
+						LAYOUT_GROUP_EP,
+						LAYOUT_GROUP_PP };
+	struct comm **out[3] = { dp, ep, pp };
+	bool want[3] = { true, d->lp.ep > 1, d->lp.pp > 1 };
+	int color, key, rc = 0;
 
-	rc = layout_group_split(&d->lp, d->rank, g, &color, &key);
-	if (rc == 0)
-		rc = comm_split(d->world, color, key, layout_group_name(g),
-				out);
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		*out[i] = NULL;
+		if (!want[i])
+			continue;
+		rc = layout_group_split(&d->lp, d->rank, g[i], &color, &key);
+		if (rc == 0)
+			rc = comm_split(world, color, key,
+					layout_group_name(g[i]), out[i]);
+	}
 	return rc;
 }
 
@@ -496,17 +529,17 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
 		sigma_set_err(err, len, -rc, "%s", why);
 		goto fail;
 	}
-	rc = split(d, LAYOUT_GROUP_DP, &d->dp);
-	if (rc == 0 && d->lp.ep > 1)
-		rc = split(d, LAYOUT_GROUP_EP, &d->ep);
-	if (rc == 0 && d->lp.pp > 1)
-		rc = split(d, LAYOUT_GROUP_PP, &d->pp);
+	rc = split_groups(d, d->world, &d->dp, &d->ep, &d->pp);
 	if (rc) {
 		sigma_set_err(err, len, -rc, "cannot make the groups: %s",
 			      strerror(-rc));
 		goto fail;
 	}
 	d->grad = d->lp.pp > 1 ? d->world : d->dp;
+	/* tensors travel with the host communicators until dist_attach
+	 * knows where the model lives */
+	d->tworld = d->world, d->tdp = d->dp, d->tep = d->ep, d->tpp = d->pp;
+	d->tgrad = d->grad;
 	rc = dist_plan(d, err, len);
 	if (rc)
 		goto fail;
@@ -516,11 +549,28 @@ fail:
 	return rc;
 }
 
+/* release the device communicators, and point the tensor ones back at
+ * the host's */
+static void device_comms_fini(struct dist *d)
+{
+	if (d->tdev) {
+		comm_destroy(d->tpp);
+		comm_destroy(d->tep);
+		comm_destroy(d->tdp);
+		comm_destroy(d->tworld);
+		d->tdev = false;
+	}
+	d->tworld = d->world, d->tdp = d->dp, d->tep = d->ep, d->tpp = d->pp;
+	d->tgrad = d->grad;
+}
+
 void dist_fini(struct dist *d)
 {
 	if (d->req.active)
 		(void)comm_wait(&d->req);
-	ep_free(d);
+	if (d->ops)
+		ep_free(d);
+	device_comms_fini(d);
 	free(d->sched);
 	free(d->ep_loc);
 	layout_placement_fini(&d->pl);
@@ -531,6 +581,7 @@ void dist_fini(struct dist *d)
 	comm_destroy(d->dp);
 	comm_destroy(d->world);
 	d->dp = d->world = d->ep = d->pp = d->grad = NULL;
+	d->tdp = d->tworld = d->tep = d->tpp = d->tgrad = NULL;
 	comm_watchdog_stop();
 	boot_fini(&d->boot);
 }
@@ -544,11 +595,11 @@ int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n)
 	if (n)
 		rc = comm_bcast(d->world, state, n, COMM_U8, 0);
 	if (rc == 0)
-		rc = comm_bcast(d->world, m->params, m->nparams, COMM_F32, 0);
+		rc = comm_bcast(d->tworld, m->params, m->nparams, COMM_F32, 0);
 	if (rc == 0)
-		rc = comm_bcast(d->world, m->m, m->nparams, COMM_F32, 0);
+		rc = comm_bcast(d->tworld, m->m, m->nparams, COMM_F32, 0);
 	if (rc == 0)
-		rc = comm_bcast(d->world, m->v, m->nparams, COMM_F32, 0);
+		rc = comm_bcast(d->tworld, m->v, m->nparams, COMM_F32, 0);
 	return rc;
 }
 
@@ -586,13 +637,61 @@ static void on_counts(void *ctx, int *counts, int E)
 		counts[e] = (int)f[e];
 }
 
-int dist_attach(struct dist *d, struct model *m)
+/*
+ * A model in device memory (any ops but the CPU's) exchanges its tensors
+ * through NCCL communicators of the same shape as the host ones, on the
+ * device the ops chose; counts and scalars stay on the host's.
+ */
+static int device_comms(struct dist *d, char *err, size_t len)
+{
+	struct comm_options o;
+	char why[512];
+	int rc;
+
+	if (d->ops == &sigma_ops_cpu || d->size == 1)
+		return 0;
+	if (!comm_backend_available(COMM_NCCL))
+		return sigma_set_err(
+		    err, len, ENOTSUP,
+		    "a job of %d ranks on the %s kernels exchanges device memory through NCCL, which this build lacks (configure --with-cuda with NCCL installed)",
+		    d->size, d->ops->name);
+	rc = comm_options_default(&o, why, sizeof(why));
+	if (rc)
+		return sigma_set_err(err, len, -rc, "%s", why);
+	o.device = sigma_ops_device(d->ops);
+	rc = comm_create(&d->tworld, COMM_NCCL, &d->boot, &o, why,
+			 sizeof(why));
+	if (rc) {
+		d->tworld = d->world;
+		return sigma_set_err(err, len, -rc, "%s", why);
+	}
+	d->tdev = true;
+	d->tdp = d->tep = d->tpp = NULL;
+	rc = split_groups(d, d->tworld, &d->tdp, &d->tep, &d->tpp);
+	if (rc) {
+		sigma_set_err(err, len, -rc,
+			      "cannot make the NCCL groups: %s",
+			      strerror(-rc));
+		device_comms_fini(d);
+		return rc;
+	}
+	d->tgrad = d->lp.pp > 1 ? d->tworld : d->tdp;
+	return 0;
+}
+
+int dist_attach(struct dist *d, struct model *m, char *err, size_t len)
 {
 	int rc;
 
 	d->m = m;
+	d->ops = m->ops;
 	if (m->nacts < d->micro)
-		return -EINVAL;
+		return sigma_set_err(err, len, EINVAL,
+				     "%d activation sets for %d micro-batches",
+				     m->nacts, d->micro);
+	rc = device_comms(d, err, len);
+	if (rc)
+		return rc;
 	if (comm_size(d->dp) > 1) {
 		m->counts_reduce = on_counts;
 		m->counts_ctx = d;
@@ -601,7 +700,9 @@ int dist_attach(struct dist *d, struct model *m)
 	if (d->lp.ep > 1) {
 		rc = ep_alloc(d);
 		if (rc)
-			return rc;
+			return sigma_set_err(err, len, -rc,
+					     "expert-parallel state: %s",
+					     strerror(-rc));
 		d->experts.forward = ep_forward;
 		d->experts.backward = ep_backward;
 		d->experts.ctx = d;
@@ -622,20 +723,20 @@ static int pipe_xfer(struct dist *d, struct model *m,
 
 	switch (a->op) {
 	case PIPE_RECV_ACT:
-		return comm_recv(d->pp, x->x + l0 * ND, ND, COMM_F32, s - 1,
+		return comm_recv(d->tpp, x->x + l0 * ND, ND, COMM_F32, s - 1,
 				 PIPE_TAG);
 	case PIPE_SEND_ACT:
-		return comm_send(d->pp, x->x + l1 * ND, ND, COMM_F32, s + 1,
+		return comm_send(d->tpp, x->x + l1 * ND, ND, COMM_F32, s + 1,
 				 PIPE_TAG);
 	case PIPE_RECV_GRAD:
-		return comm_recv(d->pp, x->dx, ND, COMM_F32, s + 1, PIPE_TAG);
+		return comm_recv(d->tpp, x->dx, ND, COMM_F32, s + 1, PIPE_TAG);
 	case PIPE_SEND_GRAD:
-		return comm_send(d->pp, x->dx, ND, COMM_F32, s - 1, PIPE_TAG);
+		return comm_send(d->tpp, x->dx, ND, COMM_F32, s - 1, PIPE_TAG);
 	case PIPE_SEND_ACT_RECV_GRAD:
-		return comm_sendrecv(d->pp, x->x + l1 * ND, ND, s + 1, y->dx,
+		return comm_sendrecv(d->tpp, x->x + l1 * ND, ND, s + 1, y->dx,
 				     ND, s + 1, COMM_F32, PIPE_TAG);
 	case PIPE_SEND_GRAD_RECV_ACT:
-		return comm_sendrecv(d->pp, x->dx, ND, s - 1, y->x + l0 * ND,
+		return comm_sendrecv(d->tpp, x->dx, ND, s - 1, y->x + l0 * ND,
 				     ND, s - 1, COMM_F32, PIPE_TAG);
 	default:
 		return -EINVAL;
@@ -696,7 +797,7 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 	d->act = 0;
 	if (s > 0) {
 		t0 = now_ns();
-		rc = comm_recv(d->pp, model_act_x(m, l0), ND, COMM_F32, s - 1,
+		rc = comm_recv(d->tpp, model_act_x(m, l0), ND, COMM_F32, s - 1,
 			       PIPE_TAG);
 		d->comm_ns += now_ns() - t0;
 		if (rc)
@@ -707,7 +808,7 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 	d->ep_err = 0;
 	if (rc == 0 && s < d->lp.pp - 1) {
 		t0 = now_ns();
-		rc = comm_send(d->pp, model_act_x(m, l1), ND, COMM_F32, s + 1,
+		rc = comm_send(d->tpp, model_act_x(m, l1), ND, COMM_F32, s + 1,
 			       PIPE_TAG);
 		d->comm_ns += now_ns() - t0;
 	}
@@ -742,8 +843,8 @@ static void on_grad_ready(void *ctx, size_t off)
 		}
 	}
 	t0 = now_ns();
-	rc = comm_iallreduce_f32(d->grad, d->m->grads + off, d->sent_to - off,
-				 &d->req);
+	rc = comm_iallreduce_f32(d->tgrad, d->m->grads + off,
+				 d->sent_to - off, &d->req);
 	d->comm_ns += now_ns() - t0;
 	if (rc) {
 		d->grad_err = rc;
@@ -785,18 +886,13 @@ int dist_grad_finish(struct dist *d)
 			rc = w;
 	}
 	if (!rc && d->sent_to > 0) {
-		rc = comm_allreduce_f32(d->grad, m->grads, d->sent_to);
+		rc = comm_allreduce_f32(d->tgrad, m->grads, d->sent_to);
 		d->buckets++;
 	}
 	d->comm_ns += now_ns() - t0;
 	if (rc || n == 1)
 		return rc;
-	{
-		float s = 1.0f / (float)n;
-
-		for (size_t i = 0; i < m->nparams; i++)
-			m->grads[i] *= s;
-	}
+	m->ops->scale(m->grads, 1.0f / (float)n, m->nparams);
 	return 0;
 }
 

@@ -21,9 +21,12 @@
  * and tier-1 copies are therefore whole on every rank, and any layout
  * restores any other's.
  *
- * Gradients, counts and scalars are reduced in host memory through the MPI
- * back end: the model must run on the CPU ops (sigma_ops_cpu), as
- * sigma-train does; the NCCL back end is for device-resident tensors.
+ * Tensors (gradients, parameters at start-up, pipeline activations,
+ * expert rows) travel where the model lives: with the CPU ops through the
+ * MPI communicators, with a GPU's ops through NCCL communicators of the
+ * same shape on the device the ops chose (made in dist_attach, the unique
+ * id through PMIx). Counts, losses, flags and checkpoint copies are host
+ * numbers and always take the MPI ones.
  *
  * A job of one process uses the self back end and costs nothing. Every
  * function that communicates returns 0 or -errno; -EIO and -ETIMEDOUT
@@ -57,6 +60,11 @@ struct dist {
 	struct comm *ep; /* expert group (NULL when ep = 1) */
 	struct comm *pp; /* pipeline: same dp_index, every stage (NULL: pp 1) */
 	struct comm *grad; /* where gradients are summed: dp, or world */
+	/* the same groups for tensors in the ops' memory: the ones above
+	 * (CPU ops), or NCCL twins of them (tdev, a model on a GPU) */
+	struct comm *tworld, *tdp, *tep, *tpp, *tgrad;
+	bool tdev;
+	const struct sigma_ops *ops; /* the model's (dist_attach) */
 	int rank, size;
 	int micro; /* micro-batches per step on this rank */
 
@@ -104,8 +112,10 @@ int dist_bcast_int(struct dist *d, int *v);
 /* Hook the model's forward pass: expert token counts are summed over the
  * data-parallel ranks, so the load-balancing loss is the global batch's,
  * and with ep > 1 the experts run on their ep ranks. m must have micro
- * activation sets. 0 or -ENOMEM. */
-int dist_attach(struct dist *d, struct model *m);
+ * activation sets. With a model in device memory and several ranks, make
+ * the NCCL communicators (-ENOTSUP in a build without NCCL). 0 or -errno,
+ * err says why. */
+int dist_attach(struct dist *d, struct model *m, char *err, size_t len);
 
 /*
  * One step's passes on this rank: tok and tgt hold micro micro-batches of

@@ -1060,13 +1060,6 @@ static int train(struct train_opts *o, struct dist *d)
 		code = TRAIN_EXIT_USAGE;
 		goto out;
 	}
-	if (ops != &sigma_ops_cpu && d->size > 1) {
-		/* dist.c exchanges gradients in host memory */
-		sigma_error("--device %s: one process only for now (%d in this job)",
-			    o->device, d->size);
-		code = TRAIN_EXIT_USAGE;
-		goto out;
-	}
 	rc = ops->init(o->threads);
 	if (rc) {
 		sigma_error("--device %s: cannot initialise the %s kernels: %s",
@@ -1084,11 +1077,12 @@ static int train(struct train_opts *o, struct dist *d)
 	}
 	m->bf16 = sigma_bf16_select(ops); /* for --precision bf16 */
 	model_init_weights(m, o->seed);
-	rc = dist_attach(d, m);
+	rc = dist_attach(d, m, err, sizeof(err));
 	if (rc) {
-		sigma_error("cannot set up the parallel layout: %s",
-			    strerror(-rc));
-		code = TRAIN_EXIT_OSERR;
+		sigma_error("cannot set up the parallel layout: %s", err);
+		code = rc == -EIO || rc == -ETIMEDOUT ? TRAIN_EXIT_PEER
+		       : rc == -ENOMEM		      ? TRAIN_EXIT_OSERR
+						      : TRAIN_EXIT_USAGE;
 		goto out;
 	}
 	st.seed = o->seed;

@@ -81,6 +81,7 @@ void cpu_crossentropy_backward(float *dlogits, const float *probs,
 			       int V);
 void cpu_sum(double *out, const float *x, size_t n);
 void cpu_sumsq(double *out, const float *x, size_t n);
+void cpu_scale(float *x, float s, size_t n);
 void cpu_adamw(float *param, float *m, float *v, const float *g, size_t n,
 	       float lr, float beta1, float beta2, float eps, float wd,
 	       float gscale, long t);

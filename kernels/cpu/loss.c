@@ -85,6 +85,13 @@ void cpu_sumsq(double *out, const float *x, size_t n)
 	reduce(out, x, n, 1);
 }
 
+void cpu_scale(float *x, float s, size_t n)
+{
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] *= s;
+}
+
 void cpu_adamw(float *param, float *m, float *v, const float *g, size_t n,
 	       float lr, float beta1, float beta2, float eps, float wd,
 	       float gscale, long t)

@@ -124,5 +124,6 @@ const struct sigma_ops sigma_ops_cpu = {
 	.crossentropy_backward = cpu_crossentropy_backward,
 	.sum = cpu_sum,
 	.sumsq = cpu_sumsq,
+	.scale = cpu_scale,
 	.adamw = cpu_adamw,
 };

@@ -190,6 +190,13 @@ static int cuda_pick_device(int n)
 	return 0;
 }
 
+static int cuda_dev = -1; /* the device cuda_init chose */
+
+extern "C" int sigma_cuda_device(void)
+{
+	return cuda_ready ? cuda_dev : -1;
+}
+
 static int cuda_init(int threads)
 {
 	const char *env = getenv("SIGMA_CUDA_PRECISION");
@@ -235,6 +242,7 @@ static int cuda_init(int threads)
 		(void)cudaGetLastError();
 		return -ENODEV;
 	}
+	cuda_dev = dev;
 	if (cublasCreate(&cuda_blas) != CUBLAS_STATUS_SUCCESS)
 		return -ENODEV;
 	/* default math mode: no TF32 for fp32; no atomics (determinism) */
@@ -1315,6 +1323,22 @@ static void cuda_sumsq(double *out, const float *x, size_t n)
 	reduce(out, x, n, 1);
 }
 
+__global__ void k_scale(float *x, float s, size_t n)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		x[i] *= s;
+}
+
+static void cuda_scale(float *x, float s, size_t n)
+{
+	if (!n)
+		return;
+	k_scale<<<cuda_blocks(n, 256), 256, 0, CUDA_STREAM>>>(x, s, n);
+	CUDA_LAUNCHED();
+}
+
 /* ---- AdamW --------------------------------------------------------------- */
 
 __global__ void k_adamw(float *param, float *m, float *v, const float *g,
@@ -1575,6 +1599,7 @@ const struct sigma_ops sigma_ops_cuda = {
     .crossentropy_backward = cuda_crossentropy_backward,
     .sum = cuda_sum,
     .sumsq = cuda_sumsq,
+    .scale = cuda_scale,
     .adamw = cuda_adamw,
 };
 

@@ -57,6 +57,9 @@ int sigma_cuda_device_count(char *why, unsigned long whylen);
  */
 extern const struct sigma_ops sigma_ops_cuda;
 
+/* The device sigma_ops_cuda.init chose, -1 before it ran. */
+int sigma_cuda_device(void);
+
 /* The CUDA table, or NULL in a build without the CUDA path. */
 static inline const struct sigma_ops *sigma_cuda_ops(void)
 {
@@ -132,6 +135,11 @@ static inline int sigma_cuda_parse_precision(const char *s,
 	(void)s;
 	(void)p;
 	return -ENOSYS;
+}
+
+static inline int sigma_cuda_device(void)
+{
+	return -1;
 }
 
 static inline int sigma_cuda_device_count(char *why, unsigned long whylen)

@@ -606,6 +606,15 @@ static void test_sum_and_adamw(void **state)
 
 	p0 = zeros(n);
 	memcpy(p0, x, sizeof(float) * n);
+	o->scale(p0, 0.25f, n);
+	for (size_t i = 0; i < n; i += 97)
+		assert_true(p0[i] == 0.25f * x[i]); /* exact: a power of 2 */
+	o->scale(p0, 4.0f, n);
+	assert_memory_equal(p0, x, sizeof(float) * n);
+	o->scale(p0, 1.0f / 3.0f, n);
+	for (size_t i = 0; i < n; i += 97)
+		assert_true(p0[i] == x[i] * (1.0f / 3.0f));
+	memcpy(p0, x, sizeof(float) * n);
 	o->adamw(x, m, v, g, n, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 1);
 	for (size_t i = 0; i < n; i += 101) {
 		double gi = 0.5 * g[i];

@@ -689,6 +689,18 @@ static void test_adamw(void **state)
 	pair_free(&g);
 }
 
+static void test_scale(void **state)
+{
+	size_t n = 3 * 1000 * 1000 + 17; /* many blocks, a ragged end */
+	struct pair x = pair_new(n, 1.0f);
+
+	(void)state;
+	cpu->scale(x.h, 1.0f / 3.0f, n);
+	gpu->scale(x.d, 1.0f / 3.0f, n);
+	check("scale", "x", &x, 0.0f); /* one fp32 product each: exact */
+	pair_free(&x);
+}
+
 static void test_memory(void **state)
 {
 	float h[100], back[100];
@@ -745,6 +757,7 @@ int main(void)
 	    cmocka_unit_test(test_crossentropy),
 	    cmocka_unit_test(test_reduce_large),
 	    cmocka_unit_test(test_adamw),
+	    cmocka_unit_test(test_scale),
 	};
 	const struct CMUnitTest bf16[] = {
 	    cmocka_unit_test(test_matmul),

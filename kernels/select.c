@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,4 +70,11 @@ int sigma_ops_device(const struct sigma_ops *ops)
 	if (ops && ops == sigma_cuda_ops())
 		return sigma_cuda_device();
 	return -1;
+}
+
+int sigma_ops_device_id(const struct sigma_ops *ops, char *buf, size_t len)
+{
+	if (ops && ops == sigma_cuda_ops())
+		return sigma_cuda_device_pci(buf, len);
+	return -ENODEV;
 }

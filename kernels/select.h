@@ -34,4 +34,7 @@ const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops);
  * init placed this process: -1 for the CPU table, or before init.
  */
 int sigma_ops_device(const struct sigma_ops *ops);
+/* The physical identity of that device (a PCI address) in buf; 0, or
+ * -ENODEV for the CPU table or before init. */
+int sigma_ops_device_id(const struct sigma_ops *ops, char *buf, size_t len);
 #endif /* SIGMA_KERNELS_SELECT_H */

@@ -637,6 +637,66 @@ static void on_counts(void *ctx, int *counts, int E)
 		counts[e] = (int)f[e];
 }
 
+/* What names one GPU across the job: the node and the device's PCI
+ * address. */
+#define DEVICE_ID_MAX (BOOT_NODE_MAX + 64)
+
+/*
+ * NCCL refuses two ranks on one GPU, and its refusal would look like a
+ * peer's failure: every rank learns every rank's GPU (over the host
+ * world), and all refuse alike, naming the pair, before NCCL starts.
+ */
+static int device_unique(struct dist *d, char *err, size_t len)
+{
+	size_t n = (size_t)d->size, *cnt, *dsp;
+	char *mine, *all, pci[32];
+	int rc = -ENOMEM;
+
+	cnt = calloc(n, sizeof(*cnt));
+	dsp = calloc(n, sizeof(*dsp));
+	mine = calloc(n, DEVICE_ID_MAX);
+	all = calloc(n, DEVICE_ID_MAX);
+	if (!cnt || !dsp || !mine || !all) {
+		sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sigma_ops_device_id(d->ops, pci, sizeof(pci)))
+		sigma_strlcpy(pci, "unknown", sizeof(pci));
+	for (size_t i = 0; i < n; i++) {
+		cnt[i] = DEVICE_ID_MAX;
+		dsp[i] = i * DEVICE_ID_MAX;
+		snprintf(mine + dsp[i], DEVICE_ID_MAX, "%s GPU %d (%s)",
+			 *d->boot.node ? d->boot.node : "?",
+			 sigma_ops_device(d->ops), pci);
+	}
+	rc = comm_alltoallv(d->world, mine, cnt, dsp, all, cnt, dsp, COMM_U8);
+	if (rc) {
+		sigma_set_err(err, len, -rc,
+			      "exchanging the GPU of every rank: %s",
+			      strerror(-rc));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		all[i * DEVICE_ID_MAX + DEVICE_ID_MAX - 1] = '\0';
+		if (strstr(all + i * DEVICE_ID_MAX, "(unknown)"))
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(all + i * DEVICE_ID_MAX,
+				     all + j * DEVICE_ID_MAX)) {
+				rc = -EINVAL;
+				sigma_set_err(
+				    err, len, EINVAL,
+				    "ranks %zu and %zu are both on %s: one GPU per rank (--gpus-per-task=1, or at most as many tasks per node as GPUs)",
+				    j, i, all + i * DEVICE_ID_MAX);
+				goto out;
+			}
+	}
+	rc = 0;
+out:
+	free(cnt), free(dsp), free(mine), free(all);
+	return rc;
+}
+
 /*
  * A model in device memory (any ops but the CPU's) exchanges its tensors
  * through NCCL communicators of the same shape as the host ones, on the
@@ -655,6 +715,9 @@ static int device_comms(struct dist *d, char *err, size_t len)
 		    err, len, ENOTSUP,
 		    "a job of %d ranks on the %s kernels exchanges device memory through NCCL, which this build lacks (configure --with-cuda with NCCL installed)",
 		    d->size, d->ops->name);
+	rc = device_unique(d, err, len);
+	if (rc)
+		return rc;
 	rc = comm_options_default(&o, why, sizeof(why));
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s", why);

@@ -20,6 +20,7 @@
  * E+1 offsets back to the host to size one cuBLAS call per expert.
  */
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -163,9 +164,10 @@ static long cuda_env_index(const char *name, long limit)
 /*
  * The device of this process among the n visible: SIGMA_CUDA_DEVICE when
  * set; else, with several visible, the node-local rank (SLURM_LOCALID,
- * LOCAL_RANK) modulo n, so that the tasks of a node spread over its GPUs
- * when Slurm did not bind them (with --gpus-per-task each sees one); else
- * 0. -1 for a SIGMA_CUDA_DEVICE out of range.
+ * LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK) modulo n, so that the tasks of a
+ * node spread over its GPUs when Slurm did not bind them (with
+ * --gpus-per-task each sees one); else 0. -1 for a SIGMA_CUDA_DEVICE out
+ * of range.
  */
 static int cuda_pick_device(int n)
 {
@@ -184,6 +186,9 @@ static int cuda_pick_device(int n)
 		v = cuda_env_index("SLURM_LOCALID", 1L << 20);
 		if (v < 0)
 			v = cuda_env_index("LOCAL_RANK", 1L << 20);
+		if (v < 0) /* mpirun */
+			v = cuda_env_index("OMPI_COMM_WORLD_LOCAL_RANK",
+					   1L << 20);
 		if (v >= 0)
 			return (int)(v % n);
 	}
@@ -195,6 +200,16 @@ static int cuda_dev = -1; /* the device cuda_init chose */
 extern "C" int sigma_cuda_device(void)
 {
 	return cuda_ready ? cuda_dev : -1;
+}
+
+extern "C" int sigma_cuda_device_pci(char *buf, size_t len)
+{
+	if (!cuda_ready || len < 13 || len > INT_MAX ||
+	    cudaDeviceGetPCIBusId(buf, (int)len, cuda_dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -ENODEV;
+	}
+	return 0;
 }
 
 static int cuda_init(int threads)

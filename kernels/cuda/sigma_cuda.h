@@ -52,13 +52,17 @@ int sigma_cuda_device_count(char *why, unsigned long whylen);
  * The CUDA op table (kernels/cuda/ops_cuda.cu): device memory, cuBLAS for
  * the matrix products, CUDA C kernels for the rest. Call its init before
  * any other op. init picks one of the visible devices: SIGMA_CUDA_DEVICE,
- * else the node-local rank (SLURM_LOCALID, LOCAL_RANK) modulo their number,
+ * else the node-local rank (SLURM_LOCALID, LOCAL_RANK,
+ * OMPI_COMM_WORLD_LOCAL_RANK) modulo their number,
  * else the first.
  */
 extern const struct sigma_ops sigma_ops_cuda;
 
 /* The device sigma_ops_cuda.init chose, -1 before it ran. */
 int sigma_cuda_device(void);
+/* Its PCI address ("0000:3b:00.0"), which names the physical GPU whatever
+ * CUDA_VISIBLE_DEVICES renumbers; 0 or -ENODEV. */
+int sigma_cuda_device_pci(char *buf, size_t len);
 
 /* The CUDA table, or NULL in a build without the CUDA path. */
 static inline const struct sigma_ops *sigma_cuda_ops(void)
@@ -140,6 +144,13 @@ static inline int sigma_cuda_parse_precision(const char *s,
 static inline int sigma_cuda_device(void)
 {
 	return -1;
+}
+
+static inline int sigma_cuda_device_pci(char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	return -ENODEV;
 }
 
 static inline int sigma_cuda_device_count(char *why, unsigned long whylen)

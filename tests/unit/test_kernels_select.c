@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,33 @@ static void test_unknown(void **state)
 	assert_int_equal(err[8], 'x');
 }
 
+/* where a table placed this process: nowhere for the CPU, and for the
+ * CUDA table nowhere until its init ran (dist.c asks after init) */
+static void test_device(void **state)
+{
+	char id[32] = "untouched";
+
+	(void)state;
+	assert_int_equal(sigma_ops_device(&sigma_ops_cpu), -1);
+	assert_int_equal(sigma_ops_device(NULL), -1);
+	assert_int_equal(sigma_ops_device_id(&sigma_ops_cpu, id, sizeof(id)),
+			 -ENODEV);
+	assert_string_equal(id, "untouched");
+	if (!sigma_cuda_ops())
+		return;
+	assert_int_equal(sigma_ops_device(sigma_cuda_ops()), -1);
+	assert_int_equal(sigma_ops_device_id(sigma_cuda_ops(), id, sizeof(id)),
+			 -ENODEV);
+	if (sigma_cuda_ops()->init(1) != 0)
+		return; /* no GPU here */
+	assert_true(sigma_ops_device(sigma_cuda_ops()) >= 0);
+	assert_int_equal(sigma_ops_device_id(sigma_cuda_ops(), id, sizeof(id)),
+			 0);
+	assert_non_null(strchr(id, ':')); /* a PCI address, 0000:3b:00.0 */
+	printf("cuda device %d at %s\n", sigma_ops_device(sigma_cuda_ops()),
+	       id);
+}
+
 static void test_cuda(void **state)
 {
 	char err[256] = "", why[256] = "";
@@ -104,6 +132,7 @@ int main(void)
 	    cmocka_unit_test(test_bf16),
 	    cmocka_unit_test(test_unknown),
 	    cmocka_unit_test(test_cuda),
+	    cmocka_unit_test(test_device),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -564,7 +564,8 @@ static void device_comms_fini(struct dist *d)
 	d->tgrad = d->grad;
 }
 
-void dist_fini(struct dist *d)
+/* fence: one last barrier over the job once the communicators are gone */
+static void teardown(struct dist *d, bool fence)
 {
 	if (d->req.active)
 		(void)comm_wait(&d->req);
@@ -582,8 +583,20 @@ void dist_fini(struct dist *d)
 	comm_destroy(d->world);
 	d->dp = d->world = d->ep = d->pp = d->grad = NULL;
 	d->tdp = d->tworld = d->tep = d->tpp = d->tgrad = NULL;
+	if (fence && d->size > 1)
+		(void)boot_fence(&d->boot); /* the watchdog still watches */
 	comm_watchdog_stop();
 	boot_fini(&d->boot);
+}
+
+void dist_fini(struct dist *d)
+{
+	teardown(d, false);
+}
+
+void dist_end(struct dist *d)
+{
+	teardown(d, true);
 }
 
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n)

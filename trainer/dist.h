@@ -102,6 +102,15 @@ struct dist {
 int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
 	      long batch, char *err, size_t len);
 void dist_fini(struct dist *d);
+/*
+ * dist_fini when every rank ends the same way (the run finished, or
+ * stopped after its checkpoint): the teardown, then one last fence over
+ * the job, so that the ranks leave within moments of each other. A rank
+ * that exits non-zero (75) while its peers are still tearing down would
+ * have srun --kill-on-bad-exit=1 terminate them, and the step would end
+ * 143 instead of 75.
+ */
+void dist_end(struct dist *d);
 
 /* Copy rank 0's parameters and AdamW moments, and state[n] bytes, to every
  * rank. */

@@ -1645,7 +1645,17 @@ int main(int argc, char **argv)
 	/* the communicators are torn down together only when every rank got
 	 * here the same way; after a failure the process just ends */
 	if (code == TRAIN_EXIT_OK || code == TRAIN_EXIT_REQUEUE ||
-	    d.size == 1)
-		dist_fini(&d);
+	    d.size == 1) {
+		int ranks = d.size;
+
+		dist_end(&d);
+		/* every rank passed the last fence: leave at once, before
+		 * srun can take a peer's 75 for a failure to kill this rank
+		 * for (the exit handlers of the libraries take time) */
+		if (ranks > 1 && code != TRAIN_EXIT_OK) {
+			fflush(NULL);
+			_exit(code);
+		}
+	}
 	return code;
 }

@@ -553,12 +553,11 @@ fail:
  * the host's */
 static void device_comms_fini(struct dist *d)
 {
-	if (d->tdev) {
+	if (d->tworld != d->world) { /* NCCL ones of their own */
 		comm_destroy(d->tpp);
 		comm_destroy(d->tep);
 		comm_destroy(d->tdp);
 		comm_destroy(d->tworld);
-		d->tdev = false;
 	}
 	d->tworld = d->world, d->tdp = d->dp, d->tep = d->ep, d->tpp = d->pp;
 	d->tgrad = d->grad;
@@ -661,28 +660,19 @@ static void on_counts(void *ctx, int *counts, int E)
  */
 static int device_unique(struct dist *d, char *err, size_t len)
 {
-	size_t n = (size_t)d->size, *cnt, *dsp;
-	char *mine, *all, pci[32];
-	int rc = -ENOMEM;
+	size_t n = (size_t)d->size;
+	char mine[DEVICE_ID_MAX] = "", *all, pci[32];
+	int rc;
 
-	cnt = calloc(n, sizeof(*cnt));
-	dsp = calloc(n, sizeof(*dsp));
-	mine = calloc(n, DEVICE_ID_MAX);
 	all = calloc(n, DEVICE_ID_MAX);
-	if (!cnt || !dsp || !mine || !all) {
-		sigma_set_err(err, len, ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!all)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	if (sigma_ops_device_id(d->ops, pci, sizeof(pci)))
 		sigma_strlcpy(pci, "unknown", sizeof(pci));
-	for (size_t i = 0; i < n; i++) {
-		cnt[i] = DEVICE_ID_MAX;
-		dsp[i] = i * DEVICE_ID_MAX;
-		snprintf(mine + dsp[i], DEVICE_ID_MAX, "%s GPU %d (%s)",
-			 *d->boot.node ? d->boot.node : "?",
-			 sigma_ops_device(d->ops), pci);
-	}
-	rc = comm_alltoallv(d->world, mine, cnt, dsp, all, cnt, dsp, COMM_U8);
+	snprintf(mine, sizeof(mine), "%s GPU %d (%s)",
+		 *d->boot.node ? d->boot.node : "?", sigma_ops_device(d->ops),
+		 pci);
+	rc = dist_allgather(d, mine, sizeof(mine), all);
 	if (rc) {
 		sigma_set_err(err, len, -rc,
 			      "exchanging the GPU of every rank: %s",
@@ -706,7 +696,7 @@ static int device_unique(struct dist *d, char *err, size_t len)
 	}
 	rc = 0;
 out:
-	free(cnt), free(dsp), free(mine), free(all);
+	free(all);
 	return rc;
 }
 
@@ -741,7 +731,6 @@ static int device_comms(struct dist *d, char *err, size_t len)
 		d->tworld = d->world;
 		return sigma_set_err(err, len, -rc, "%s", why);
 	}
-	d->tdev = true;
 	d->tdp = d->tep = d->tpp = NULL;
 	rc = split_groups(d, d->tworld, &d->tdp, &d->tep, &d->tpp);
 	if (rc) {
@@ -1008,34 +997,47 @@ int dist_world_mean(struct dist *d, double *v, int n)
 	return reduce_div(d, d->world, v, n, (double)d->size);
 }
 
-int dist_world_max(struct dist *d, double *v)
+int dist_allgather(struct dist *d, const void *mine, size_t bytes, void *all)
 {
 	size_t n = (size_t)d->size, *cnt, *dsp;
-	float *s, *r;
-	uint64_t t0;
+	char *send;
 	int rc = -ENOMEM;
 
-	if (n == 1)
-		return 0;
+	/* an all-to-all that sends every rank the same block */
 	cnt = calloc(n, sizeof(*cnt));
 	dsp = calloc(n, sizeof(*dsp));
-	s = calloc(n, sizeof(*s));
-	r = calloc(n, sizeof(*r));
-	if (cnt && dsp && s && r) {
+	send = calloc(n, bytes ? bytes : 1);
+	if (cnt && dsp && send) {
 		for (size_t i = 0; i < n; i++) {
-			cnt[i] = 1;
-			dsp[i] = i;
-			s[i] = (float)*v;
+			cnt[i] = bytes;
+			dsp[i] = i * bytes;
+			memcpy(send + i * bytes, mine, bytes);
 		}
-		t0 = now_ns();
-		rc = comm_alltoallv(d->world, s, cnt, dsp, r, cnt, dsp,
-				    COMM_F32);
-		d->comm_ns += now_ns() - t0;
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			if (r[i] > *v)
-				*v = r[i];
+		rc = comm_alltoallv(d->world, send, cnt, dsp, all, cnt, dsp,
+				    COMM_U8);
 	}
-	free(cnt), free(dsp), free(s), free(r);
+	free(cnt), free(dsp), free(send);
+	return rc;
+}
+
+int dist_world_max(struct dist *d, double *v)
+{
+	float mine = (float)*v, *r;
+	uint64_t t0;
+	int rc;
+
+	if (d->size == 1)
+		return 0;
+	r = calloc((size_t)d->size, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	t0 = now_ns();
+	rc = dist_allgather(d, &mine, sizeof(mine), r);
+	d->comm_ns += now_ns() - t0;
+	for (int i = 0; rc == 0 && i < d->size; i++)
+		if (r[i] > *v)
+			*v = r[i];
+	free(r);
 	return rc;
 }
 

@@ -61,9 +61,9 @@ struct dist {
 	struct comm *pp; /* pipeline: same dp_index, every stage (NULL: pp 1) */
 	struct comm *grad; /* where gradients are summed: dp, or world */
 	/* the same groups for tensors in the ops' memory: the ones above
-	 * (CPU ops), or NCCL twins of them (tdev, a model on a GPU) */
+	 * (CPU ops), or NCCL twins of them (a model on a GPU: tworld is not
+	 * world) */
 	struct comm *tworld, *tdp, *tep, *tpp, *tgrad;
-	bool tdev;
 	const struct sigma_ops *ops; /* the model's (dist_attach) */
 	int rank, size;
 	int micro; /* micro-batches per step on this rank */
@@ -144,6 +144,9 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 int dist_stage_mean(struct dist *d, double *v, int n);
 /* v[n] = mean over every rank. n <= MODEL_MAX_L + 1. */
 int dist_world_mean(struct dist *d, double *v, int n);
+/* all[size * bytes]: every rank's mine[bytes], in rank order (host
+ * memory, the world communicator). */
+int dist_allgather(struct dist *d, const void *mine, size_t bytes, void *all);
 /* *v = the largest *v over every rank. */
 int dist_world_max(struct dist *d, double *v);
 /* The error of the forward-pass reductions since the last call (0: none),

@@ -154,25 +154,15 @@ static int list_local(const struct dist *d, const struct resume_args *a,
 static int exchange(struct dist *d, const struct local *loc, int n,
 		    struct rec *all)
 {
-	size_t blk = sizeof(struct rec) * MAX_REC;
-	size_t *cnt = calloc(d->size, sizeof(size_t));
-	size_t *dsp = calloc(d->size, sizeof(size_t));
-	struct rec *send = calloc((size_t)d->size * MAX_REC, sizeof(*send));
+	struct rec *mine = calloc(MAX_REC, sizeof(*mine));
 	int rc;
 
-	if (!cnt || !dsp || !send) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (int p = 0; p < d->size; p++) {
-		cnt[p] = blk;
-		dsp[p] = blk * p;
-		for (int i = 0; i < n; i++)
-			send[(size_t)p * MAX_REC + i] = loc[i].r;
-	}
-	rc = comm_alltoallv(d->world, send, cnt, dsp, all, cnt, dsp, COMM_U8);
-out:
-	free(cnt), free(dsp), free(send);
+	if (!mine)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		mine[i] = loc[i].r;
+	rc = dist_allgather(d, mine, sizeof(*mine) * MAX_REC, all);
+	free(mine);
 	return rc;
 }
 

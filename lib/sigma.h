@@ -130,4 +130,24 @@ int sigma_mkdir_p(const char *path, mode_t mode);
 uint64_t sigma_now_ms(void);
 uint64_t sigma_wall_ms(void);
 
+/* ---- children of root code (child.c) ------------------------------------- */
+
+/*
+ * In a freshly forked child: empty the signal mask, every disposition back
+ * to default, and every descriptor above 2 closed, except keep_fd (-1 for
+ * none), which becomes descriptor 3. Returns 0 or -errno.
+ */
+int sigma_child_reset(int keep_fd);
+
+/* Work done in a child: 0 or -errno, with the reason written into err. */
+typedef int (*sigma_child_fn)(void *arg, char *err, size_t errlen);
+/*
+ * Run fn(arg) in a forked child (reset as above) and return its result
+ * and message. A child that has not answered within timeout_ms is killed:
+ * -ETIMEDOUT. The caller never waits much longer than timeout_ms, even for
+ * a child stuck in a hung file system.
+ */
+int sigma_child_call(sigma_child_fn fn, void *arg, long timeout_ms, char *err,
+		     size_t errlen);
+
 #endif /* SIGMA_H */

@@ -2,11 +2,13 @@
  * ckpt.c - create the job's checkpoint directory as the job's user.
  *
  * Root never creates anything inside a directory the user controls. Under
- * the admin's ckpt_root, root creates only ckpt_root/USER (mkdirat, then
- * openat with O_NOFOLLOW, then fchown); everything below, and a path the
- * user chose with --sigma-ckpt-dir, is created by a child process that has
- * dropped to the user's uid and gid. The last component is opened with
- * O_NOFOLLOW: a symbolic link planted there is refused.
+ * the admin's ckpt_root, root creates only ckpt_root/USER for the job's own
+ * user (mkdirat, then openat with O_NOFOLLOW, then fchown, and only when
+ * its mkdirat made it); everything below, and a path outside ckpt_root, is
+ * created by the same child after it has dropped to the user's uid and gid.
+ * The last component is opened with O_NOFOLLOW: a symbolic link planted
+ * there is refused. The child has a deadline: a path on a hung file system
+ * fails the job, never the prolog.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -18,14 +20,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sigma.h"
 #include "sigma_spank.h"
-
-/* exit codes of the child: an errno below 126 */
-#define CKPT_EXIT_SETID 126
 
 /* open a directory component, never following a link */
 static int ckpt_open_dir(int dirfd, const char *name)
@@ -103,63 +101,71 @@ static int ckpt_walk(const char *path, uid_t uid)
 	return 0;
 }
 
-/* ckpt_root/USER, made by root with the user as owner; returns 0 or -errno */
-static int ckpt_make_user_dir(const char *path, const char *ckpt_root,
+/*
+ * ckpt_root/NAME for the job's user, as root. Only a directory that this
+ * very mkdirat made is handed over: it is then opened without following
+ * links, and its device and inode must be those mkdirat left in ckpt_root,
+ * on ckpt_root's own device. An existing one must already be the user's.
+ * Returns 0 or -errno.
+ */
+static int ckpt_make_user_dir(const char *ckpt_root, const char *name,
 			      uid_t uid, gid_t gid, char *err, size_t errlen)
 {
-	size_t rlen = strlen(ckpt_root);
-	char comp[256];
-	const char *p;
-	struct stat st;
+	struct stat rst, made, st;
+	bool created = false;
 	int rfd, ufd, rc = 0;
-	size_t n;
 
-	while (rlen > 1 && ckpt_root[rlen - 1] == '/')
-		rlen--;
-	if (strncmp(path, ckpt_root, rlen) || path[rlen] != '/')
-		return 0; /* not under ckpt_root: all of it is the user's */
-	p = path + rlen + 1;
-	n = strcspn(p, "/");
-	if (n == 0 || n >= sizeof(comp))
-		return sigma_set_err(err, errlen, EINVAL,
-				     "bad checkpoint path %s", path);
-	memcpy(comp, p, n);
-	comp[n] = '\0';
 	rfd = open(ckpt_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return sigma_set_err(err, errlen, errno, "ckpt_root %s: %s",
 				     ckpt_root, strerror(errno));
-	if (mkdirat(rfd, comp, 0700) < 0 && errno != EEXIST) {
-		rc = sigma_set_err(err, errlen, errno, "mkdir %s/%s: %s",
-				   ckpt_root, comp, strerror(errno));
+	if (fstat(rfd, &rst) < 0) {
+		rc = sigma_set_err(err, errlen, errno, "ckpt_root %s: %s",
+				   ckpt_root, strerror(errno));
 		goto out_close_root;
 	}
-	ufd = ckpt_open_dir(rfd, comp);
+	if (mkdirat(rfd, name, 0700) == 0)
+		created = true;
+	else if (errno != EEXIST) {
+		rc = sigma_set_err(err, errlen, errno, "mkdir %s/%s: %s",
+				   ckpt_root, name, strerror(errno));
+		goto out_close_root;
+	}
+	if (created && fstatat(rfd, name, &made, AT_SYMLINK_NOFOLLOW) < 0) {
+		rc = sigma_set_err(err, errlen, errno, "%s/%s: %s", ckpt_root,
+				   name, strerror(errno));
+		goto out_close_root;
+	}
+	ufd = ckpt_open_dir(rfd, name);
 	if (ufd < 0) {
 		rc = sigma_set_err(err, errlen, errno,
 				   "%s/%s: %s (a symbolic link is refused)",
-				   ckpt_root, comp, strerror(errno));
+				   ckpt_root, name, strerror(errno));
 		goto out_close_root;
 	}
 	if (fstat(ufd, &st) < 0) {
 		rc = sigma_set_err(err, errlen, errno, "%s/%s: %s", ckpt_root,
-				   comp, strerror(errno));
+				   name, strerror(errno));
 		goto out_close_user;
 	}
-	if (st.st_uid == 0 && uid != 0 && st.st_nlink == 2) {
-		/* root just made it (or an empty one of root's): hand it over
-		 */
-		if (fchown(ufd, uid, gid) < 0) {
-			rc =
-			    sigma_set_err(err, errlen, errno, "chown %s/%s: %s",
-					  ckpt_root, comp, strerror(errno));
+	if (created && uid != 0) {
+		if (st.st_dev != made.st_dev || st.st_ino != made.st_ino ||
+		    st.st_dev != rst.st_dev || st.st_uid != 0) {
+			rc = sigma_set_err(
+			    err, errlen, EPERM,
+			    "%s/%s changed between mkdir and open: not handed over",
+			    ckpt_root, name);
 			goto out_close_user;
 		}
+		if (fchown(ufd, uid, gid) < 0)
+			rc = sigma_set_err(err, errlen, errno,
+					   "chown %s/%s: %s", ckpt_root, name,
+					   strerror(errno));
 	} else if (st.st_uid != uid) {
 		rc = sigma_set_err(
 		    err, errlen, EPERM,
-		    "%s/%s is owned by uid %u, not the job's user %u",
-		    ckpt_root, comp, (unsigned)st.st_uid, (unsigned)uid);
+		    "%s/%s is owned by uid %u, not the job's user %u (only a directory sigma has just made is handed over)",
+		    ckpt_root, name, (unsigned)st.st_uid, (unsigned)uid);
 	}
 out_close_user:
 	close(ufd);
@@ -168,77 +174,119 @@ out_close_root:
 	return rc;
 }
 
-int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
-		      gid_t gid, char *err, size_t errlen)
+/* the work of sigma_ckpt_create, in the child it forks */
+struct ckpt_job {
+	const char *path, *ckpt_root, *user;
+	uid_t uid;
+	gid_t gid;
+};
+
+static int ckpt_child_create(void *arg, char *err, size_t errlen)
 {
-	int status, rc;
-	pid_t pid;
+	const struct ckpt_job *j = arg;
+	char name[128];
+	int rc;
+
+	if (sigma_ckpt_under_root(j->path, j->ckpt_root)) {
+		sigma_path_component(j->user, name, sizeof(name));
+		rc = ckpt_make_user_dir(j->ckpt_root, name, j->uid, j->gid,
+					err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	/* drop to the user for good before touching the path */
+	if (getuid() == 0 && (setgroups(1, &j->gid) < 0 ||
+			      setresgid(j->gid, j->gid, j->gid) < 0 ||
+			      setresuid(j->uid, j->uid, j->uid) < 0))
+		return sigma_set_err(err, errlen, EPERM,
+				     "cannot switch to uid %u gid %u",
+				     (unsigned)j->uid, (unsigned)j->gid);
+	if (getuid() != j->uid)
+		return sigma_set_err(err, errlen, EPERM,
+				     "cannot create %s for uid %u as uid %u",
+				     j->path, (unsigned)j->uid,
+				     (unsigned)getuid());
+	umask(077);
+	rc = ckpt_walk(j->path, j->uid);
+	if (rc == 0)
+		return 0;
+	if (rc == ELOOP)
+		return sigma_set_err(
+		    err, errlen, ELOOP,
+		    "%s is a symbolic link or not a directory: refused",
+		    j->path);
+	if (rc == EPERM)
+		return sigma_set_err(err, errlen, EPERM,
+				     "%s is not owned by uid %u", j->path,
+				     (unsigned)j->uid);
+	return sigma_set_err(err, errlen, rc, "creating %s as uid %u: %s",
+			     j->path, (unsigned)j->uid, strerror(rc));
+}
+
+/* "PATH: what the child said", or the timeout said in seconds */
+static int ckpt_call(sigma_child_fn fn, void *arg, const char *path,
+		     long timeout_s, char *err, size_t errlen)
+{
+	char why[512];
+	int rc = sigma_child_call(fn, arg, timeout_s * 1000, why, sizeof(why));
+
+	if (rc == -ETIMEDOUT)
+		return sigma_set_err(
+		    err, errlen, ETIMEDOUT,
+		    "%s: no answer within %ld s (a hung file system?): killed",
+		    path, timeout_s);
+	if (rc < 0)
+		return sigma_set_err(err, errlen, -rc, "%s", why);
+	return 0;
+}
+
+int sigma_ckpt_create(const char *path, const char *ckpt_root,
+		      const char *user, uid_t uid, gid_t gid, long timeout_s,
+		      char *err, size_t errlen)
+{
+	struct ckpt_job j = {path, ckpt_root, user, uid, gid};
+	int rc;
 
 	if (!path || path[0] != '/')
 		return sigma_set_err(err, errlen, EINVAL,
 				     "checkpoint path must be absolute");
-	if (ckpt_root && ckpt_root[0]) {
-		rc = ckpt_make_user_dir(path, ckpt_root, uid, gid, err, errlen);
-		if (rc < 0)
-			return rc;
-	}
-	pid = fork();
-	if (pid < 0)
-		return sigma_set_err(err, errlen, errno, "fork: %s",
-				     strerror(errno));
-	if (pid == 0) {
-		/* drop to the user for good before touching the path */
-		if (getuid() == 0 &&
-		    (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
-		     setresuid(uid, uid, uid) < 0))
-			_exit(CKPT_EXIT_SETID);
-		if (getuid() != uid)
-			_exit(CKPT_EXIT_SETID);
-		umask(077);
-		_exit(ckpt_walk(path, uid));
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return sigma_set_err(err, errlen, errno, "waitpid: %s",
-					     strerror(errno));
-	if (!WIFEXITED(status))
-		return sigma_set_err(err, errlen, EINTR,
-				     "creating %s: child killed", path);
-	rc = WEXITSTATUS(status);
-	if (rc == 0)
-		return 0;
-	if (rc == CKPT_EXIT_SETID)
-		return sigma_set_err(err, errlen, EPERM,
-				     "cannot switch to uid %u gid %u",
-				     (unsigned)uid, (unsigned)gid);
-	if (rc == ELOOP)
-		return sigma_set_err(
-		    err, errlen, ELOOP,
-		    "%s is a symbolic link or not a directory: refused", path);
-	if (rc == EPERM)
-		return sigma_set_err(err, errlen, EPERM,
-				     "%s is not owned by uid %u", path,
-				     (unsigned)uid);
-	return sigma_set_err(err, errlen, rc, "creating %s as uid %u: %s", path,
-			     (unsigned)uid, strerror(rc));
+	/* root trusts nothing the submit side checked */
+	rc = sigma_ckpt_path_allowed(path, ckpt_root, user, err, errlen);
+	if (rc < 0)
+		return rc;
+	return ckpt_call(ckpt_child_create, &j, path, timeout_s, err, errlen);
 }
 
-int sigma_ckpt_check(const char *path, uid_t uid, char *err, size_t errlen)
+struct ckpt_probe {
+	const char *path;
+	uid_t uid;
+};
+
+static int ckpt_child_check(void *arg, char *err, size_t errlen)
 {
+	const struct ckpt_probe *c = arg;
 	struct stat st;
 
-	if (lstat(path, &st) < 0)
-		return sigma_set_err(err, errlen, errno, "%s: %s", path,
+	if (lstat(c->path, &st) < 0)
+		return sigma_set_err(err, errlen, errno, "%s: %s", c->path,
 				     strerror(errno));
 	if (S_ISLNK(st.st_mode))
 		return sigma_set_err(err, errlen, ELOOP,
-				     "%s is a symbolic link: refused", path);
+				     "%s is a symbolic link: refused", c->path);
 	if (!S_ISDIR(st.st_mode))
 		return sigma_set_err(err, errlen, ENOTDIR,
-				     "%s is not a directory", path);
-	if (st.st_uid != uid)
+				     "%s is not a directory", c->path);
+	if (st.st_uid != c->uid)
 		return sigma_set_err(err, errlen, EPERM,
-				     "%s is owned by uid %u, not %u", path,
-				     (unsigned)st.st_uid, (unsigned)uid);
+				     "%s is owned by uid %u, not %u", c->path,
+				     (unsigned)st.st_uid, (unsigned)c->uid);
 	return 0;
+}
+
+int sigma_ckpt_check(const char *path, uid_t uid, long timeout_s, char *err,
+		     size_t errlen)
+{
+	struct ckpt_probe c = {path, uid};
+
+	return ckpt_call(ckpt_child_check, &c, path, timeout_s, err, errlen);
 }

@@ -20,6 +20,7 @@ void sigma_spank_conf_init(struct sigma_spank_conf *conf)
 	memset(conf, 0, sizeof(*conf));
 	sigma_strlcpy(conf->probe, SIGMA_PROBE_PATH, sizeof(conf->probe));
 	conf->probe_timeout = 60;
+	conf->ckpt_timeout = 30;
 	conf->default_probe = SIGMA_PROBE_QUICK;
 	conf->epilog_probe = SIGMA_PROBE_JOB;
 	conf->drain = true;
@@ -75,6 +76,15 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 			    value, SIGMA_PROBE_TIMEOUT_MAX);
 		return 0;
 	}
+	if (!strcmp(key, "ckpt_timeout")) {
+		if (sigma_parse_long(value, 1, SIGMA_PROBE_TIMEOUT_MAX,
+				     &conf->ckpt_timeout) < 0)
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "ckpt_timeout=%s: expected seconds from 1 to %d",
+			    value, SIGMA_PROBE_TIMEOUT_MAX);
+		return 0;
+	}
 	if (!strcmp(key, "default_probe"))
 		return conf_level(key, value, sigma_probe_level_names,
 				  &conf->default_probe, err, errlen);
@@ -96,7 +106,7 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 				 true, err, errlen);
 	return sigma_set_err(
 	    err, errlen, EINVAL,
-	    "unknown argument '%s' (known: probe, probe_timeout, default_probe, epilog_probe, drain, ckpt_root, config)",
+	    "unknown argument '%s' (known: probe, probe_timeout, default_probe, epilog_probe, drain, ckpt_root, ckpt_timeout, config)",
 	    key);
 }
 

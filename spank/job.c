@@ -100,3 +100,49 @@ int sigma_ckpt_path(const struct sigma_job_opts *opts,
 				     conf->ckpt_root);
 	return 0;
 }
+
+/* the length of ckpt_root without trailing slashes ("/" stays 1) */
+static size_t job_root_len(const char *ckpt_root)
+{
+	size_t n = strlen(ckpt_root);
+
+	while (n > 1 && ckpt_root[n - 1] == '/')
+		n--;
+	return n;
+}
+
+const char *sigma_ckpt_under_root(const char *path, const char *ckpt_root)
+{
+	size_t n;
+
+	if (!ckpt_root || !ckpt_root[0])
+		return NULL;
+	n = job_root_len(ckpt_root);
+	if (n == 1)
+		return path[0] == '/' ? path + 1 : NULL;
+	if (strncmp(path, ckpt_root, n))
+		return NULL;
+	if (path[n] == '\0')
+		return path + n;
+	return path[n] == '/' ? path + n + 1 : NULL;
+}
+
+int sigma_ckpt_path_allowed(const char *path, const char *ckpt_root,
+			    const char *user, char *err, size_t errlen)
+{
+	const char *rest = sigma_ckpt_under_root(path, ckpt_root);
+	char u[128];
+	size_t n;
+
+	if (!rest)
+		return 0; /* outside ckpt_root: made whole as the user */
+	sigma_path_component(user ? user : "", u, sizeof(u));
+	n = strlen(u);
+	if (user && user[0] && !strncmp(rest, u, n) &&
+	    (rest[n] == '\0' || rest[n] == '/'))
+		return 0;
+	return sigma_set_err(
+	    err, errlen, EPERM,
+	    "--sigma-ckpt-dir=%s: under ckpt_root a job may use only its user's own directory %.*s/%s",
+	    path, (int)job_root_len(ckpt_root), ckpt_root, u);
+}

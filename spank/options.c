@@ -47,6 +47,33 @@ static int opts_number(int id, const char *value, long min, long max, long *out,
 	return 0;
 }
 
+/*
+ * The rule for every component of a checkpoint path: not empty ("//" or a
+ * trailing "/"), not "." and not "..". Root creates the path's top
+ * directory under ckpt_root, so the path must mean what it says.
+ */
+static int opts_dir_components(const char *value, char *err, size_t errlen)
+{
+	const char *p = value + 1;
+
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 0)
+			return sigma_set_err(err, errlen, EINVAL,
+					     "--sigma-ckpt-dir=%s: an empty component (\"//\" or a trailing \"/\") is not allowed",
+					     value);
+		if ((n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return sigma_set_err(err, errlen, EINVAL,
+					     "--sigma-ckpt-dir=%s: a '%.*s' component is not allowed",
+					     value, (int)n, p);
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+}
+
 static int opts_dir(const char *value, char *dst, size_t size, char *err,
 		    size_t errlen)
 {
@@ -61,17 +88,13 @@ static int opts_dir(const char *value, char *dst, size_t size, char *err,
 		    err, errlen, ENAMETOOLONG,
 		    "--sigma-ckpt-dir: path longer than %zu characters",
 		    size - 1);
-	/* no ".." component: the path is created step by step */
-	for (p = value; (p = strstr(p, "..")); p += 2)
-		if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
-			return sigma_set_err(
-			    err, errlen, EINVAL,
-			    "--sigma-ckpt-dir=%s: '..' is not allowed", value);
 	for (p = value; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return sigma_set_err(
 			    err, errlen, EINVAL,
 			    "--sigma-ckpt-dir: control character in path");
+	if (value[1] && opts_dir_components(value, err, errlen) < 0)
+		return -EINVAL;
 	sigma_strlcpy(dst, value, size);
 	return 0;
 }

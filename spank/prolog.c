@@ -65,8 +65,8 @@ static void prolog_ckpt_dir(spank_t sp, uint32_t job_id, const char *name)
 		slurm_error("sigma: job %u: %s", job_id, err);
 		return;
 	}
-	rc = sigma_ckpt_create(path, sigma_conf.ckpt_root, uid, gid, err,
-			       sizeof(err));
+	rc = sigma_ckpt_create(path, sigma_conf.ckpt_root, user, uid, gid,
+			       sigma_conf.ckpt_timeout, err, sizeof(err));
 	if (rc < 0)
 		slurm_error("sigma: job %u: checkpoint directory: %s", job_id,
 			    err);

@@ -8,7 +8,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
@@ -38,17 +40,36 @@ static struct spank_option register_table[] = {
 
 #define REGISTER_N (sizeof(register_table) / sizeof(register_table[0]))
 
+/* the submitting user's name, for the checkpoint path rule */
+static const char *register_user(char *buf, size_t size)
+{
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+
+	buf[0] = '\0';
+	if (!getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) && res)
+		sigma_strlcpy(buf, pw.pw_name, size);
+	return buf;
+}
+
 static int register_cb(int val, const char *optarg, int remote)
 {
-	char err[512];
+	char err[512], user[128];
 
 	if (sigma_job_opts_set(&sigma_opts, val, optarg, err, sizeof(err)) <
-	    0) {
-		/* the user must see why the job was refused */
-		slurm_error("sigma: %s", err);
-		return -1;
-	}
+	    0)
+		goto out_refuse;
+	/* at submit, so a job that root would refuse is never queued */
+	if (!remote && val == SIGMA_OPT_CKPT_DIR &&
+	    sigma_ckpt_path_allowed(sigma_opts.ckpt_dir, sigma_conf.ckpt_root,
+				    register_user(user, sizeof(user)), err,
+				    sizeof(err)) < 0)
+		goto out_refuse;
 	return 0;
+out_refuse:
+	/* the user must see why the job was refused */
+	slurm_error("sigma: %s", err);
+	return -1;
 }
 
 int sigma_register_options(spank_t sp)

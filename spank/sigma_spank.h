@@ -49,6 +49,7 @@ struct sigma_spank_conf {
 	int epilog_probe;	  /* enum sigma_probe_level */
 	bool drain;		  /* drain (and fail the job) on failure */
 	char ckpt_root[PATH_MAX]; /* "" = no default checkpoint dir */
+	long ckpt_timeout;	  /* seconds to create the directory */
 	char config[PATH_MAX];	  /* sigma.conf, "" = probe's default */
 };
 
@@ -138,20 +139,41 @@ int sigma_ckpt_path(const struct sigma_job_opts *opts,
 		    const char *job_name, char *out, size_t size, char *err,
 		    size_t errlen);
 
+/*
+ * What follows ckpt_root/ in path ("" for ckpt_root itself), or NULL when
+ * path is not under ckpt_root (or there is no ckpt_root).
+ */
+const char *sigma_ckpt_under_root(const char *path, const char *ckpt_root);
+/*
+ * The rule for the directory a user names: anywhere outside ckpt_root (it
+ * is made whole as the user), and under ckpt_root only inside
+ * ckpt_root/USER, USER as sigma_path_component makes it. Checked at submit
+ * and again by root in the prolog. Returns 0 or -EPERM, the rule in err.
+ */
+int sigma_ckpt_path_allowed(const char *path, const char *ckpt_root,
+			    const char *user, char *err, size_t errlen);
+
 /* ---- creating the checkpoint directory as the user (ckpt.c) ----------------
  */
 
 /*
- * Create path for uid/gid. Anything inside ckpt_root is created by root
- * only for ckpt_root/USER itself (openat, O_NOFOLLOW, fchown); the rest is
- * created by a child that has dropped to the user. The last component must
- * be a real directory owned by uid: a symbolic link there is refused.
- * Returns 0 or -errno with the reason in err.
+ * Create path for the job's user (name, uid, gid), in a child that is
+ * killed after timeout_s (a hung NFS or FUSE mount fails the job, never the
+ * prolog). Under ckpt_root root creates at most ckpt_root/USER and chowns
+ * it only when its own mkdirat just made it (device and inode checked);
+ * everything else is created after the child has dropped to the user. The
+ * last component must be a real directory owned by uid: a symbolic link
+ * there is refused. Returns 0 or -errno with the reason in err.
  */
-int sigma_ckpt_create(const char *path, const char *ckpt_root, uid_t uid,
-		      gid_t gid, char *err, size_t errlen);
-/* Check, as the user, that path is a directory owned by uid, not a link. */
-int sigma_ckpt_check(const char *path, uid_t uid, char *err, size_t errlen);
+int sigma_ckpt_create(const char *path, const char *ckpt_root,
+		      const char *user, uid_t uid, gid_t gid, long timeout_s,
+		      char *err, size_t errlen);
+/*
+ * Check, as the user, that path is a directory owned by uid, not a link,
+ * in a child killed after timeout_s.
+ */
+int sigma_ckpt_check(const char *path, uid_t uid, long timeout_s, char *err,
+		     size_t errlen);
 
 /* ---- running the probe (probe_run.c) --------------------------------------
  */

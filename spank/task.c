@@ -81,7 +81,8 @@ int sigma_task_init(spank_t sp)
 	rc = sigma_ckpt_path(&sigma_opts, &sigma_conf, user, name, path,
 			     sizeof(path), err, sizeof(err));
 	if (rc == 0) {
-		if (sigma_ckpt_check(path, uid, err, sizeof(err)) < 0) {
+		if (sigma_ckpt_check(path, uid, sigma_conf.ckpt_timeout, err,
+				     sizeof(err)) < 0) {
 			slurm_error("sigma: checkpoint directory refused: %s",
 				    err);
 			return -1;

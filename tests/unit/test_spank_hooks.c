@@ -293,8 +293,8 @@ static void test_task_env(void **state)
 	fake.job_env[fake.njob_env++] = "SLURM_RESTART_COUNT=3";
 	fake.restart_count = 0;
 	snprintf(path, sizeof(path), "%s/%s/train", ckpt_root, user);
-	assert_int_equal(sigma_ckpt_create(path, ckpt_root, getuid(), getgid(),
-					   err, sizeof(err)),
+	assert_int_equal(sigma_ckpt_create(path, ckpt_root, user, getuid(),
+					   getgid(), 10, err, sizeof(err)),
 			 0);
 	assert_int_equal(hook(slurm_spank_task_init, 1, arg_root), 0);
 	assert_string_equal(fake_task_env("SIGMA_CKPT_DIR"), path);

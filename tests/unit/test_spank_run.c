@@ -162,22 +162,23 @@ static void test_ckpt_create(void **state)
 	assert_int_equal(mkdir(root, 01777), 0);
 	snprintf(path, sizeof(path), "%s/user/job1", root);
 	assert_int_equal(
-	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
+	    sigma_ckpt_create(path, root, "user", uid, gid, 10, err, sizeof(err)), 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_uid, uid);
 	assert_int_equal(st.st_mode & 0777, 0700);
-	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), 0);
+	assert_int_equal(sigma_ckpt_check(path, uid, 10, err, sizeof(err)), 0);
 	/* again: an existing directory is fine */
 	assert_int_equal(
-	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
+	    sigma_ckpt_create(path, root, "user", uid, gid, 10, err, sizeof(err)), 0);
 	/* a path outside ckpt_root, made whole by the user */
 	snprintf(path, sizeof(path), "%s/own/a/b", tmpdir);
 	assert_int_equal(
-	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
-	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), 0);
+	    sigma_ckpt_create(path, root, "user", uid, gid, 10, err, sizeof(err)), 0);
+	assert_int_equal(sigma_ckpt_check(path, uid, 10, err, sizeof(err)), 0);
 	assert_int_equal(
-	    sigma_ckpt_create("relative", root, uid, gid, err, sizeof(err)),
+	    sigma_ckpt_create("relative", root, "user", uid, gid, 10, err,
+			      sizeof(err)),
 	    -EINVAL);
 }
 
@@ -194,14 +195,14 @@ static void test_ckpt_symlink(void **state)
 	snprintf(path, sizeof(path), "%s/user/planted", root);
 	assert_int_equal(symlink(target, path), 0);
 	assert_int_equal(
-	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), -ELOOP);
+	    sigma_ckpt_create(path, root, "user", uid, gid, 10, err, sizeof(err)), -ELOOP);
 	assert_non_null(strstr(err, "symbolic link"));
-	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)), -ELOOP);
+	assert_int_equal(sigma_ckpt_check(path, uid, 10, err, sizeof(err)), -ELOOP);
 	/* a link planted at ckpt_root/USER: root refuses to follow it */
 	snprintf(path, sizeof(path), "%s/victim", root);
 	assert_int_equal(symlink(target, path), 0);
 	snprintf(path, sizeof(path), "%s/victim/job", root);
-	assert_true(sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)) <
+	assert_true(sigma_ckpt_create(path, root, "victim", uid, gid, 10, err, sizeof(err)) <
 		    0);
 	assert_non_null(strstr(err, "symbolic link"));
 	/* nothing was created through the links */
@@ -210,12 +211,12 @@ static void test_ckpt_symlink(void **state)
 	/* a file where the directory should be */
 	snprintf(path, sizeof(path), "%s/user/file", root);
 	close(open(path, O_CREAT | O_WRONLY, 0600));
-	assert_true(sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)) <
+	assert_true(sigma_ckpt_create(path, root, "user", uid, gid, 10, err, sizeof(err)) <
 		    0);
-	assert_int_equal(sigma_ckpt_check(path, uid, err, sizeof(err)),
+	assert_int_equal(sigma_ckpt_check(path, uid, 10, err, sizeof(err)),
 			 -ENOTDIR);
 	/* the owner is checked */
-	assert_int_equal(sigma_ckpt_check(root, uid + 1, err, sizeof(err)),
+	assert_int_equal(sigma_ckpt_check(root, uid + 1, 10, err, sizeof(err)),
 			 -EPERM);
 }
 
@@ -231,8 +232,9 @@ static void test_ckpt_as_user(void **state)
 		skip();
 	snprintf(root, sizeof(root), "%s/ckpt", tmpdir);
 	snprintf(path, sizeof(path), "%s/nobody/run", root);
-	assert_int_equal(
-	    sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)), 0);
+	assert_int_equal(sigma_ckpt_create(path, root, "nobody", uid, gid, 10,
+					   err, sizeof(err)),
+			 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_uid, uid);
 	assert_int_equal(st.st_gid, gid);
@@ -240,13 +242,102 @@ static void test_ckpt_as_user(void **state)
 	assert_int_equal(lstat(path, &st), 0);
 	assert_int_equal(st.st_uid, uid);
 	/* the user cannot create outside what it may write */
-	assert_true(sigma_ckpt_create("/root/sigma-test-denied", root, uid, gid,
-				      err, sizeof(err)) < 0);
+	assert_true(sigma_ckpt_create("/root/sigma-test-denied", root, "nobody",
+				      uid, gid, 10, err, sizeof(err)) < 0);
 	assert_int_equal(access("/root/sigma-test-denied", F_OK), -1);
 	/* ckpt_root/OTHER owned by someone else is refused */
 	snprintf(path, sizeof(path), "%s/user/x", root);
-	assert_true(sigma_ckpt_create(path, root, uid, gid, err, sizeof(err)) <
-		    0);
+	assert_true(sigma_ckpt_create(path, root, "user", uid, gid, 10, err,
+				      sizeof(err)) < 0);
+}
+
+static uid_t owner(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_uid;
+}
+
+/*
+ * As root, what a user may ask for: root hands over nothing but the
+ * user's own ckpt_root/USER, and only when it has just made it.
+ */
+static void test_ckpt_attacks(void **state)
+{
+	char root[300], path[PATH_MAX], err[512];
+	const uid_t uid = 65534;
+	const gid_t gid = 65534;
+
+	if (getuid() != 0)
+		skip();
+	snprintf(root, sizeof(root), "%s/fresh", tmpdir);
+	assert_int_equal(mkdir(root, 0755), 0);
+	/* ckpt_root itself, through "." (a fresh, empty ckpt_root) */
+	snprintf(path, sizeof(path), "%s/./x", root);
+	assert_int_equal(sigma_ckpt_create(path, root, "nobody", uid, gid, 10,
+					   err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "own directory"));
+	assert_int_equal(owner(root), 0);
+	assert_int_equal(sigma_ckpt_create(root, root, "nobody", uid, gid, 10,
+					   err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(owner(root), 0);
+	/* another user's name: not created */
+	snprintf(path, sizeof(path), "%s/bob/x", root);
+	assert_int_equal(sigma_ckpt_create(path, root, "nobody", uid, gid, 10,
+					   err, sizeof(err)),
+			 -EPERM);
+	snprintf(path, sizeof(path), "%s/bob", root);
+	assert_int_equal(access(path, F_OK), -1);
+	/* an existing root-owned directory that holds only files */
+	snprintf(path, sizeof(path), "%s/nobody", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/nobody/file", root);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	snprintf(path, sizeof(path), "%s/nobody/x", root);
+	assert_int_equal(sigma_ckpt_create(path, root, "nobody", uid, gid, 10,
+					   err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "owned by uid 0"));
+	snprintf(path, sizeof(path), "%s/nobody", root);
+	assert_int_equal(owner(path), 0);
+	snprintf(path, sizeof(path), "%s/nobody/x", root);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+static int sleeper(void *arg, char *err, size_t errlen)
+{
+	sleep(30);
+	return 0;
+}
+
+static int answers(void *arg, char *err, size_t errlen)
+{
+	/* the child starts with no descriptor above 2 but its reply pipe */
+	if (fcntl(*(int *)arg, F_GETFD) != -1)
+		return sigma_set_err(err, errlen, EBADF, "fd %d leaked",
+				     *(int *)arg);
+	return sigma_set_err(err, errlen, ENOSPC, "told %s", "why");
+}
+
+/* a child that hangs is killed at its deadline; one that answers is heard */
+static void test_child_deadline(void **state)
+{
+	char err[256];
+	uint64_t t0 = sigma_now_ms();
+	int null_fd = open("/dev/null", O_RDONLY);
+	int fd = fcntl(null_fd, F_DUPFD, 100);
+
+	assert_int_equal(sigma_child_call(sleeper, NULL, 300, err, sizeof(err)),
+			 -ETIMEDOUT);
+	assert_true(sigma_now_ms() - t0 < 2500);
+	assert_int_equal(sigma_child_call(answers, &fd, 5000, err, sizeof(err)),
+			 -ENOSPC);
+	assert_string_equal(err, "told why");
+	close(fd);
+	close(null_fd);
 }
 
 static int setup(void **state)
@@ -276,6 +367,8 @@ int main(void)
 	    cmocka_unit_test(test_ckpt_create),
 	    cmocka_unit_test(test_ckpt_symlink),
 	    cmocka_unit_test(test_ckpt_as_user),
+	    cmocka_unit_test(test_ckpt_attacks),
+	    cmocka_unit_test(test_child_deadline),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -76,6 +76,13 @@ int sigma_parse_enum(const char *s, const char *const names[]);
 /* "a|b|c" from a NULL-terminated list, for error messages. */
 const char *sigma_enum_list(const char *const names[], char *buf, size_t size);
 
+/*
+ * s with every control byte, DEL and backslash written as \xHH, so that a
+ * string a user sent can be logged or printed to a terminal. Truncated to
+ * fit out (always terminated). Returns out.
+ */
+const char *sigma_escape(const char *s, char *out, size_t size);
+
 /* ---- key=value configuration (kv.c) --------------------------------------- */
 
 #define SIGMA_KV_MAX_KEY 64

@@ -137,3 +137,30 @@ const char *sigma_enum_list(const char *const names[], char *buf, size_t size)
 	}
 	return buf;
 }
+
+const char *sigma_escape(const char *s, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (!size)
+		return out;
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+			if (n + 4 >= size)
+				break;
+			out[n++] = '\\';
+			out[n++] = 'x';
+			out[n++] = hex[ch >> 4];
+			out[n++] = hex[ch & 15];
+		} else {
+			if (n + 1 >= size)
+				break;
+			out[n++] = (char)ch;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}

@@ -102,6 +102,14 @@ static int ctl_parse_since(const char *s, long *out)
 	return -EINVAL;
 }
 
+/* prefix then s, with control characters escaped: s came from users */
+static void ctl_put(FILE *f, const char *prefix, const char *s)
+{
+	char safe[4 * EVLOG_LINE_MAX + 1];
+
+	fprintf(f, "%s%s", prefix, sigma_escape(s, safe, sizeof(safe)));
+}
+
 static void ctl_print_event(const struct evlog_event *ev)
 {
 	char when[32];
@@ -116,17 +124,17 @@ static void ctl_print_event(const struct evlog_event *ev)
 	if (ev->attempt)
 		printf(" attempt %d", ev->attempt);
 	if (ev->kind[0])
-		printf(" %s", ev->kind);
+		ctl_put(stdout, " ", ev->kind);
 	if (ev->node[0])
-		printf(" %s", ev->node);
+		ctl_put(stdout, " ", ev->node);
 	if (ev->verdict[0])
-		printf(" -> %s", ev->verdict);
+		ctl_put(stdout, " -> ", ev->verdict);
 	if (ev->spare[0])
-		printf(" spares %s", ev->spare);
+		ctl_put(stdout, " spares ", ev->spare);
 	if (!strcmp(ev->type, "repair"))
 		printf(" exit %d", ev->rc);
 	if (ev->text[0])
-		printf(": %s", ev->text);
+		ctl_put(stdout, ": ", ev->text);
 	printf("\n");
 }
 
@@ -178,17 +186,23 @@ static int ctl_request(const char *path, const char *req, bool history,
 		struct evlog_event ev;
 		size_t len = strlen(line);
 
-		if (!strncmp(line, "error: ", 7)) {
-			fprintf(stderr, "sigmactl: %s", line + 7);
-			rc = 1;
-			continue;
-		}
-		if (!history || json) {
-			fputs(line, stdout);
+		if (json) {
+			fputs(line, stdout); /* JSON escapes its own strings */
 			continue;
 		}
 		if (len && line[len - 1] == '\n')
 			line[--len] = '\0';
+		if (!strncmp(line, "error: ", 7)) {
+			ctl_put(stderr, "sigmactl: ", line + 7);
+			fputc('\n', stderr);
+			rc = 1;
+			continue;
+		}
+		if (!history) {
+			ctl_put(stdout, "", line);
+			putchar('\n');
+			continue;
+		}
 		if (!evlog_parse_line(line, len, &ev))
 			ctl_print_event(&ev);
 	}

@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "eventlog.h"
 #include "policy.h"
+#include "proc.h"
 #include "sigma.h"
 #include "slurm.h"
 #include "view.h"
@@ -45,6 +46,10 @@ struct ctl_tries {
 	char node[CTL_NAME_MAX];
 	int tries;
 	int64_t last;
+	struct ctl_proc probe; /* the repair probe running now, if any */
+	bool done;	       /* it has ended: rc and out wait */
+	int rc;
+	char out[CTL_PROC_OUT_MAX];
 };
 
 struct ctl_last {
@@ -977,81 +982,56 @@ static struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node)
 }
 
 /*
- * Run the probe command for node: words split on blanks, %n replaced by the
- * node name, no shell. Returns its exit code (3 when it could not run or
- * timed out); the first line of its output goes to out.
+ * Start the probe command for node: words split on blanks, %n replaced by
+ * the node name, no shell. Its result is collected by ctl_repair_collect.
  */
-static int ctl_probe_run(struct ctl *c, const char *node, char *out,
-			 size_t outlen)
+static int ctl_probe_start(struct ctl *c, const char *node,
+			   struct ctl_proc *p)
 {
 	char cmd[SIGMAD_LIST_MAX], words[32][512], *argv[33], *save = NULL,
 							      *tok;
-	int pipefd[2], status, argc = 0, rc = 3;
-	size_t got = 0;
-	pid_t pid;
-	time_t deadline;
+	char env_node[CTL_NAME_MAX + 20], env_conf[PATH_MAX + 16];
+	char *env[] = {env_node, env_conf, NULL};
+	int argc = 0;
 
-	out[0] = '\0';
 	sigma_strlcpy(cmd, c->cfg.probe_command, sizeof(cmd));
 	for (tok = strtok_r(cmd, " \t", &save); tok && argc < 32;
 	     tok = strtok_r(NULL, " \t", &save)) {
 		char *w = words[argc];
 		size_t n = 0;
 
-		for (const char *p = tok; *p && n + 1 < sizeof(words[0]); p++) {
-			if (p[0] == '%' && p[1] == 'n') {
+		for (const char *q = tok; *q && n + 1 < sizeof(words[0]); q++) {
+			if (q[0] == '%' && q[1] == 'n') {
 				n += sigma_strlcpy(w + n, node,
 						   sizeof(words[0]) - n);
-				p++;
+				q++;
 			} else {
-				w[n++] = *p;
+				w[n++] = *q;
 			}
 		}
 		w[n < sizeof(words[0]) ? n : sizeof(words[0]) - 1] = '\0';
-		argv[argc] = w;
-		argc++;
+		argv[argc++] = w;
 	}
 	argv[argc] = NULL;
-	if (!argc || pipe2(pipefd, O_CLOEXEC) < 0)
-		return 3;
-	pid = fork();
-	if (pid < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return 3;
-	}
-	if (pid == 0) {
-		dup2(pipefd[1], 1);
-		setenv("SLURMD_NODENAME", node, 1);
-		setenv("SIGMA_CONF", c->config_path, 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	deadline = time(NULL) + CTL_PROBE_TIMEOUT_S;
-	for (;;) {
-		struct pollfd pfd = {pipefd[0], POLLIN, 0};
-		char buf[256];
-		ssize_t n;
+	if (!argc)
+		return -EINVAL;
+	snprintf(env_node, sizeof(env_node), "SLURMD_NODENAME=%s", node);
+	snprintf(env_conf, sizeof(env_conf), "SIGMA_CONF=%s", c->config_path);
+	return ctl_proc_start(p, argv, env, CTL_PROBE_TIMEOUT_S);
+}
 
-		if (time(NULL) >= deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&pfd, 1, 1000) <= 0)
+/* collect every repair probe that has ended; never waits */
+static void ctl_repair_collect(struct ctl *c)
+{
+	for (size_t i = 0; i < c->ntries; i++) {
+		struct ctl_tries *t = &c->tries[i];
+
+		if (!t->probe.pid || !ctl_proc_poll(&t->probe, &t->rc))
 			continue;
-		n = read(pipefd[0], buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; i < n && got + 1 < outlen; i++)
-			out[got++] = buf[i];
-		out[got] = '\0';
+		sigma_strlcpy(t->out, t->probe.out, sizeof(t->out));
+		t->out[strcspn(t->out, "\n")] = '\0';
+		t->done = true;
 	}
-	close(pipefd[0]);
-	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))
-		rc = WEXITSTATUS(status);
-	out[strcspn(out, "\n")] = '\0';
-	return rc;
 }
 
 static void ctl_repair(struct ctl *c, struct ctl_view *v)
@@ -1061,6 +1041,7 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 
 	if (!c->cfg.probe_command[0])
 		return;
+	ctl_repair_collect(c);
 	ctl_members(c, v, members);
 	target = list_count(members);
 	for (size_t i = 0; i < v->nnodes; i++) {
@@ -1079,14 +1060,24 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 		    ctl_in_open_rec(c, n->name))
 			continue;
 		t = ctl_tries_of(c, n->name);
-		if (!t ||
-		    !policy_repair_due(&c->cfg.policy, n->reason_time,
-				       v->now) ||
-		    (t->last &&
-		     !policy_repair_due(&c->cfg.policy, t->last, v->now)))
-			continue;
-		rc = ctl_probe_run(c, n->name, out, sizeof(out));
-		t->last = v->now;
+		if (!t || t->probe.pid)
+			continue; /* its probe still runs */
+		if (!t->done) {
+			if (!policy_repair_due(&c->cfg.policy, n->reason_time,
+					       v->now) ||
+			    (t->last && !policy_repair_due(&c->cfg.policy,
+							   t->last, v->now)))
+				continue;
+			t->last = v->now;
+			if (ctl_probe_start(c, n->name, &t->probe) == 0)
+				continue; /* collected at a later tick */
+			t->rc = 3;
+			snprintf(t->out, sizeof(t->out),
+				 "cannot start sigmad_probe_command");
+		}
+		t->done = false;
+		rc = t->rc;
+		sigma_strlcpy(out, t->out, sizeof(out));
 		if (rc != 0 && rc != 1 && rc != 2)
 			t->tries++;
 		ctl_pool_now(v, pool, sizeof(pool));
@@ -1132,8 +1123,9 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 					sigma_strlcpy(reason, out,
 						      sizeof(reason));
 				else
-					snprintf(reason, sizeof(reason),
-						 "sigma: %sprobe full: %s",
+					(void)sigma_snprintf(
+					    reason, sizeof(reason),
+					    "sigma: %sprobe full: %s",
 						 rc == 2 ? "warning: " : "",
 						 out[0] ? out
 							: "still failing");
@@ -1144,6 +1136,9 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 			break;
 		}
 	}
+	/* a result for a node that left repair meanwhile is stale */
+	for (size_t i = 0; i < c->ntries; i++)
+		c->tries[i].done = false;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -1200,6 +1195,8 @@ void ctl_destroy(struct ctl *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->ntries; i++)
+		ctl_proc_kill(&c->tries[i].probe);
 	evlog_close(&c->log);
 	ctl_view_free(&c->view);
 	free(c->recs);
@@ -1257,7 +1254,7 @@ static const char *job_state_name(const struct ctl_job *j)
 	return names[j->state];
 }
 
-int ctl_cmd_status(struct ctl *c, FILE *out)
+int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
 {
 	const struct ctl_view *v = &c->view;
 	char members[SIGMAD_LIST_MAX], pool[SIGMAD_LIST_MAX];
@@ -1272,7 +1269,7 @@ int ctl_cmd_status(struct ctl *c, FILE *out)
 	for (size_t j = 0; j < v->njobs; j++) {
 		const struct ctl_job *job = &v->jobs[j];
 
-		if (job->state == CTL_J_ENDED)
+		if (job->state == CTL_J_ENDED || (!all && job->uid != uid))
 			continue;
 		fprintf(out, "  %u %s restarts=%d nodes=", job->id,
 			job_state_name(job), job->restart_cnt);
@@ -1289,7 +1286,7 @@ int ctl_cmd_status(struct ctl *c, FILE *out)
 	for (size_t i = 0; i < c->nrecs; i++) {
 		const struct ctl_rec *r = &c->recs[i];
 
-		if (r->complete)
+		if (r->complete || (!all && r->uid != uid))
 			continue;
 		fprintf(out, "  job %u attempt %d: %s %s on %s%s%s\n", r->job,
 			r->attempt,

@@ -30,7 +30,8 @@ int ctl_reload(struct ctl *c, const struct sigmad_config *cfg);
 int ctl_tick(struct ctl *c);
 
 /* Commands from sigmactl; the reply is written to out. */
-int ctl_cmd_status(struct ctl *c, FILE *out);
+/* all: every user's jobs (admins, or no PrivateData=jobs); else uid's */
+int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all);
 int ctl_cmd_spares(struct ctl *c, FILE *out);
 int ctl_cmd_spare_add(struct ctl *c, const char *node, uid_t uid, FILE *out);
 int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out);

@@ -195,16 +195,14 @@ static void sigmad_stdio_null(void)
 	close(fd);
 }
 
-static void sigmad_loop(struct ctl *ctl, int lfd, struct sigmad_config *cfg,
-			const char *config_path, uid_t slurm_user)
+static void sigmad_loop(struct ctl *ctl, struct srv *srv,
+			struct sigmad_config *cfg, const char *config_path)
 {
 	uint64_t next = 0;
 	char err[512];
 
 	while (!got_term) {
 		uint64_t now = sigma_now_ms();
-		struct pollfd pfd = {lfd, POLLIN, 0};
-		int timeout;
 
 		if (got_hup) {
 			struct sigmad_config fresh = *cfg;
@@ -237,9 +235,8 @@ static void sigmad_loop(struct ctl *ctl, int lfd, struct sigmad_config *cfg,
 			       (uint64_t)cfg->poll_interval_s * 1000;
 			continue;
 		}
-		timeout = (int)(next - now);
-		if (poll(&pfd, 1, timeout) > 0 && (pfd.revents & POLLIN))
-			srv_serve(lfd, ctl, slurm_user);
+		/* no client can hold this: see server.h */
+		srv_run(srv, ctl, (int)(next - now));
 	}
 }
 
@@ -250,8 +247,10 @@ int main(int argc, char **argv)
 	struct sigaction sa = {0};
 	struct ctl *ctl = NULL;
 	uint32_t slurm_user = 0;
+	bool private_jobs = true;
+	struct srv *srv = NULL;
 	char err[512], msg[640];
-	int report = -1, lfd = -1, rc;
+	int report = -1, rc;
 
 	/* 1. settings and command line */
 	if (sigmad_args(argc, argv, &args))
@@ -283,9 +282,9 @@ int main(int argc, char **argv)
 		goto out_fail;
 	}
 	ctl_slurm_init();
-	if (ctl_slurm_user(&slurm_user))
+	if (ctl_slurm_user(&slurm_user, &private_jobs))
 		sigma_warn(
-		    "cannot learn SlurmUser: only root may change things");
+		    "cannot learn SlurmUser and PrivateData: only root may change things, and users see only their own jobs");
 	if ((rc = ctl_create(&ctl, &cfg, args.config))) {
 		(void)sigma_snprintf(
 		    msg, sizeof(msg),
@@ -293,7 +292,8 @@ int main(int argc, char **argv)
 		    strerror(-rc));
 		goto out_slurm;
 	}
-	if ((rc = srv_open(cfg.socket_path, &lfd))) {
+	if ((rc = srv_create(&srv, cfg.socket_path, (uid_t)slurm_user,
+			     private_jobs))) {
 		snprintf(msg, sizeof(msg), "socket %s: %s", cfg.socket_path,
 			 rc == -EADDRINUSE ? "another sigmad answers there"
 					   : strerror(-rc));
@@ -313,11 +313,11 @@ int main(int argc, char **argv)
 	sigmad_report(&report, "ok");
 
 	/* 3. run */
-	sigmad_loop(ctl, lfd, &cfg, args.config, (uid_t)slurm_user);
+	sigmad_loop(ctl, srv, &cfg, args.config);
 
 	/* 4. teardown, in reverse */
 	sigma_info("stopping");
-	srv_close(lfd, cfg.socket_path);
+	srv_destroy(srv);
 	ctl_destroy(ctl);
 	ctl_slurm_fini();
 	if (args.pidfile)

@@ -1,15 +1,21 @@
 /*
  * server.c - sigmad's socket for sigmactl (see server.h).
+ *
+ * Every connection is a small state machine in one poll loop: reading the
+ * request, then writing the reply, all without blocking, under one
+ * deadline for the whole exchange. Connections are capped in number, in
+ * total and per user, and requests in size, so no client can hold the
+ * controller's tick, whatever it sends and however slowly.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -17,10 +23,33 @@
 #include "server.h"
 #include "sigma.h"
 
-#define SRV_REQ_MAX 4096
-#define SRV_WORDS   8
+#define SRV_WORDS 8
 
-int srv_open(const char *path, int *out)
+enum srv_state { SRV_FREE = 0, SRV_READ, SRV_WRITE };
+
+struct srv_conn {
+	enum srv_state state;
+	int fd;
+	uid_t uid;
+	uint64_t deadline;
+	size_t got;
+	char req[SRV_REQ_MAX + 1];
+	char *reply; /* malloc'd by open_memstream */
+	size_t reply_len, sent;
+};
+
+struct srv {
+	int lfd;
+	char path[108];
+	uid_t slurm_user;
+	bool private_jobs;
+	struct srv_conn conn[SRV_CONN_MAX];
+	/* turned away since the last report: logged once a minute at most */
+	unsigned long refused, expired;
+	uint64_t reported;
+};
+
+static int srv_listen(const char *path, int *out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char dir[sizeof(sa.sun_path)], *slash;
@@ -67,14 +96,6 @@ int srv_open(const char *path, int *out)
 	}
 	*out = fd;
 	return 0;
-}
-
-void srv_close(int fd, const char *path)
-{
-	if (fd >= 0) {
-		close(fd);
-		unlink(path);
-	}
 }
 
 struct history_arg {
@@ -133,7 +154,7 @@ static void srv_history(struct ctl *c, char **w, int n, bool all, uid_t uid,
 }
 
 static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
-			 FILE *out)
+			 bool see_all_jobs, FILE *out)
 {
 	char *w[SRV_WORDS], *save = NULL, *tok;
 	int n = 0;
@@ -146,7 +167,7 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 		return;
 	}
 	if (!strcmp(w[0], "status") && n == 1) {
-		ctl_cmd_status(c, out);
+		ctl_cmd_status(c, out, uid, admin || see_all_jobs);
 		return;
 	}
 	if (!strcmp(w[0], "spares") && n == 1) {
@@ -183,43 +204,236 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 		fprintf(out, "error: bad arguments to '%s'\n", w[0]);
 }
 
-void srv_serve(int lfd, struct ctl *c, uid_t slurm_user)
-{
-	struct timeval tv = {.tv_sec = 2};
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	char req[SRV_REQ_MAX + 1];
-	size_t got = 0;
-	FILE *out;
-	int fd;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
+int srv_create(struct srv **out, const char *path, uid_t slurm_user,
+	       bool private_jobs)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	if (sigma_strlcpy(s->path, path, sizeof(s->path)) >= sizeof(s->path)) {
+		free(s);
+		return -ENAMETOOLONG;
+	}
+	rc = srv_listen(path, &s->lfd);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	s->slurm_user = slurm_user;
+	s->private_jobs = private_jobs;
+	*out = s;
+	return 0;
+}
+
+static void srv_drop(struct srv_conn *k)
+{
+	if (k->state == SRV_FREE)
 		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		close(fd);
+	close(k->fd);
+	free(k->reply);
+	memset(k, 0, sizeof(*k));
+}
+
+void srv_destroy(struct srv *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < SRV_CONN_MAX; i++)
+		srv_drop(&s->conn[i]);
+	close(s->lfd);
+	unlink(s->path);
+	free(s);
+}
+
+static bool srv_is_admin(const struct srv *s, uid_t uid)
+{
+	return uid == 0 || uid == s->slurm_user;
+}
+
+/* a free slot for uid, or NULL when the caps are reached */
+static struct srv_conn *srv_slot(struct srv *s, uid_t uid)
+{
+	struct srv_conn *free_slot = NULL;
+	size_t mine = 0;
+
+	for (size_t i = 0; i < SRV_CONN_MAX; i++) {
+		if (s->conn[i].state == SRV_FREE) {
+			if (!free_slot)
+				free_slot = &s->conn[i];
+		} else if (s->conn[i].uid == uid) {
+			mine++;
+		}
+	}
+	if (!srv_is_admin(s, uid) && mine >= SRV_CONN_PER_USER)
+		return NULL;
+	return free_slot;
+}
+
+static void srv_accept(struct srv *s, uint64_t now)
+{
+	for (int i = 0; i < SRV_CONN_MAX; i++) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct srv_conn *k;
+		int fd;
+
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		k = srv_slot(s, cred.uid);
+		if (!k) {
+			static const char busy[] =
+			    "error: too many connections, try again\n";
+
+			s->refused++;
+			(void)!write(fd, busy, sizeof(busy) - 1);
+			close(fd);
+			continue;
+		}
+		k->state = SRV_READ;
+		k->fd = fd;
+		k->uid = cred.uid;
+		k->deadline = now + SRV_DEADLINE_MS;
+	}
+}
+
+/* the whole request is in: answer it into k->reply */
+static void srv_answer(struct srv *s, struct srv_conn *k, struct ctl *c,
+		       bool too_long)
+{
+	FILE *out = open_memstream(&k->reply, &k->reply_len);
+	char shown[SRV_REQ_MAX + 1];
+
+	if (!out) {
+		srv_drop(k);
 		return;
 	}
-	while (got < SRV_REQ_MAX) {
-		ssize_t n = read(fd, req + got, SRV_REQ_MAX - got);
+	k->req[k->got] = '\0';
+	k->req[strcspn(k->req, "\n")] = '\0';
+	if (too_long) {
+		fprintf(out, "error: request longer than %d bytes\n",
+			SRV_REQ_MAX);
+	} else {
+		sigma_escape(k->req, shown, sizeof(shown));
+		sigma_debug("request from uid %u: %s", (unsigned)k->uid,
+			    shown);
+		srv_dispatch(c, k->req, k->uid, srv_is_admin(s, k->uid),
+			     !s->private_jobs, out);
+	}
+	if (fclose(out) != 0) {
+		srv_drop(k);
+		return;
+	}
+	k->state = SRV_WRITE;
+	k->sent = 0;
+}
 
+static void srv_read(struct srv *s, struct srv_conn *k, struct ctl *c)
+{
+	for (;;) {
+		ssize_t n = read(k->fd, k->req + k->got, SRV_REQ_MAX - k->got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			/* EOF: a request without its newline is still one */
+			if (n == 0 && k->got)
+				srv_answer(s, k, c, false);
+			else
+				srv_drop(k);
+			return;
+		}
+		k->got += (size_t)n;
+		if (memchr(k->req, '\n', k->got)) {
+			srv_answer(s, k, c, false);
+			return;
+		}
+		if (k->got == SRV_REQ_MAX) {
+			srv_answer(s, k, c, true);
+			return;
+		}
+	}
+}
+
+static void srv_write(struct srv_conn *k)
+{
+	while (k->sent < k->reply_len) {
+		ssize_t n = write(k->fd, k->reply + k->sent,
+				  k->reply_len - k->sent);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
 		if (n <= 0)
 			break;
-		got += (size_t)n;
-		if (memchr(req, '\n', got))
-			break;
+		k->sent += (size_t)n;
 	}
-	req[got] = '\0';
-	req[strcspn(req, "\n")] = '\0';
-	out = fdopen(fd, "w");
-	if (!out) {
-		close(fd);
+	srv_drop(k);
+}
+
+/* what clients were turned away, without letting them fill the log */
+static void srv_report(struct srv *s, uint64_t now)
+{
+	if ((!s->refused && !s->expired) || now - s->reported < 60000)
 		return;
+	sigma_warn("socket: %lu connection(s) refused (more than %d open, or %d for one user) and %lu dropped (no request within %d ms) since the last report",
+		   s->refused, SRV_CONN_MAX, SRV_CONN_PER_USER, s->expired,
+		   SRV_DEADLINE_MS);
+	s->refused = s->expired = 0;
+	s->reported = now;
+}
+
+void srv_run(struct srv *s, struct ctl *c, int timeout_ms)
+{
+	struct pollfd pfd[1 + SRV_CONN_MAX];
+	struct srv_conn *at[1 + SRV_CONN_MAX];
+	uint64_t now = sigma_now_ms(), until = now + (uint64_t)timeout_ms;
+	size_t n = 0;
+
+	pfd[n].fd = s->lfd;
+	pfd[n].events = POLLIN;
+	at[n++] = NULL;
+	for (size_t i = 0; i < SRV_CONN_MAX; i++) {
+		struct srv_conn *k = &s->conn[i];
+
+		if (k->state == SRV_FREE)
+			continue;
+		if (k->deadline < until)
+			until = k->deadline;
+		pfd[n].fd = k->fd;
+		pfd[n].events = k->state == SRV_READ ? POLLIN : POLLOUT;
+		at[n++] = k;
 	}
-	sigma_debug("request from uid %u: %s", (unsigned)cred.uid, req);
-	srv_dispatch(c, req, cred.uid, cred.uid == 0 || cred.uid == slurm_user,
-		     out);
-	fclose(out);
+	if (poll(pfd, n, until > now ? (int)(until - now) : 0) < 0 &&
+	    errno != EINTR)
+		return;
+	now = sigma_now_ms();
+	for (size_t i = 1; i < n; i++) {
+		struct srv_conn *k = at[i];
+
+		if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (k->state == SRV_READ)
+				srv_read(s, k, c);
+		}
+		if (k->state == SRV_WRITE &&
+		    (pfd[i].revents & (POLLOUT | POLLHUP | POLLERR)))
+			srv_write(k);
+		if (k->state != SRV_FREE && now >= k->deadline) {
+			s->expired++;
+			srv_drop(k);
+		}
+	}
+	if (pfd[0].revents & POLLIN)
+		srv_accept(s, now);
+	srv_report(s, now);
 }

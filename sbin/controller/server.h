@@ -2,20 +2,42 @@
  * server.h - sigmad's unix-socket server for sigmactl. One request per
  * connection: a line of tab-separated words; the reply is text, then the
  * server closes. Who asks is learnt from SO_PEERCRED: mutating commands are
- * for root and SlurmUser only; a normal user's history holds their own jobs.
+ * for root and SlurmUser only; a normal user's history holds their own jobs,
+ * and so does their status when Slurm has PrivateData=jobs.
+ *
+ * No client can delay the controller: the server never blocks, a whole
+ * exchange has SRV_DEADLINE_MS, requests SRV_REQ_MAX bytes, and at most
+ * SRV_CONN_MAX connections are open (SRV_CONN_PER_USER for one user other
+ * than root and SlurmUser); more are answered "too many" and closed.
  */
 #ifndef SIGMAD_SERVER_H
 #define SIGMAD_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "ctl.h"
 
-/* Bind path (a stale socket is replaced; a live sigmad there is an error). */
-int srv_open(const char *path, int *fd);
-void srv_close(int fd, const char *path);
-/* Accept and answer one waiting client. */
-void srv_serve(int fd, struct ctl *c, uid_t slurm_user);
+#define SRV_REQ_MAX	  4096
+#define SRV_DEADLINE_MS	  2000
+#define SRV_CONN_MAX	  64
+#define SRV_CONN_PER_USER 8
+
+struct srv;
+
+/*
+ * Listen on path (a stale socket is replaced; a live sigmad there is
+ * -EADDRINUSE). private_jobs: Slurm's PrivateData=jobs.
+ */
+int srv_create(struct srv **out, const char *path, uid_t slurm_user,
+	       bool private_jobs);
+/* Close every connection and the socket, and remove it. NULL is a no-op. */
+void srv_destroy(struct srv *s);
+/*
+ * Serve for at most timeout_ms: accept, read, answer and drop expired
+ * connections. Returns early when something was served.
+ */
+void srv_run(struct srv *s, struct ctl *c, int timeout_ms);
 
 #endif /* SIGMAD_SERVER_H */

@@ -457,13 +457,14 @@ int ctl_slurm_signal(uint32_t job, int sig)
 	return 0;
 }
 
-int ctl_slurm_user(uint32_t *uid)
+int ctl_slurm_user(uint32_t *uid, bool *private_jobs)
 {
 	slurm_conf_t *conf = NULL;
 
 	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
 		return slurm_fail("slurm_load_ctl_conf", "(SlurmUser)");
 	*uid = conf->slurm_user_id;
+	*private_jobs = (conf->private_data & PRIVATE_DATA_JOBS) != 0;
 	slurm_free_ctl_conf(conf);
 	return 0;
 }

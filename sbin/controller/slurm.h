@@ -38,7 +38,7 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,
 			     int64_t begin);
 int ctl_slurm_admin_comment(uint32_t job, const char *text);
 int ctl_slurm_signal(uint32_t job, int sig);
-/* SlurmUser's uid from slurmctld's configuration. */
-int ctl_slurm_user(uint32_t *uid);
+/* SlurmUser's uid and PrivateData=jobs from slurmctld's configuration. */
+int ctl_slurm_user(uint32_t *uid, bool *private_jobs);
 
 #endif /* SIGMAD_SLURM_H */

@@ -33,6 +33,7 @@
 #include "conf.h"
 #include "ctl.h"
 #include "eventlog.h"
+#include "proc.h"
 #include "server.h"
 #include "sigma.h"
 #include "slurm.h"
@@ -108,9 +109,10 @@ int ctl_slurm_init(void)
 void ctl_slurm_fini(void)
 {
 }
-int ctl_slurm_user(uint32_t *uid)
+int ctl_slurm_user(uint32_t *uid, bool *private_jobs)
 {
 	*uid = 64030;
+	*private_jobs = true;
 	return 0;
 }
 
@@ -692,7 +694,7 @@ static void test_second_failure_after_exit(void **state)
  * One sigmactl request from a child process running as uid (when this test
  * runs as root; otherwise as whoever runs it); the reply comes back here.
  */
-static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
+static void request(struct ctl *c, struct srv *srv, uid_t uid,
 		    const char *req, char *reply, size_t size)
 {
 	char sock[160];
@@ -727,16 +729,22 @@ static void request(struct ctl *c, int lfd, uid_t slurm_user, uid_t uid,
 		_exit(0);
 	}
 	close(pfd[1]);
-	struct pollfd p = {lfd, POLLIN, 0};
-	assert_int_equal(poll(&p, 1, 5000), 1);
-	srv_serve(lfd, c, slurm_user);
+	/* serve until the client has its whole reply */
+	for (int i = 0; i < 100; i++) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+
+		srv_run(srv, c, 50);
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP))
+			break;
+	}
 	while (got + 1 < size &&
 	       (n = read(pfd[0], reply + got, size - 1 - got)) > 0)
 		got += (size_t)n;
 	reply[got] = '\0';
 	close(pfd[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("request child: status 0x%x", status);
 }
 
 static void test_socket(void **state)
@@ -748,84 +756,245 @@ static void test_socket(void **state)
 	uid_t user = root ? 65534 : getuid();
 	uid_t admin = root ? 0 : getuid();
 	uid_t slurm_user = root ? 64030 : getuid();
-	int lfd = -1;
+	struct srv *srv = NULL, *srv2 = NULL;
 
 	cluster_reset(true);
 	M.job.uid = (uint32_t)user; /* the normal user owns job 7 */
 	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	assert_int_equal(srv_open(sock, &lfd), 0);
+	assert_int_equal(srv_create(&srv, sock, slurm_user, true), 0);
 	/* a second server on a live socket is refused */
-	int lfd2 = -1;
-	assert_int_equal(srv_open(sock, &lfd2), -EADDRINUSE);
-	{
-		/* its probing connection waits in the backlog: answer it */
-		struct pollfd p = {lfd, POLLIN, 0};
-
-		assert_int_equal(poll(&p, 1, 1000), 1);
-		srv_serve(lfd, c, 0);
-	}
+	assert_int_equal(srv_create(&srv2, sock, slurm_user, true),
+			 -EADDRINUSE);
+	/* its probing connection waits in the backlog: drop it */
+	srv_run(srv, c, 50);
 	ticks(c, 2);
 	M.n[2].flags |= CTL_N_DRAIN;
 	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
 	ticks(c, 4);
 
-	request(c, lfd, slurm_user, user, "status", reply, sizeof(reply));
+	request(c, srv, user, "status", reply, sizeof(reply));
 	assert_non_null(
 	    strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
 	assert_non_null(
 	    strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
 	assert_non_null(strstr(reply, "n3 drained since"));
+	if (root) {
+		/* PrivateData=jobs: another user sees no one else's job */
+		request(c, srv, user - 1, "status", reply, sizeof(reply));
+		assert_null(strstr(reply, "7 RUNNING"));
+		assert_null(strstr(reply, "job 7 attempt"));
+		assert_non_null(strstr(reply, "spares: n6"));
+		request(c, srv, admin, "status", reply, sizeof(reply));
+		assert_non_null(strstr(reply, "7 RUNNING"));
+	}
 
 	if (root) {
 		/* mutating requests: refused to a normal user */
-		request(c, lfd, slurm_user, user, "drain\tn1\tmaint", reply,
+		request(c, srv, user, "drain\tn1\tmaint", reply,
 			sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_int_equal(M.drains[0], 0);
-		request(c, lfd, slurm_user, user, "spares\tremove\tn6", reply,
+		request(c, srv, user, "spares\tremove\tn6", reply,
 			sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_true(M.n[5].flags & CTL_N_RESERVED);
 		/* history: a normal user sees their own job's events only */
-		request(c, lfd, slurm_user, user, "history", reply,
+		request(c, srv, user, "history", reply,
 			sizeof(reply));
 		assert_non_null(
 		    strstr(reply, "\"type\":\"decide\",\"job\":7,"));
 		assert_null(strstr(reply, "\"type\":\"pool\""));
 	}
 	/* root (or SlurmUser) may */
-	request(c, lfd, slurm_user, admin, "drain\tn1\tfan swap", reply,
+	request(c, srv, admin, "drain\tn1\tfan swap", reply,
 		sizeof(reply));
 	assert_non_null(
 	    strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
 	assert_int_equal(M.drains[0], 1);
 	assert_string_equal(M.n[0].reason, "sigma: admin: fan swap");
-	request(c, lfd, slurm_user, admin, "resume\tn1", reply, sizeof(reply));
+	request(c, srv, admin, "resume\tn1", reply, sizeof(reply));
 	assert_false(M.n[0].flags & CTL_N_DRAIN);
-	request(c, lfd, slurm_user, admin, "drain\tn99\tx", reply,
+	request(c, srv, admin, "drain\tn99\tx", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "error: no node called 'n99'"));
-	request(c, lfd, slurm_user, admin, "spares\tremove\tn6", reply,
+	request(c, srv, admin, "spares\tremove\tn6", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "ok: n6 left the spare pool"));
 	assert_false(M.n[5].flags & CTL_N_RESERVED);
-	request(c, lfd, slurm_user, admin, "history\tnode=n1", reply,
+	request(c, srv, admin, "history\tnode=n1", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"drain\""));
 	assert_null(strstr(reply, "\"job\":7"));
-	request(c, lfd, slurm_user, admin, "history\tjob=7", reply,
+	request(c, srv, admin, "history\tjob=7", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"drain\",\"uid\""));
-	request(c, lfd, slurm_user, admin, "history\tsince=99999999999", reply,
+	request(c, srv, admin, "history\tsince=99999999999", reply,
 		sizeof(reply));
 	assert_string_equal(reply, "");
-	request(c, lfd, slurm_user, admin, "bogus", reply, sizeof(reply));
+	request(c, srv, admin, "bogus", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "error: unknown request 'bogus'"));
-	srv_close(lfd, sock);
+	srv_destroy(srv);
 	assert_int_equal(access(sock, F_OK), -1);
 	ctl_destroy(c);
+}
+
+static int connect_to(const char *sock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	strcpy(sa.sun_path, sock);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* true when the server has closed fd (EOF after any reply) */
+static bool closed_by_server(int fd, char *reply, size_t size)
+{
+	size_t got = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, reply + got, size - 1 - got);
+
+		if (n > 0 && got + (size_t)n < size - 1) {
+			got += (size_t)n;
+			continue;
+		}
+		reply[got] = '\0';
+		/* closed with unread bytes: ECONNRESET after the reply */
+		return n == 0 || (n < 0 && errno == ECONNRESET);
+	}
+}
+
+/*
+ * Clients that hold connections open: idle ones beyond the cap, one that
+ * drips a byte at a time, one that sends more than a request may hold.
+ * srv_run never takes longer than asked, every such connection is gone
+ * after the deadline, and a real request is answered meanwhile.
+ */
+static void test_socket_abuse(void **state)
+{
+	enum { IDLE = SRV_CONN_MAX + 8 };
+	struct ctl *c = NULL;
+	struct srv *srv = NULL;
+	char sock[160], reply[8192], big[SRV_REQ_MAX + 10];
+	int idle[IDLE], drip, huge;
+	uint64_t t0, worst = 0, dripped = 0;
+	size_t refused = 0;
+
+	cluster_reset(true);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir); /* as request() */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	assert_int_equal(srv_create(&srv, sock, 64030, true), 0);
+	drip = connect_to(sock);
+	huge = connect_to(sock);
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = connect_to(sock);
+		srv_run(srv, c, 0);
+	}
+	memset(big, 's', sizeof(big));
+	assert_int_equal(write(huge, big, sizeof(big)), (ssize_t)sizeof(big));
+	t0 = sigma_now_ms();
+	while (sigma_now_ms() - t0 < SRV_DEADLINE_MS + 500) {
+		uint64_t t = sigma_now_ms();
+
+		if (t - dripped >= 100) {
+			(void)!write(drip, "s", 1);
+			dripped = t;
+		}
+		srv_run(srv, c, 100);
+		if (sigma_now_ms() - t > worst)
+			worst = sigma_now_ms() - t;
+	}
+	assert_true(worst < 300);
+	/* the oversized request got its error; the others were cut off */
+	assert_true(closed_by_server(huge, reply, sizeof(reply)));
+	assert_non_null(strstr(reply, "error: request longer than 4096"));
+	assert_true(closed_by_server(drip, reply, sizeof(reply)));
+	assert_string_equal(reply, "");
+	for (int i = 0; i < IDLE; i++) {
+		assert_true(closed_by_server(idle[i], reply, sizeof(reply)));
+		if (strstr(reply, "too many connections"))
+			refused++;
+		close(idle[i]);
+	}
+	/* beyond the cap, connections were answered and closed at once */
+	assert_true(refused >= IDLE - SRV_CONN_MAX);
+	close(drip);
+	close(huge);
+	/* and a real client is still served */
+	request(c, srv, getuid(), "spares", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "members"));
+	srv_destroy(srv);
+	ctl_destroy(c);
+}
+
+/* alive and not a zombie waiting for whoever inherited it */
+static bool process_lives(pid_t pid)
+{
+	char path[64], line[512];
+	bool lives = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f)) {
+		const char *st = strrchr(line, ')');
+
+		lives = st && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X';
+	}
+	fclose(f);
+	return lives;
+}
+
+/*
+ * The repair probe: started and collected without waiting. One that
+ * hangs (with a child of its own) is killed as a group at its deadline;
+ * one that answers gives its exit code and output.
+ */
+static void test_probe_async(void **state)
+{
+	char *hang[] = {"/bin/sh", "-c", "sleep 30 & echo $! > \"$PIDF\"; sleep 30",
+			NULL};
+	char *ok[] = {"/bin/sh", "-c", "echo \"sigma: probe full: $WHO\"; exit 1",
+		      NULL};
+	char pidf[200], envp[220], *env[] = {envp, NULL}, *env2[] = {"WHO=n3", NULL};
+	struct ctl_proc p;
+	uint64_t t0;
+	long bg = 0;
+	int rc = -1;
+	FILE *f;
+
+	snprintf(pidf, sizeof(pidf), "%s/bg.pid", dir);
+	snprintf(envp, sizeof(envp), "PIDF=%s", pidf);
+	assert_int_equal(ctl_proc_start(&p, hang, env, 1), 0);
+	t0 = sigma_now_ms();
+	assert_false(ctl_proc_poll(&p, &rc));
+	assert_true(sigma_now_ms() - t0 < 100);
+	while (!ctl_proc_poll(&p, &rc)) {
+		assert_true(sigma_now_ms() - t0 < 5000);
+		usleep(50 * 1000);
+	}
+	assert_int_equal(rc, 3);
+	assert_true(sigma_now_ms() - t0 >= 1000);
+	f = fopen(pidf, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld", &bg), 1);
+	fclose(f);
+	usleep(100 * 1000);
+	assert_false(process_lives((pid_t)bg)); /* its child went too */
+
+	assert_int_equal(ctl_proc_start(&p, ok, env2, 10), 0);
+	while (!ctl_proc_poll(&p, &rc))
+		usleep(10 * 1000);
+	assert_int_equal(rc, 1);
+	assert_string_equal(p.out, "sigma: probe full: n3\n");
+	assert_int_equal(p.pid, 0);
 }
 
 int main(void)
@@ -839,6 +1008,8 @@ int main(void)
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_socket),
+	    cmocka_unit_test(test_socket_abuse),
+	    cmocka_unit_test(test_probe_async),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -60,8 +60,10 @@ int sigma_log_open_file(const char *path)
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
+	/* a file someone else owns or may write could be made to say anything */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    (st.st_uid != geteuid() && st.st_uid != 0) || st.st_nlink != 1) {
 		close(fd);
 		return -EPERM;
 	}

@@ -37,8 +37,9 @@ int sigma_log_get_level(void);
 /* Replace the default stderr sink (NULL restores it). */
 void sigma_log_set_sink(sigma_log_sink_fn fn, void *arg);
 /*
- * Append to a log file as well as/instead of stderr. Refuses a symlink and a
- * group- or world-writable file. Returns 0 or -errno.
+ * Append to a log file as well as/instead of stderr. Refuses a symlink, a
+ * hard link, a file owned by anyone but this process's user or root, and a
+ * group- or world-writable one. Returns 0 or -errno (-EPERM for those).
  */
 int sigma_log_open_file(const char *path);
 void sigma_log_use_syslog(bool on);

@@ -33,9 +33,12 @@ static void probe_child(int out_fd, char *const argv[], char *const envp[])
 	if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 ||
 	    dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0)
 		_exit(127);
-	/* the plugin's own descriptors must not leak into the probe */
-	for (int fd = 3; fd < 1024; fd++)
-		close(fd);
+	/*
+	 * slurmd's and the plugin's descriptors must not leak into the probe,
+	 * nor a signal mask or handler of slurmstepd
+	 */
+	if (sigma_child_reset(-1) < 0)
+		_exit(127);
 	execve(argv[0], argv, envp);
 	_exit(127);
 }

@@ -91,9 +91,44 @@ static void test_mkdir_p(void **state)
 	assert_true(S_ISDIR(st.st_mode));
 }
 
+/*
+ * A log file root opens: a link (soft or hard), a writable-by-others
+ * file and, as root, a file another user owns are refused.
+ */
+static void test_log_file(void **state)
+{
+	char path[PATH_MAX], other[PATH_MAX], lnk[PATH_MAX];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/log", dir);
+	snprintf(other, sizeof(other), "%s/log.other", dir);
+	snprintf(lnk, sizeof(lnk), "%s/log.link", dir);
+	assert_int_equal(sigma_log_open_file(path), 0);
+	sigma_log_close();
+	assert_int_equal(symlink(path, lnk), 0);
+	assert_int_equal(sigma_log_open_file(lnk), -ELOOP);
+	assert_int_equal(unlink(lnk), 0);
+	assert_int_equal(link(path, lnk), 0);
+	assert_int_equal(sigma_log_open_file(lnk), -EPERM);
+	assert_int_equal(sigma_log_open_file(path), -EPERM);
+	assert_int_equal(unlink(lnk), 0);
+	assert_int_equal(chmod(path, 0660), 0);
+	assert_int_equal(sigma_log_open_file(path), -EPERM);
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(sigma_log_open_file(path), 0);
+	sigma_log_close();
+	if (getuid() == 0) {
+		assert_int_equal(sigma_file_write_atomic(other, "", 0, 0644),
+				 0);
+		assert_int_equal(chown(other, 65534, 65534), 0);
+		assert_int_equal(sigma_log_open_file(other), -EPERM);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_file),
 		cmocka_unit_test(test_write_atomic_then_read),
 		cmocka_unit_test(test_write_atomic_missing_dir),
 		cmocka_unit_test(test_trusted),

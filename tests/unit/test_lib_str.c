@@ -90,9 +90,24 @@ static void test_parse_enum(void **state)
 	assert_string_equal(sigma_enum_list(levels, buf, 8), "off");
 }
 
+static void test_escape(void **state)
+{
+	char out[32];
+
+	(void)state;
+	assert_string_equal(sigma_escape("plain n1,n2", out, sizeof(out)),
+			    "plain n1,n2");
+	assert_string_equal(sigma_escape("a\nb\x1b[2Jc\\", out, sizeof(out)),
+			    "a\\x0ab\\x1b[2Jc\\x5c");
+	/* truncated, never a half escape, always terminated */
+	assert_string_equal(sigma_escape("abcd\n", out, 7), "abcd");
+	assert_string_equal(sigma_escape(NULL, out, sizeof(out)), "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_strlcpy_truncates_and_terminates),
 		cmocka_unit_test(test_snprintf_reports_truncation),
 		cmocka_unit_test(test_parse_long),

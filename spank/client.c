@@ -15,6 +15,6 @@
 int sigma_client_init(spank_t sp, int ac, char **av)
 {
 	slurm_verbose("sigma: options registered (default probe %s)",
-		      sigma_probe_level_names[sigma_conf.default_probe]);
+		      sigma_level_names[sigma_conf.default_probe]);
 	return 0;
 }

@@ -11,7 +11,6 @@
 #include "sigma.h"
 #include "sigma_spank.h"
 
-const char *const sigma_probe_level_names[] = {"off", "quick", "full", NULL};
 const char *const sigma_epilog_level_names[] = {"off", "quick", "full", "job",
 						NULL};
 
@@ -86,7 +85,7 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 		return 0;
 	}
 	if (!strcmp(key, "default_probe"))
-		return conf_level(key, value, sigma_probe_level_names,
+		return conf_level(key, value, sigma_level_names,
 				  &conf->default_probe, err, errlen);
 	if (!strcmp(key, "epilog_probe"))
 		return conf_level(key, value, sigma_epilog_level_names,

@@ -25,7 +25,9 @@ int sigma_epilog(spank_t sp)
 	if (level == SIGMA_PROBE_OFF)
 		return 0;
 	rc = sigma_job_probe(sp, level, "epilog", job_id);
-	if ((rc < 0 || rc == 1 || rc == 3) && sigma_conf.drain)
+	if ((rc < 0 || rc == SIGMA_PROBE_EXIT_FAIL ||
+	     rc == SIGMA_PROBE_EXIT_ERROR) &&
+	    sigma_conf.drain)
 		return -1;
 	return 0;
 }

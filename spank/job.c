@@ -11,22 +11,21 @@
 #include "sigma.h"
 #include "sigma_spank.h"
 
-#define SIGMA_BLOCK_PREFIX "sigma["
-
 int sigma_admin_block_format(const struct sigma_job_opts *opts,
 			     const struct sigma_spank_conf *conf, char *buf,
 			     size_t size)
 {
-	int level = sigma_job_probe_level(opts, conf);
+	struct sigma_block b;
 
-	return sigma_snprintf(
-	    buf, size,
-	    "sigma[probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld]",
-	    sigma_probe_level_names[level],
-	    opts->spares >= 0 ? opts->spares : 0,
-	    opts->max_restarts >= 0 ? opts->max_restarts : 0,
-	    opts->ckpt_every >= 0 ? opts->ckpt_every
-				  : SIGMA_CKPT_EVERY_DEFAULT);
+	sigma_block_init(&b);
+	b.probe = sigma_job_probe_level(opts, conf);
+	if (opts->spares >= 0)
+		b.spares = opts->spares;
+	if (opts->max_restarts >= 0)
+		b.max_restarts = opts->max_restarts;
+	if (opts->ckpt_every >= 0)
+		b.ckpt_every = opts->ckpt_every;
+	return sigma_block_format(&b, buf, size);
 }
 
 int sigma_admin_comment_merge(const char *cur, const char *block, char *out,

@@ -110,12 +110,12 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 				     sigma_opt_name(id));
 	switch (id) {
 	case SIGMA_OPT_PROBE:
-		v = sigma_parse_enum(value, sigma_probe_level_names);
+		v = sigma_parse_enum(value, sigma_level_names);
 		if (v < 0)
 			return sigma_set_err(
 			    err, errlen, EINVAL,
 			    "--sigma-probe=%s: expected one of %s", value,
-			    sigma_enum_list(sigma_probe_level_names, list,
+			    sigma_enum_list(sigma_level_names, list,
 					    sizeof(list)));
 		opts->probe = v;
 		return 0;

@@ -1,6 +1,7 @@
 /*
  * probe.c - run sigma-probe for the job prolog or epilog and act on its
- * exit code (0 healthy, 1 failing, 2 warning, 3 could not run). With
+ * exit code (contract.h: 0 healthy, 1 failing, 2 warning, 3 could not
+ * run, 4 cannot judge, which never fails the job or drains). With
  * drain=yes the probe drains the node itself (sigma-probe --drain), so the
  * rules about whose drain it is live in one place; only when the probe did
  * not run at all does the plugin drain here.
@@ -25,7 +26,7 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *slurm_conf = getenv("SLURM_CONF");
-	const char *lname = sigma_probe_level_names[level];
+	const char *lname = sigma_level_names[level];
 	char *argv[PROBE_ARGV_MAX], *envp[4];
 	char env_conf[PATH_MAX + 16], env_node[128], reason[600];
 	struct sigma_probe_result res;
@@ -59,7 +60,8 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 	envp[envc] = NULL;
 
 	rc = sigma_probe_run(argv, envp, sigma_conf.probe_timeout, &res);
-	if (rc == 0 && (res.status < 0 || res.status > 3)) {
+	if (rc == 0 &&
+	    (res.status < 0 || res.status > SIGMA_PROBE_EXIT_UNJUDGED)) {
 		/* not one of the probe's codes (a loader error exits 127) */
 		char line[sizeof(res.line)];
 
@@ -70,8 +72,11 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 	}
 	if (rc < 0) {
 		/* no verdict: the node's health is unknown, fail closed */
-		snprintf(reason, sizeof(reason),
-			 "sigma: probe %s: could not run: %s", lname, res.line);
+		char what[sizeof(res.line) + 16];
+
+		snprintf(what, sizeof(what), "could not run: %s", res.line);
+		(void)sigma_reason_format(reason, sizeof(reason), false, level,
+					  what);
 		slurm_error("sigma: job %u %s on %s: %s", job_id, when,
 			    node ? node : "?", reason);
 		if (sigma_conf.drain && node)
@@ -79,11 +84,15 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 		return rc;
 	}
 	switch (res.status) {
-	case 0:
+	case SIGMA_PROBE_EXIT_OK:
 		slurm_info("sigma: job %u %s on %s: %s", job_id, when,
 			   node ? node : "?", res.line);
 		break;
-	case 2:
+	case SIGMA_PROBE_EXIT_UNJUDGED:
+		slurm_info("sigma: job %u %s on %s: cannot judge: %s", job_id,
+			   when, node ? node : "?", res.line);
+		break;
+	case SIGMA_PROBE_EXIT_WARN:
 		slurm_info("sigma: job %u %s on %s: early warning: %s", job_id,
 			   when, node ? node : "?", res.line);
 		break;

@@ -89,7 +89,9 @@ int sigma_prolog(spank_t sp)
 	level = sigma_job_probe_level(&sigma_opts, &sigma_conf);
 	if (level != SIGMA_PROBE_OFF) {
 		rc = sigma_job_probe(sp, level, "prolog", job_id);
-		if ((rc < 0 || rc == 1 || rc == 3) && sigma_conf.drain)
+		if ((rc < 0 || rc == SIGMA_PROBE_EXIT_FAIL ||
+	     rc == SIGMA_PROBE_EXIT_ERROR) &&
+	    sigma_conf.drain)
 			return -1; /* requeue the job elsewhere */
 	}
 	if (!sigma_job_opts_any(&sigma_opts))

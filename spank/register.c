@@ -52,6 +52,39 @@ static const char *register_user(char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * The site's caps (sigma.conf, the plugin's config=): a value above one is
+ * refused at submit. A sigma.conf the user cannot read is skipped here;
+ * sigmad applies the same caps when it decides.
+ */
+static int register_caps(int val, char *err, size_t errlen)
+{
+	struct sigma_site_caps caps;
+	char why[256];
+
+	if (!sigma_conf.config[0] ||
+	    sigma_site_caps_load(&caps, sigma_conf.config, why, sizeof(why)))
+		return 0;
+	if (val == SIGMA_OPT_SPARES && sigma_opts.spares > caps.spares_per_job)
+		return sigma_set_err(
+		    err, errlen, EPERM,
+		    "--sigma-spares=%ld: this site allows at most %ld spares a job (sigmad_max_spares_per_job in %s)",
+		    sigma_opts.spares, caps.spares_per_job, sigma_conf.config);
+	if (val == SIGMA_OPT_SPARES && sigma_opts.spares > caps.spares_per_user)
+		return sigma_set_err(
+		    err, errlen, EPERM,
+		    "--sigma-spares=%ld: this site lets one user hold at most %ld spares at once (sigmad_max_spares_per_user in %s)",
+		    sigma_opts.spares, caps.spares_per_user, sigma_conf.config);
+	if (val == SIGMA_OPT_MAX_RESTARTS &&
+	    sigma_opts.max_restarts > caps.max_restarts)
+		return sigma_set_err(
+		    err, errlen, EPERM,
+		    "--sigma-max-restarts=%ld: this site allows at most %ld (sigmad_max_restarts in %s)",
+		    sigma_opts.max_restarts, caps.max_restarts,
+		    sigma_conf.config);
+	return 0;
+}
+
 static int register_cb(int val, const char *optarg, int remote)
 {
 	char err[512], user[128];
@@ -64,6 +97,8 @@ static int register_cb(int val, const char *optarg, int remote)
 	    sigma_ckpt_path_allowed(sigma_opts.ckpt_dir, sigma_conf.ckpt_root,
 				    register_user(user, sizeof(user)), err,
 				    sizeof(err)) < 0)
+		goto out_refuse;
+	if (!remote && register_caps(val, err, sizeof(err)) < 0)
 		goto out_refuse;
 	return 0;
 out_refuse:

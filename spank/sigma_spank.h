@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "contract.h"
+
 #define SIGMA_PLUGIN_NAME "sigma"
 
 /* the installed probe; plugstack.conf probe= overrides it */
@@ -25,16 +27,15 @@
 #define SIGMA_PROBE_PATH "/usr/sbin/sigma-probe"
 #endif
 
-/* probe levels, in the order of enum sigma_probe_level */
+/* probe levels: the contract's, and one of plugstack.conf's own */
 enum sigma_probe_level {
-	SIGMA_PROBE_OFF = 0,
-	SIGMA_PROBE_QUICK = 1,
-	SIGMA_PROBE_FULL = 2,
+	SIGMA_PROBE_OFF = SIGMA_LEVEL_OFF,
+	SIGMA_PROBE_QUICK = SIGMA_LEVEL_QUICK,
+	SIGMA_PROBE_FULL = SIGMA_LEVEL_FULL,
 	/* epilog_probe only: the level the job ran its prolog probe at */
 	SIGMA_PROBE_JOB = 3,
 };
 
-extern const char *const sigma_probe_level_names[];  /* off quick full */
 extern const char *const sigma_epilog_level_names[]; /* ... and job */
 
 /* ---- plugstack.conf arguments (config.c) ----------------------------------
@@ -66,10 +67,7 @@ int sigma_spank_conf_parse(struct sigma_spank_conf *conf, int ac,
 /* ---- job options (options.c) ----------------------------------------------
  */
 
-#define SIGMA_SPARES_MAX	 1024
-#define SIGMA_RESTARTS_MAX	 10000
-#define SIGMA_CKPT_EVERY_MAX	 100000000L
-#define SIGMA_CKPT_EVERY_DEFAULT 100
+/* the limits of the values are the contract's (contract.h) */
 
 /* The job's --sigma-* values; -1 (or "") means unset. */
 struct sigma_job_opts {

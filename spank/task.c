@@ -87,27 +87,18 @@ int sigma_task_init(spank_t sp)
 				    err);
 			return -1;
 		}
-		if (task_setenv(sp, "SIGMA_CKPT_DIR", path) < 0)
+		if (task_setenv(sp, SIGMA_ENV_CKPT_DIR, path) < 0)
 			return -1;
 	} else if (rc != -ENOENT) {
 		slurm_error("sigma: %s", err);
 		return -1;
 	}
-	if (task_setenv_long(sp, "SIGMA_CKPT_EVERY",
+	/* only what sigma-train reads (docs/interfaces.md) */
+	if (task_setenv_long(sp, SIGMA_ENV_CKPT_EVERY,
 			     sigma_opts.ckpt_every >= 0
 				 ? sigma_opts.ckpt_every
 				 : SIGMA_CKPT_EVERY_DEFAULT) < 0 ||
-	    task_setenv(sp, "SIGMA_PROBE",
-			sigma_probe_level_names[sigma_job_probe_level(
-			    &sigma_opts, &sigma_conf)]) < 0 ||
-	    task_setenv_long(sp, "SIGMA_SPARES",
-			     sigma_opts.spares >= 0 ? sigma_opts.spares : 0) <
-		0 ||
-	    task_setenv_long(sp, "SIGMA_MAX_RESTARTS",
-			     sigma_opts.max_restarts >= 0
-				 ? sigma_opts.max_restarts
-				 : 0) < 0 ||
-	    task_setenv_long(sp, "SIGMA_ATTEMPT", (long)restarts) < 0)
+	    task_setenv_long(sp, SIGMA_ENV_ATTEMPT, (long)restarts) < 0)
 		return -1;
 	return 0;
 }

@@ -313,17 +313,18 @@ static int read_env(struct train_opts *o)
 	const char *s;
 	long v;
 
-	s = getenv("SIGMA_CKPT_DIR");
-	if (s && *s && copy_path("SIGMA_CKPT_DIR", s, o->ckpt_dir,
+	s = getenv(SIGMA_ENV_CKPT_DIR);
+	if (s && *s && copy_path(SIGMA_ENV_CKPT_DIR, s, o->ckpt_dir,
 				 sizeof(o->ckpt_dir)))
 		return -EINVAL;
 	s = getenv("SIGMA_LOCAL_CKPT_DIR");
 	if (s && *s && copy_path("SIGMA_LOCAL_CKPT_DIR", s, o->local_dir,
 				 sizeof(o->local_dir)))
 		return -EINVAL;
-	s = getenv("SIGMA_CKPT_EVERY");
+	s = getenv(SIGMA_ENV_CKPT_EVERY);
 	if (s && *s) {
-		if (parse_int("SIGMA_CKPT_EVERY", s, 0, 100000000, &v))
+		if (parse_int(SIGMA_ENV_CKPT_EVERY, s, 0, SIGMA_CKPT_EVERY_MAX,
+			      &v))
 			return -EINVAL;
 		o->ckpt_every = v;
 	}
@@ -333,9 +334,9 @@ static int read_env(struct train_opts *o)
 		o->attempt = v > CKPT_ATTEMPT_MAX ? CKPT_ATTEMPT_MAX : (int)v;
 	}
 	/* the plugin's count wins over Slurm's own */
-	s = getenv("SIGMA_ATTEMPT");
+	s = getenv(SIGMA_ENV_ATTEMPT);
 	if (s && *s) {
-		if (parse_int("SIGMA_ATTEMPT", s, 0, CKPT_ATTEMPT_MAX, &v))
+		if (parse_int(SIGMA_ENV_ATTEMPT, s, 0, CKPT_ATTEMPT_MAX, &v))
 			return -EINVAL;
 		o->resume |= v > 0;
 		o->attempt = (int)v;

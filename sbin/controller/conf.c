@@ -23,6 +23,7 @@ void sigmad_config_init(struct sigmad_config *cfg)
 	cfg->restart_delay_s = 5;
 	cfg->down_on_no_respond = true;
 	cfg->log_level = SIGMA_LOG_INFO;
+	sigma_site_caps_init(&cfg->caps);
 	policy_config_init(&cfg->policy);
 }
 
@@ -86,6 +87,9 @@ static int config_key(const char *key, const char *value, void *arg, char *err,
 
 	if (strncmp(key, "sigmad_", 7) != 0)
 		return 0; /* the probe's key: not ours to judge */
+	rc = sigma_site_caps_key(&cfg->caps, key, value, err, errlen);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	if (!strcmp(key, "sigmad_socket")) {
 		if (value[0] != '/')
 			return sigma_set_err(err, errlen, EINVAL,
@@ -228,111 +232,3 @@ int sigmad_config_event_log(const struct sigmad_config *cfg, char *buf,
 			      SIGMAD_EVENT_LOG_NAME);
 }
 
-/* ---- sigma[...] ---------------------------------------------------------- */
-
-static int jobopts_int(const char *v, size_t n, long max, long *out)
-{
-	char tmp[24];
-
-	if (n == 0 || n >= sizeof(tmp))
-		return -EINVAL;
-	memcpy(tmp, v, n);
-	tmp[n] = '\0';
-	return sigma_parse_long(tmp, 0, max, out);
-}
-
-int sigmad_jobopts_parse(const char *comment, struct sigmad_jobopts *opts,
-			 size_t *end)
-{
-	const char *p, *close;
-	long v;
-
-	memset(opts, 0, sizeof(*opts));
-	sigma_strlcpy(opts->probe, "off", sizeof(opts->probe));
-	if (!comment || strncmp(comment, "sigma[", 6) != 0)
-		return -ENOENT;
-	p = comment + 6;
-	close = strchr(p, ']');
-	if (!close)
-		return -EINVAL;
-	while (p < close) {
-		const char *comma = memchr(p, ',', (size_t)(close - p));
-		const char *item_end = comma ? comma : close;
-		const char *eq = memchr(p, '=', (size_t)(item_end - p));
-		size_t klen, vlen;
-
-		if (!eq)
-			return -EINVAL;
-		klen = (size_t)(eq - p);
-		vlen = (size_t)(item_end - eq - 1);
-		if (klen == 5 && !memcmp(p, "probe", 5)) {
-			if (vlen >= sizeof(opts->probe))
-				return -EINVAL;
-			memcpy(opts->probe, eq + 1, vlen);
-			opts->probe[vlen] = '\0';
-			if (strcmp(opts->probe, "off") &&
-			    strcmp(opts->probe, "quick") &&
-			    strcmp(opts->probe, "full"))
-				return -EINVAL;
-		} else if (klen == 6 && !memcmp(p, "spares", 6)) {
-			if (jobopts_int(eq + 1, vlen, 1024, &v))
-				return -EINVAL;
-			opts->spares = (int)v;
-		} else if (klen == 12 && !memcmp(p, "max_restarts", 12)) {
-			if (jobopts_int(eq + 1, vlen, 1000, &v))
-				return -EINVAL;
-			opts->max_restarts = (int)v;
-		} else if (klen == 10 && !memcmp(p, "ckpt_every", 10)) {
-			if (jobopts_int(eq + 1, vlen, 1000000000L, &v))
-				return -EINVAL;
-			opts->ckpt_every = v;
-		}
-		p = item_end + 1;
-	}
-	if (end)
-		*end = (size_t)(close - comment) + 1;
-	return 0;
-}
-
-/* ---- reasons ------------------------------------------------------------- */
-
-/* "probe LEVEL: WHAT": WHAT, or NULL when s does not have that shape. */
-static const char *reason_probe_what(const char *s)
-{
-	const char *colon;
-
-	if (strncmp(s, "probe ", 6) != 0)
-		return NULL;
-	colon = strchr(s + 6, ':');
-	if (!colon || colon == s + 6)
-		return NULL;
-	colon++;
-	while (*colon == ' ')
-		colon++;
-	return colon;
-}
-
-enum sigmad_reason sigmad_reason_classify(const char *reason, const char **what)
-{
-	const char *w;
-
-	if (what)
-		*what = NULL;
-	if (!reason || strncmp(reason, "sigma: ", 7) != 0)
-		return SIGMAD_REASON_NONE;
-	reason += 7;
-	if (!strncmp(reason, "warning: ", 9) &&
-	    (w = reason_probe_what(reason + 9))) {
-		if (what)
-			*what = w;
-		return SIGMAD_REASON_WARNING;
-	}
-	if ((w = reason_probe_what(reason))) {
-		if (what)
-			*what = w;
-		return SIGMAD_REASON_FAILURE;
-	}
-	if (what)
-		*what = reason;
-	return SIGMAD_REASON_SIGMA;
-}

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract.h"
 #include "policy.h"
 
 #define SIGMAD_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
@@ -28,6 +29,7 @@ struct sigmad_config {
 	int64_t restart_delay_s;	     /* sigmad_restart_delay */
 	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */
 	int log_level;			     /* sigmad_log_level */
+	struct sigma_site_caps caps; /* sigmad_max_spares_per_job, ... */
 	struct policy_config policy; /* sigmad_cooldown, _warn_grace, ... */
 };
 
@@ -51,35 +53,6 @@ int sigmad_config_parse(struct sigmad_config *cfg, const char *buf, size_t len,
 int sigmad_config_event_log(const struct sigmad_config *cfg, char *buf,
 			    size_t size);
 
-/* ---- the job's options block: sigma[probe=..,spares=..,...] -------------- */
-
-struct sigmad_jobopts {
-	char probe[8]; /* off|quick|full */
-	int spares;
-	int max_restarts;
-	long ckpt_every;
-};
-
-/*
- * Parse the block at the start of an AdminComment. Returns 0, -ENOENT when
- * the comment does not start with "sigma[" (not a sigma job), -EINVAL when
- * the block is malformed. *end gets the offset just past ']' (may be NULL).
- * Unknown keys are skipped (a newer plugin may add some).
- */
-int sigmad_jobopts_parse(const char *comment, struct sigmad_jobopts *opts,
-			 size_t *end);
-
-/* ---- node reasons ------------------------------------------------------- */
-
-enum sigmad_reason {
-	SIGMAD_REASON_NONE = 0, /* empty, or not sigma's */
-	SIGMAD_REASON_FAILURE,	/* "sigma: probe LEVEL: WHAT" */
-	SIGMAD_REASON_WARNING,	/* "sigma: warning: probe LEVEL: WHAT" */
-	SIGMAD_REASON_SIGMA,	/* "sigma: ..." written by sigmad */
-};
-
-/* Classify a node reason; *what points into reason at WHAT (may be NULL). */
-enum sigmad_reason sigmad_reason_classify(const char *reason,
-					  const char **what);
+/* the job block and node reasons are the contract's: lib/contract.h */
 
 #endif /* SIGMAD_CONFIG_H */

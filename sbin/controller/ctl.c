@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contract.h"
 #include "ctl.h"
 #include "eventlog.h"
 #include "policy.h"
@@ -279,7 +280,7 @@ static const char *node_failed(const struct ctl_node *n)
 {
 	const char *what;
 
-	if (sigmad_reason_classify(n->reason, &what) == SIGMAD_REASON_FAILURE &&
+	if (sigma_reason_parse(n->reason, NULL, &what) == SIGMA_REASON_FAILURE &&
 	    (n->flags & CTL_N_DRAIN))
 		return what;
 	if (n->flags & CTL_N_NO_RESPOND)
@@ -296,7 +297,7 @@ static const char *node_warned(const struct ctl_node *n)
 	const char *what;
 
 	if ((n->flags & CTL_N_DRAIN) &&
-	    sigmad_reason_classify(n->reason, &what) == SIGMAD_REASON_WARNING)
+	    sigma_reason_parse(n->reason, NULL, &what) == SIGMA_REASON_WARNING)
 		return what;
 	return NULL;
 }
@@ -340,7 +341,8 @@ static void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 static bool job_may_come_back(const struct ctl_job *job, int64_t now)
 {
 	return job->state == CTL_J_ENDED && job->failed &&
-	       (job->exit_code == 76 || job->exit_code == 79) &&
+	       (job->exit_code == TRAIN_EXIT_PEER ||
+		job->exit_code == TRAIN_EXIT_HARDWARE) &&
 	       now - job->end_time <= CTL_FAILED_END_S;
 }
 
@@ -516,20 +518,53 @@ static uint32_t ctl_node_failures(const struct ctl *c, const char *node)
 
 #define CTL_POOL_MAX 256
 
+/*
+ * The spares job may get now: what it asked for, within the site's caps
+ * per job and per user (spares the user's running jobs already hold
+ * count against the second).
+ */
+static int ctl_spares_allowed(struct ctl *c, const struct ctl_view *v,
+			      const struct ctl_job *job, long asked)
+{
+	const struct sigma_site_caps *caps = &c->cfg.caps;
+	char members[SIGMAD_LIST_MAX];
+	long held = 0, n = asked;
+
+	ctl_members(c, v, members);
+	for (size_t j = 0; j < v->njobs; j++) {
+		const struct ctl_job *o = &v->jobs[j];
+
+		if (o->uid != job->uid || o->state == CTL_J_ENDED)
+			continue;
+		for (size_t k = 0; k < o->nnodes; k++)
+			if (list_has(members, v->nodes[o->nodes[k]].name))
+				held++;
+	}
+	if (n > caps->spares_per_job)
+		n = caps->spares_per_job;
+	if (n > caps->spares_per_user - held)
+		n = caps->spares_per_user - held;
+	if (n < asked)
+		sigma_info("job %u: %ld of its %ld spares allowed (site caps: %ld a job, %ld a user, who holds %ld)",
+			   job->id, n > 0 ? n : 0, asked, caps->spares_per_job,
+			   caps->spares_per_user, held);
+	return n > 0 ? (int)n : 0;
+}
+
 static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 		      const struct ctl_job *job, int restarts, bool warning,
 		      const char *bad, size_t nbad, const char *what)
 {
 	struct policy_spare spares[CTL_POOL_MAX];
 	size_t idx[CTL_POOL_MAX], nsp = 0;
-	struct sigmad_jobopts opts;
+	struct sigma_block opts;
 	struct policy_job pj;
 	struct policy_plan plan;
 	struct evlog_event ev;
 	struct ctl_rec *r;
 	int rc;
 
-	if (sigmad_jobopts_parse(job->comment, &opts, NULL)) {
+	if (sigma_block_parse(job->comment, &opts, NULL)) {
 		sigma_warn(
 		    "job %u: bad sigma[] block in AdminComment, not managed",
 		    job->id);
@@ -548,8 +583,10 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	}
 	pj.id = job->id;
 	pj.restarts = restarts;
-	pj.max_restarts = opts.max_restarts;
-	pj.spares = opts.spares;
+	pj.max_restarts = (int)(opts.max_restarts < c->cfg.caps.max_restarts
+				    ? opts.max_restarts
+				    : c->cfg.caps.max_restarts);
+	pj.spares = ctl_spares_allowed(c, v, job, opts.spares);
 	pj.spares_used = 0; /* each recovery may hold up to spares */
 	if (warning)
 		rc = policy_plan_warning(&c->cfg.policy, &pj, nbad, spares, nsp,
@@ -882,10 +919,10 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 			 const struct ctl_job *job)
 {
 	char account[512], comment[CTL_COMMENT_MAX];
-	struct sigmad_jobopts opts;
+	struct sigma_block opts;
 	struct evlog_event ev;
 
-	sigmad_jobopts_parse(job ? job->comment : NULL, &opts, NULL);
+	sigma_block_parse(job ? job->comment : NULL, &opts, NULL);
 	ctl_account(r, opts.max_restarts, account, sizeof(account));
 	/* the whole account: a give-up and the recovery before it may name
 	 * the same attempt */
@@ -1046,17 +1083,16 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 	target = list_count(members);
 	for (size_t i = 0; i < v->nnodes; i++) {
 		struct ctl_node *n = &v->nodes[i];
-		enum sigmad_reason cls =
-		    sigmad_reason_classify(n->reason, NULL);
+		enum sigma_reason cls = sigma_reason_parse(n->reason, NULL, NULL);
 		struct ctl_tries *t;
 		struct evlog_event ev;
 		char out[256], pool[SIGMAD_LIST_MAX], reason[CTL_REASON_MAX];
 		enum policy_return ret;
 		int rc;
 
-		if (cls == SIGMAD_REASON_NONE || !(n->flags & CTL_N_DRAIN) ||
-		    !(n->flags & CTL_N_IDLE) || (n->flags & CTL_N_NO_RESPOND) ||
-		    !strncmp(n->reason, "sigma: admin:", 13) ||
+		if (cls == SIGMA_REASON_NONE || cls == SIGMA_REASON_ADMIN ||
+		    !(n->flags & CTL_N_DRAIN) || !(n->flags & CTL_N_IDLE) ||
+		    (n->flags & CTL_N_NO_RESPOND) ||
 		    ctl_in_open_rec(c, n->name))
 			continue;
 		t = ctl_tries_of(c, n->name);
@@ -1078,7 +1114,8 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 		t->done = false;
 		rc = t->rc;
 		sigma_strlcpy(out, t->out, sizeof(out));
-		if (rc != 0 && rc != 1 && rc != 2)
+		if (rc != SIGMA_PROBE_EXIT_OK && rc != SIGMA_PROBE_EXIT_FAIL &&
+		    rc != SIGMA_PROBE_EXIT_WARN && rc != SIGMA_PROBE_EXIT_UNJUDGED)
 			t->tries++;
 		ctl_pool_now(v, pool, sizeof(pool));
 		ret = policy_after_probe(&c->cfg.policy, rc, t->tries,
@@ -1117,18 +1154,19 @@ static void ctl_repair(struct ctl *c, struct ctl_view *v)
 			ctl_log(c, &ev);
 			break;
 		case POLICY_STAY_DRAINED:
-			if (rc == 1 || rc == 2) {
+			if (rc == SIGMA_PROBE_EXIT_FAIL ||
+			    rc == SIGMA_PROBE_EXIT_WARN) {
 				/* a fresh reason restarts the cool-down */
-				if (!strncmp(out, "sigma: ", 7))
+				if (sigma_reason_parse(out, NULL, NULL) !=
+				    SIGMA_REASON_NONE)
 					sigma_strlcpy(reason, out,
 						      sizeof(reason));
 				else
-					(void)sigma_snprintf(
+					(void)sigma_reason_format(
 					    reason, sizeof(reason),
-					    "sigma: %sprobe full: %s",
-						 rc == 2 ? "warning: " : "",
-						 out[0] ? out
-							: "still failing");
+					    rc == SIGMA_PROBE_EXIT_WARN,
+					    SIGMA_LEVEL_FULL,
+					    out[0] ? out : "still failing");
 				ctl_slurm_drain(n->name, reason);
 			}
 			break;
@@ -1303,8 +1341,8 @@ int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
 		const struct ctl_node *nd = &v->nodes[i];
 
 		if (!(nd->flags & CTL_N_DRAIN) ||
-		    sigmad_reason_classify(nd->reason, NULL) ==
-			SIGMAD_REASON_NONE)
+		    sigma_reason_parse(nd->reason, NULL, NULL) ==
+			SIGMA_REASON_NONE)
 			continue;
 		fprintf(out, "  %s %s since %lld: %s\n", nd->name,
 			(nd->flags & CTL_N_IDLE) ? "drained" : "draining",
@@ -1397,7 +1435,7 @@ int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 	if (ctl_cmd_node(c, node, out) < 0)
 		return -ENOENT;
 	/* "admin:" keeps it out of the automatic return to service */
-	if (sigma_snprintf(full, sizeof(full), "sigma: admin: %s", reason) <
+	if (sigma_snprintf(full, sizeof(full), SIGMA_REASON_ADMIN_PREFIX "%s", reason) <
 	    0) {
 		fprintf(out, "error: reason too long\n");
 		return -ENAMETOOLONG;

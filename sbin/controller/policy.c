@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 
+#include "contract.h"
 #include "policy.h"
 
 void policy_config_init(struct policy_config *cfg)
@@ -185,12 +186,14 @@ enum policy_return policy_after_probe(const struct policy_config *cfg,
 				      size_t pool_target)
 {
 	switch (probe_rc) {
-	case 0:
+	case SIGMA_PROBE_EXIT_OK:
 		return pool_size < pool_target ? POLICY_RETURN_TO_POOL
 					       : POLICY_RETURN_TO_SERVICE;
-	case 1:
-	case 2:
+	case SIGMA_PROBE_EXIT_FAIL:
+	case SIGMA_PROBE_EXIT_WARN:
 		return POLICY_STAY_DRAINED;
+	case SIGMA_PROBE_EXIT_UNJUDGED:
+		return POLICY_PROBE_AGAIN; /* busy or full: not the node's */
 	default:
 		/* the probe could not judge: try again, then give up on it */
 		return tries < cfg->probe_retries ? POLICY_PROBE_AGAIN

@@ -201,5 +201,6 @@ int probe_conf_load(struct probe_conf *conf, const char *path, char *err,
 
 const char *probe_level_name(int level)
 {
-	return level == PROBE_FULL ? "full" : "quick";
+	return sigma_level_name(level == PROBE_FULL ? SIGMA_LEVEL_FULL
+						    : SIGMA_LEVEL_QUICK);
 }

@@ -27,16 +27,15 @@ static bool starts(const char *s, const char *prefix)
 /* the reason was written by a probe at a level at most level */
 static bool ours_at_most(const char *reason, int level)
 {
-	for (int l = PROBE_QUICK; l <= level; l++) {
-		char a[48], b[48];
+	int written = 0;
 
-		snprintf(a, sizeof(a), "sigma: probe %s:", probe_level_name(l));
-		snprintf(b, sizeof(b),
-			 "sigma: warning: probe %s:", probe_level_name(l));
-		if (starts(reason, a) || starts(reason, b))
-			return true;
+	switch (sigma_reason_parse(reason, &written, NULL)) {
+	case SIGMA_REASON_FAILURE:
+	case SIGMA_REASON_WARNING:
+		return written <= level;
+	default:
+		return false;
 	}
-	return false;
 }
 
 int probe_drain_decide(bool drained, bool down, const char *cur, int level,

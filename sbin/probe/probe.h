@@ -16,17 +16,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* exit codes, the contract of docs/interfaces.md */
+#include "contract.h"
+
+/* verdicts are exit codes: the contract's (lib/contract.h) */
 enum probe_verdict {
-	PROBE_OK = 0,
-	PROBE_FAIL = 1,
-	PROBE_WARN = 2,
-	PROBE_ERROR = 3,
+	PROBE_OK = SIGMA_PROBE_EXIT_OK,
+	PROBE_FAIL = SIGMA_PROBE_EXIT_FAIL,
+	PROBE_WARN = SIGMA_PROBE_EXIT_WARN,
+	PROBE_ERROR = SIGMA_PROBE_EXIT_ERROR,
+	PROBE_UNJUDGED = SIGMA_PROBE_EXIT_UNJUDGED,
 };
 
 enum probe_level {
-	PROBE_QUICK = 1,
-	PROBE_FULL = 2,
+	PROBE_QUICK = SIGMA_LEVEL_QUICK,
+	PROBE_FULL = SIGMA_LEVEL_FULL,
 };
 
 /* how a reading is judged */

@@ -202,8 +202,13 @@ void probe_summary(const struct probe_report *rep, char *buf, size_t size)
 	buf[0] = '\0';
 	switch (rep->verdict) {
 	case PROBE_ERROR:
-		append(buf, size, &used, "sigma: probe %s: could not run: %s",
-		       lv, rep->error);
+		(void)sigma_reason_format(buf, size, false,
+					  rep->level == PROBE_FULL
+					      ? SIGMA_LEVEL_FULL
+					      : SIGMA_LEVEL_QUICK,
+					  "could not run: ");
+		used = strlen(buf);
+		append(buf, size, &used, "%s", rep->error);
 		return;
 	case PROBE_OK:
 		append(buf, size, &used, "sigma: probe %s: ok: %s, ", lv,
@@ -218,14 +223,17 @@ void probe_summary(const struct probe_report *rep, char *buf, size_t size)
 		append(buf, size, &used, ", %d readings", rep->n);
 		return;
 	case PROBE_WARN:
-		append(buf, size, &used, "sigma: warning: probe %s: ", lv);
 		want = PROBE_WARN;
 		break;
 	default:
-		append(buf, size, &used, "sigma: probe %s: ", lv);
 		want = PROBE_FAIL;
 		break;
 	}
+	(void)sigma_reason_format(buf, size, want == PROBE_WARN,
+				  rep->level == PROBE_FULL ? SIGMA_LEVEL_FULL
+							   : SIGMA_LEVEL_QUICK,
+				  "");
+	used = strlen(buf);
 	for (int i = 0; i < rep->n; i++) {
 		char one[160];
 

@@ -122,88 +122,12 @@ static void test_load_missing_file(void **state)
 	assert_non_null(strstr(err, "/nonexistent/sigma.conf"));
 }
 
-static void test_jobopts(void **state)
-{
-	struct sigmad_jobopts o;
-	size_t end = 0;
-	const char *c =
-	    "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50] "
-	    "sigma: attempt 2: n3 ecc -> requeued onto n5";
-
-	assert_int_equal(sigmad_jobopts_parse(c, &o, &end), 0);
-	assert_string_equal(o.probe, "quick");
-	assert_int_equal(o.spares, 1);
-	assert_int_equal(o.max_restarts, 3);
-	assert_int_equal(o.ckpt_every, 50);
-	assert_int_equal(c[end], ' ');
-	assert_int_equal(
-	    end,
-	    strlen("sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]"));
-
-	/* a newer plugin's extra key is skipped */
-	assert_int_equal(
-	    sigmad_jobopts_parse("sigma[spares=2,future=x]", &o, NULL), 0);
-	assert_int_equal(o.spares, 2);
-	assert_string_equal(o.probe, "off");
-
-	assert_int_equal(sigmad_jobopts_parse(NULL, &o, NULL), -ENOENT);
-	assert_int_equal(sigmad_jobopts_parse("", &o, NULL), -ENOENT);
-	assert_int_equal(
-	    sigmad_jobopts_parse("user note sigma[spares=1]", &o, NULL),
-	    -ENOENT);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=1", &o, NULL),
-			 -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=-1]", &o, NULL),
-			 -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares=]", &o, NULL),
-			 -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[spares]", &o, NULL),
-			 -EINVAL);
-	assert_int_equal(sigmad_jobopts_parse("sigma[probe=loud]", &o, NULL),
-			 -EINVAL);
-	assert_int_equal(
-	    sigmad_jobopts_parse("sigma[max_restarts=99999999999999999999]", &o,
-				 NULL),
-	    -EINVAL);
-}
-
-static void test_reasons(void **state)
-{
-	const char *what;
-
-	assert_int_equal(
-	    sigmad_reason_classify("sigma: probe full: gpu0 ecc_uncorrected=2",
-				   &what),
-	    SIGMAD_REASON_FAILURE);
-	assert_string_equal(what, "gpu0 ecc_uncorrected=2");
-	assert_int_equal(
-	    sigmad_reason_classify(
-		"sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)",
-		&what),
-	    SIGMAD_REASON_WARNING);
-	assert_string_equal(what, "host ecc_corrected_rate=40/h (limit 20)");
-	assert_int_equal(
-	    sigmad_reason_classify("sigma: node not responding", &what),
-	    SIGMAD_REASON_SIGMA);
-	assert_string_equal(what, "node not responding");
-	assert_int_equal(sigmad_reason_classify("Prolog error", &what),
-			 SIGMAD_REASON_NONE);
-	assert_null(what);
-	assert_int_equal(sigmad_reason_classify(NULL, NULL),
-			 SIGMAD_REASON_NONE);
-	/* "probe" without a level is sigmad's own text, not a probe verdict */
-	assert_int_equal(sigmad_reason_classify("sigma: probe: x", NULL),
-			 SIGMAD_REASON_SIGMA);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults_and_keys),
 	    cmocka_unit_test(test_bad_keys),
 	    cmocka_unit_test(test_load_missing_file),
-	    cmocka_unit_test(test_jobopts),
-	    cmocka_unit_test(test_reasons),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -299,9 +299,10 @@ static void test_task_env(void **state)
 	assert_int_equal(hook(slurm_spank_task_init, 1, arg_root), 0);
 	assert_string_equal(fake_task_env("SIGMA_CKPT_DIR"), path);
 	assert_string_equal(fake_task_env("SIGMA_CKPT_EVERY"), "25");
-	assert_string_equal(fake_task_env("SIGMA_PROBE"), "full");
-	assert_string_equal(fake_task_env("SIGMA_SPARES"), "2");
-	assert_string_equal(fake_task_env("SIGMA_MAX_RESTARTS"), "5");
+	/* only what sigma-train reads is exported (docs/interfaces.md) */
+	assert_null(fake_task_env("SIGMA_PROBE"));
+	assert_null(fake_task_env("SIGMA_SPARES"));
+	assert_null(fake_task_env("SIGMA_MAX_RESTARTS"));
 	assert_string_equal(fake_task_env("SIGMA_ATTEMPT"), "3");
 }
 
@@ -313,9 +314,6 @@ static void test_task_defaults(void **state)
 	assert_int_equal(hook(slurm_spank_task_init, 1, arg_probe), 0);
 	assert_null(fake_task_env("SIGMA_CKPT_DIR"));
 	assert_string_equal(fake_task_env("SIGMA_CKPT_EVERY"), "100");
-	assert_string_equal(fake_task_env("SIGMA_PROBE"), "quick");
-	assert_string_equal(fake_task_env("SIGMA_SPARES"), "0");
-	assert_string_equal(fake_task_env("SIGMA_MAX_RESTARTS"), "0");
 	assert_string_equal(fake_task_env("SIGMA_ATTEMPT"), "1");
 }
 

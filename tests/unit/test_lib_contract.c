@@ -1,0 +1,188 @@
+/*
+ * test_lib_contract.c - the contract between the parts (lib/contract.h):
+ * the job block and node reasons, formatted and parsed back, every field
+ * at its limits.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "contract.h"
+#include "sigma.h"
+
+static enum sigma_reason sigma_reason_parse_what(const char *r,
+						 const char **what)
+{
+	return sigma_reason_parse(r, NULL, what);
+}
+
+static void test_block_parse(void **state)
+{
+	struct sigma_block o;
+	size_t end = 0;
+	const char *c =
+	    "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50] "
+	    "sigma: attempt 2: n3 ecc -> requeued onto n5";
+
+	assert_int_equal(sigma_block_parse(c, &o, &end), 0);
+	assert_int_equal(o.probe, SIGMA_LEVEL_QUICK);
+	assert_int_equal(o.spares, 1);
+	assert_int_equal(o.max_restarts, 3);
+	assert_int_equal(o.ckpt_every, 50);
+	assert_int_equal(c[end], ' ');
+	assert_int_equal(
+	    end,
+	    strlen("sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]"));
+
+	/* a newer plugin's extra key is skipped */
+	assert_int_equal(
+	    sigma_block_parse("sigma[spares=2,future=x]", &o, NULL), 0);
+	assert_int_equal(o.spares, 2);
+	assert_int_equal(o.probe, SIGMA_LEVEL_OFF);
+
+	assert_int_equal(sigma_block_parse(NULL, &o, NULL), -ENOENT);
+	assert_int_equal(sigma_block_parse("", &o, NULL), -ENOENT);
+	assert_int_equal(
+	    sigma_block_parse("user note sigma[spares=1]", &o, NULL),
+	    -ENOENT);
+	assert_int_equal(sigma_block_parse("sigma[spares=1", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[spares=-1]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[spares=]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[spares]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[probe=loud]", &o, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    sigma_block_parse("sigma[max_restarts=99999999999999999999]", &o,
+				 NULL),
+	    -EINVAL);
+}
+
+static void test_reasons(void **state)
+{
+	const char *what;
+
+	assert_int_equal(
+	    sigma_reason_parse_what("sigma: probe full: gpu0 ecc_uncorrected=2",
+				   &what),
+	    SIGMA_REASON_FAILURE);
+	assert_string_equal(what, "gpu0 ecc_uncorrected=2");
+	assert_int_equal(
+	    sigma_reason_parse_what(
+		"sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)",
+		&what),
+	    SIGMA_REASON_WARNING);
+	assert_string_equal(what, "host ecc_corrected_rate=40/h (limit 20)");
+	assert_int_equal(
+	    sigma_reason_parse_what("sigma: node not responding", &what),
+	    SIGMA_REASON_SIGMA);
+	assert_string_equal(what, "node not responding");
+	assert_int_equal(sigma_reason_parse_what("Prolog error", &what),
+			 SIGMA_REASON_NONE);
+	assert_null(what);
+	assert_int_equal(sigma_reason_parse(NULL, NULL, NULL),
+			 SIGMA_REASON_NONE);
+	/* "probe" without a level is sigmad's own text, not a probe verdict */
+	assert_int_equal(sigma_reason_parse("sigma: probe: x", NULL, NULL),
+			 SIGMA_REASON_SIGMA);
+}
+
+
+/* every field at its maximum (and minimum) formats and parses back */
+static void test_block_limits(void **state)
+{
+	const struct sigma_block edge[] = {
+	    {SIGMA_LEVEL_QUICK, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
+	     SIGMA_CKPT_EVERY_MAX},
+	    {SIGMA_LEVEL_FULL, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
+	     SIGMA_CKPT_EVERY_MAX},
+	    {SIGMA_LEVEL_OFF, 0, 0, 1},
+	};
+	char buf[SIGMA_BLOCK_MAX];
+	struct sigma_block b, back;
+	size_t end;
+
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		assert_int_equal(sigma_block_format(&edge[i], buf, sizeof(buf)),
+				 0);
+		assert_int_equal(sigma_block_parse(buf, &back, &end), 0);
+		assert_int_equal(end, strlen(buf));
+		assert_int_equal(back.probe, edge[i].probe);
+		assert_int_equal(back.spares, edge[i].spares);
+		assert_int_equal(back.max_restarts, edge[i].max_restarts);
+		assert_int_equal(back.ckpt_every, edge[i].ckpt_every);
+	}
+	/* one past a limit is refused both ways */
+	b = edge[0];
+	b.max_restarts = SIGMA_RESTARTS_MAX + 1;
+	assert_int_equal(sigma_block_format(&b, buf, sizeof(buf)), -ERANGE);
+	assert_int_equal(sigma_block_parse("sigma[max_restarts=10001]", &back,
+					   NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[max_restarts=5000]", &back,
+					   NULL),
+			 0);
+	assert_int_equal(back.max_restarts, 5000);
+	assert_int_equal(sigma_block_parse("sigma[spares=1025]", &back, NULL),
+			 -EINVAL);
+	assert_int_equal(sigma_block_parse("sigma[ckpt_every=0]", &back, NULL),
+			 -EINVAL);
+	b = edge[0];
+	assert_int_equal(sigma_block_format(&b, buf, 20), -ENAMETOOLONG);
+}
+
+static void test_reason_round_trip(void **state)
+{
+	char buf[128];
+	const char *what;
+	int level = 0;
+
+	assert_int_equal(sigma_reason_format(buf, sizeof(buf), true,
+					     SIGMA_LEVEL_FULL, "gpu0 temp_c=97"),
+			 0);
+	assert_string_equal(buf, "sigma: warning: probe full: gpu0 temp_c=97");
+	assert_int_equal(sigma_reason_parse(buf, &level, &what),
+			 SIGMA_REASON_WARNING);
+	assert_int_equal(level, SIGMA_LEVEL_FULL);
+	assert_string_equal(what, "gpu0 temp_c=97");
+	assert_int_equal(sigma_reason_format(buf, sizeof(buf), false,
+					     SIGMA_LEVEL_QUICK, "host x"),
+			 0);
+	assert_int_equal(sigma_reason_parse(buf, &level, &what),
+			 SIGMA_REASON_FAILURE);
+	assert_int_equal(level, SIGMA_LEVEL_QUICK);
+	assert_int_equal(sigma_reason_format(buf, sizeof(buf), false,
+					     SIGMA_LEVEL_OFF, "x"),
+			 -EINVAL);
+	assert_int_equal(sigma_reason_format(buf, 12, false, SIGMA_LEVEL_QUICK,
+					     "a long reason"),
+			 -ENAMETOOLONG);
+	assert_int_equal(sigma_reason_parse("sigma: admin: fan swap", NULL,
+					    &what),
+			 SIGMA_REASON_ADMIN);
+	assert_string_equal(what, "fan swap");
+	/* an unknown level is not a probe's verdict */
+	assert_int_equal(sigma_reason_parse("sigma: probe loud: x", NULL, NULL),
+			 SIGMA_REASON_SIGMA);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_block_parse),
+	    cmocka_unit_test(test_block_limits),
+	    cmocka_unit_test(test_reasons),
+	    cmocka_unit_test(test_reason_round_trip),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -22,13 +22,30 @@
 
 #define PROBE_ARGV_MAX 16
 
+/*
+ * The GPUs Slurm gave the job (SLURM_JOB_GPUS, "0,2"; empty: none): the
+ * probe checks those only, so another job's GPUs are left alone. False
+ * when Slurm says nothing (no gres/gpu): then every GPU is the job's.
+ */
+static bool probe_job_gpus(char *out, size_t size)
+{
+	const char *s = getenv("SLURM_JOB_GPUS");
+
+	if (!s || strspn(s, "0123456789,") != strlen(s) ||
+	    sigma_strlcpy(out, s, size) >= size)
+		return false; /* not Slurm's list: every GPU, as without one */
+	if (!s[0])
+		sigma_strlcpy(out, "none", size);
+	return true;
+}
+
 int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *slurm_conf = getenv("SLURM_CONF");
 	const char *lname = sigma_level_names[level];
 	char *argv[PROBE_ARGV_MAX], *envp[4];
-	char env_conf[PATH_MAX + 16], env_node[128], reason[600];
+	char env_conf[PATH_MAX + 16], env_node[128], reason[600], gpus[256];
 	struct sigma_probe_result res;
 	int argc = 0, envc = 0, rc;
 
@@ -47,6 +64,12 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 	}
 	if (sigma_conf.drain)
 		argv[argc++] = "--drain";
+	if (probe_job_gpus(gpus, sizeof(gpus))) {
+		argv[argc++] = "--gpus";
+		argv[argc++] = gpus;
+	}
+	if (!strcmp(when, "epilog"))
+		argv[argc++] = "--after-job"; /* the job's own heat */
 	argv[argc++] = (char *)lname;
 	argv[argc] = NULL;
 

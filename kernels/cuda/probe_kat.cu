@@ -70,13 +70,20 @@ __global__ void kat_pattern_check(const unsigned long long *m, size_t words,
 			atomicAdd(bad, 1ULL);
 }
 
+/* errors that say someone else holds the device, not that it computes wrong */
+static bool kat_busy(cudaError_t e)
+{
+	return e == cudaErrorMemoryAllocation ||
+	       e == cudaErrorDevicesUnavailable;
+}
+
 #define KAT_CHECK(call)                                                        \
 	do {                                                                   \
 		cudaError_t e_ = (call);                                       \
 		if (e_ != cudaSuccess) {                                       \
 			snprintf(why, whylen, "gpu%d: %s: %s", dev, #call,     \
 				 cudaGetErrorString(e_));                      \
-			rc = -1;                                               \
+			rc = kat_busy(e_) ? SIGMA_KAT_BUSY : -1;               \
 			goto out;                                              \
 		}                                                              \
 	} while (0)
@@ -170,7 +177,7 @@ extern "C" int sigma_probe_kat_gpu(int dev, int n, long mem_mb, char *why,
 		mem = kat_memtest(dev, mem_mb, mwhy, sizeof(mwhy));
 		if (mem < 0) {
 			snprintf(why, whylen, "%s", mwhy);
-			rc = -1;
+			rc = mem == SIGMA_KAT_BUSY ? SIGMA_KAT_BUSY : -1;
 			goto out;
 		}
 		if (mem && !rc)

@@ -21,13 +21,17 @@ extern "C" {
 #define SIGMA_KAT_GEMM_BAD    1
 #define SIGMA_KAT_MEM_BAD     2
 #define SIGMA_KAT_UNAVAILABLE (-1000)
+/* the device is held by someone else: out of memory, or exclusive and busy */
+#define SIGMA_KAT_BUSY (-1001)
 
 #ifdef HAVE_CUDA
 /*
  * On CUDA device dev: an n x n GEMM against the exact answer, and (mem_mb
  * > 0) a pattern test over mem_mb MiB. Returns a mask of SIGMA_KAT_*_BAD
- * (0 = healthy), SIGMA_KAT_UNAVAILABLE when there is no such device, or
- * another negative value when the check could not run (why says why).
+ * (0 = healthy), SIGMA_KAT_UNAVAILABLE when there is no such device,
+ * SIGMA_KAT_BUSY when another process holds it (its memory, or the device
+ * in exclusive mode), or another negative value when the check could not
+ * run (why says why).
  */
 int sigma_probe_kat_gpu(int dev, int n, long mem_mb, char *why,
 			unsigned long whylen);

@@ -107,15 +107,17 @@ int probe_cpu_memtest(long mb, char *why, size_t whylen)
 	return rc;
 }
 
-static void compute_add(const struct probe_conf *conf, struct probe_report *rep,
-			const char *comp, const char *key, bool ok)
+static struct probe_reading *compute_add(const struct probe_conf *conf,
+					 struct probe_report *rep,
+					 const char *comp, const char *key,
+					 bool ok)
 {
 	double warn, fail;
 	const char *unit;
 	int sense;
 
 	probe_thresholds(conf, key, &sense, &warn, &fail, &unit);
-	probe_add(rep, comp, key, ok ? 1 : 0, sense, warn, fail, unit);
+	return probe_add(rep, comp, key, ok ? 1 : 0, sense, warn, fail, unit);
 }
 
 int probe_compute(const struct probe_conf *conf, struct probe_report *rep)
@@ -145,11 +147,22 @@ int probe_compute(const struct probe_conf *conf, struct probe_report *rep)
 	for (int g = 0; g < rep->ngpus; g++) {
 		char comp[16];
 		long mem = rep->level == PROBE_FULL ? conf->gpu_mem_mb : 0;
+		struct probe_reading *r;
 
+		if (!probe_gpu_wanted(conf, g))
+			continue; /* not the job's */
 		snprintf(comp, sizeof(comp), "gpu%d", g);
 		rc = sigma_probe_kat_gpu(g, (int)n, mem, why, sizeof(why));
 		if (rc == SIGMA_KAT_UNAVAILABLE)
 			break; /* not built with CUDA, or no CUDA device */
+		if (rc == SIGMA_KAT_BUSY) {
+			/* another job holds it: no verdict on its compute */
+			sigma_warn("%s: cannot judge: %s", comp, why);
+			r = compute_add(conf, rep, comp, "compute", false);
+			if (r)
+				r->not_ours = true;
+			continue;
+		}
 		if (rc < 0) {
 			sigma_error("%s: %s", comp, why);
 			compute_add(conf, rep, comp, "compute", false);

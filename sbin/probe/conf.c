@@ -45,6 +45,7 @@ void probe_conf_init(struct probe_conf *conf)
 	conf->full_mem_mb = 256;
 	conf->gpu_mem_mb = 1024;
 	conf->power_samples = 5;
+	conf->warn_confirm = 2;
 }
 
 enum conf_type {
@@ -94,6 +95,7 @@ static const struct conf_key conf_keys[] = {
     K("full_mem_mb", CONF_LONG, full_mem_mb, 0, 1 << 20),
     K("gpu_mem_mb", CONF_LONG, gpu_mem_mb, 0, 1 << 20),
     K("power_samples", CONF_LONG, power_samples, 1, 1000),
+    K("warn_confirm", CONF_LONG, warn_confirm, 1, 100),
 };
 
 #define CONF_NKEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))

@@ -1,7 +1,8 @@
 /*
  * host.c - the host through sysfs and procfs: thermal zones, EDAC memory
- * controllers (corrected and uncorrected errors), available memory, and
- * the free space of the checkpoint root. Roots are configurable so that the
+ * controllers (corrected and uncorrected errors), available memory (and
+ * what tmpfs files hold of it), and the free space of the checkpoint root,
+ * which users fill and so is never the node's fault. Roots are configurable so that the
  * unit tests run against a fake tree.
  */
 #include "config.h"
@@ -63,15 +64,16 @@ static int host_read_number(const char *path, double *out)
 	return sigma_parse_double(buf, -1e18, 1e18, out);
 }
 
-static void host_add(const struct probe_conf *conf, struct probe_report *rep,
-		     const char *key, double value)
+static struct probe_reading *host_add(const struct probe_conf *conf,
+				      struct probe_report *rep,
+				      const char *key, double value)
 {
 	double warn, fail;
 	const char *unit;
 	int sense;
 
 	probe_thresholds(conf, key, &sense, &warn, &fail, &unit);
-	probe_add(rep, "host", key, value, sense, warn, fail, unit);
+	return probe_add(rep, "host", key, value, sense, warn, fail, unit);
 }
 
 /* the hottest thermal zone, in degrees C */
@@ -140,35 +142,65 @@ static void host_edac(const struct probe_conf *conf, struct probe_report *rep)
 	host_add(conf, rep, "ecc_uncorrected", ue);
 }
 
-/* MemAvailable from meminfo, in MiB */
+/* one "Name:   N kB" line of meminfo, in MiB; NAN when absent */
+static double host_meminfo_mb(const char *buf, const char *name)
+{
+	const char *p = strstr(buf, name);
+	unsigned long long kb;
+
+	if (!p || sscanf(p + strlen(name), "%llu", &kb) != 1)
+		return NAN;
+	return (double)kb / 1024.0;
+}
+
+/*
+ * MemAvailable, in MiB. Memory held by files in tmpfs (/dev/shm, a tmpfs
+ * /tmp: meminfo's Shmem) is not available, but jobs left it there: when
+ * the node would be healthy with it, a low reading cannot be judged.
+ */
 static void host_meminfo(const struct probe_conf *conf,
 			 struct probe_report *rep)
 {
-	char path[PATH_MAX + 16], buf[8192], *p;
-	unsigned long long kb;
+	char path[PATH_MAX + 16], buf[8192];
+	double avail, shmem;
+	struct probe_reading *r;
 
 	snprintf(path, sizeof(path), "%s/meminfo", conf->procfs);
 	if (host_read_small(path, buf, sizeof(buf)) < 0)
 		return;
-	p = strstr(buf, "MemAvailable:");
-	if (p && sscanf(p + 13, "%llu", &kb) == 1)
-		host_add(conf, rep, "mem_avail_mb", (double)kb / 1024.0);
+	avail = host_meminfo_mb(buf, "MemAvailable:");
+	if (isnan(avail))
+		return;
+	r = host_add(conf, rep, "mem_avail_mb", avail);
+	shmem = host_meminfo_mb(buf, "Shmem:");
+	if (isnan(shmem))
+		return;
+	host_add(conf, rep, "shmem_mb", shmem);
+	if (r && avail < conf->mem_avail_warn_mb &&
+	    avail + shmem >= conf->mem_avail_warn_mb)
+		r->not_ours = true;
 }
 
+/*
+ * The free space of the checkpoint root. Users fill it (and on shared
+ * storage, users of every node): it is reported, never the node's fault.
+ */
 static void host_disk(const struct probe_conf *conf, struct probe_report *rep)
 {
+	struct probe_reading *r;
 	struct statvfs sv;
+	double gb = 0;
 
 	if (!conf->ckpt_root[0])
 		return;
-	if (statvfs(conf->ckpt_root, &sv) < 0) {
+	if (statvfs(conf->ckpt_root, &sv) < 0)
 		sigma_warn("ckpt_root %s: %s", conf->ckpt_root,
 			   strerror(errno));
-		host_add(conf, rep, "disk_free_gb", 0);
-		return;
-	}
-	host_add(conf, rep, "disk_free_gb",
-		 (double)sv.f_bavail * (double)sv.f_frsize / 1e9);
+	else
+		gb = (double)sv.f_bavail * (double)sv.f_frsize / 1e9;
+	r = host_add(conf, rep, "disk_free_gb", gb);
+	if (r)
+		r->not_ours = true;
 }
 
 int probe_host(const struct probe_conf *conf, struct probe_report *rep)

@@ -2,9 +2,11 @@
  * main.c - sigma-probe: check one node's health and say so by exit code.
  *
  *   sigma-probe [--config FILE] [--node NAME] [--ckpt-root DIR] [--json]
- *               [--metrics FILE] [--drain] [-v] [quick|full]
+ *               [--metrics FILE] [--drain] [--gpus LIST|none] [--after-job]
+ *               [-v] [quick|full]
  *
- * Exit 0 healthy, 1 failing, 2 warning, 3 could not run. Run by slurmd as
+ * Exit 0 healthy, 1 failing, 2 warning, 3 could not run, 4 cannot judge
+ * (a resource others use is busy or full: never drains). Run by slurmd as
  * HealthCheckProgram (no arguments, SLURMD_NODENAME set) it is a quick
  * probe that drains the node itself: `sigma-probe --drain quick`.
  */
@@ -31,7 +33,9 @@ struct main_args {
 	char node[PROBE_NODE_MAX];
 	const char *ckpt_root;
 	const char *metrics;
-	bool json, drain;
+	bool json, drain, after_job;
+	uint64_t gpu_only; /* 0: every GPU */
+	bool no_gpus;
 	int level;
 	int verbose;
 };
@@ -41,11 +45,39 @@ static void main_usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: sigma-probe [--config FILE] [--node NAME] [--ckpt-root DIR]\n"
-	    "                   [--json] [--metrics FILE] [--drain] [-v] [quick|full]\n"
+	    "                   [--json] [--metrics FILE] [--drain] [--gpus LIST|none]\n"
+	    "                   [--after-job] [-v] [quick|full]\n"
 	    "Check this node's health (host, and GPUs through NVML when present).\n"
-	    "Exit status: 0 healthy, 1 failing, 2 warning, 3 the probe could not run.\n"
+	    "Exit status: 0 healthy, 1 failing, 2 warning, 3 the probe could not run,\n"
+	    "4 cannot judge (busy or full, not the node's own fault; never drains).\n"
 	    "With no arguments under slurmd (SLURMD_NODENAME set) it runs as the\n"
 	    "health check: a quick probe with --drain. See sigma-probe(8).\n");
+}
+
+/* "0,2,3" (GPU indexes, as Slurm's SLURM_JOB_GPUS) or "none" */
+static int main_gpus(const char *s, struct main_args *a)
+{
+	if (!strcmp(s, "none")) {
+		a->no_gpus = true;
+		return 0;
+	}
+	a->gpu_only = 0;
+	for (;;) {
+		char *end;
+		long v;
+
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		v = strtol(s, &end, 10);
+		if (v < 0 || v >= PROBE_MAX_GPUS)
+			return -ERANGE;
+		a->gpu_only |= 1ULL << v;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -EINVAL;
+		s = end + 1;
+	}
 }
 
 static bool main_node_ok(const char *s)
@@ -69,6 +101,8 @@ static int main_parse(int argc, char **argv, struct main_args *a)
 	    {"json", no_argument, NULL, 'j'},
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"drain", no_argument, NULL, 'd'},
+	    {"gpus", required_argument, NULL, 'g'},
+	    {"after-job", no_argument, NULL, 'a'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -110,6 +144,18 @@ static int main_parse(int argc, char **argv, struct main_args *a)
 			break;
 		case 'd':
 			a->drain = true;
+			break;
+		case 'g':
+			if (main_gpus(optarg, a) < 0) {
+				fprintf(
+				    stderr,
+				    "sigma-probe: --gpus %s: expected GPU indexes 0-%d separated by commas, or none\n",
+				    optarg, PROBE_MAX_GPUS - 1);
+				return PROBE_ERROR;
+			}
+			break;
+		case 'a':
+			a->after_job = true;
 			break;
 		case 'v':
 			a->verbose++;
@@ -196,6 +242,43 @@ static void main_probe(const struct probe_conf *conf, struct probe_report *rep)
 	probe_judge(rep);
 }
 
+/*
+ * Whether --drain acts on this verdict. A warning drains only once
+ * warn_confirm probes in a row found one; before that it is reported and
+ * the node left as it is. "Cannot judge" never drains, nor resumes.
+ */
+static bool main_confirmed(const struct probe_conf *conf,
+			   const struct probe_report *rep)
+{
+	int streak = probe_warn_streak(conf, rep);
+
+	if (rep->verdict == PROBE_UNJUDGED) {
+		sigma_warn("cannot judge this node (busy or full, not its own fault): node state not changed");
+		return false;
+	}
+	if (rep->verdict != PROBE_WARN || streak >= conf->warn_confirm)
+		return true;
+	sigma_warn("warning %d of the %ld in a row that drain: not drained yet",
+		   streak, conf->warn_confirm);
+	return false;
+}
+
+#ifdef HAVE_SLURM
+static void main_drain(const struct probe_conf *conf,
+		       const struct probe_report *rep, const char *summary)
+{
+	struct probe_drain_result res;
+
+	if (probe_drain(conf, rep->node, rep->level, rep->verdict, summary,
+			&res) < 0)
+		sigma_error("--drain: %s", res.what);
+	else if (res.changed)
+		sigma_warn("%s", res.what);
+	else
+		sigma_info("%s", res.what);
+}
+#endif
+
 static void main_metrics(const struct probe_report *rep, const char *path)
 {
 	static char buf[1 << 16];
@@ -242,6 +325,10 @@ int main(int argc, char **argv)
 	if (args.ckpt_root)
 		sigma_strlcpy(conf.ckpt_root, args.ckpt_root,
 			      sizeof(conf.ckpt_root));
+	conf.gpu_only = args.gpu_only;
+	conf.after_job = args.after_job;
+	if (args.no_gpus)
+		conf.gpus = false;
 	if (rep.verdict != PROBE_ERROR)
 		main_probe(&conf, &rep);
 	rep.elapsed_ms = sigma_now_ms() - rep.started_ms;
@@ -256,15 +343,8 @@ int main(int argc, char **argv)
 		main_metrics(&rep, args.metrics);
 	if (args.drain) {
 #ifdef HAVE_SLURM
-		struct probe_drain_result res;
-
-		if (probe_drain(&conf, rep.node, rep.level, rep.verdict,
-				summary, &res) < 0)
-			sigma_error("--drain: %s", res.what);
-		else if (res.changed)
-			sigma_warn("%s", res.what);
-		else
-			sigma_info("%s", res.what);
+		if (main_confirmed(&conf, &rep))
+			main_drain(&conf, &rep, summary);
 #else
 		sigma_error("--drain: built without Slurm");
 		return PROBE_ERROR;

@@ -243,6 +243,11 @@ int probe_nvml(const struct probe_conf *conf, struct probe_report *rep)
 		char comp[16];
 
 		snprintf(comp, sizeof(comp), "gpu%u", i);
+		if (!probe_gpu_wanted(conf, (int)i)) {
+			devs[i] = NULL; /* not the job's: not probed */
+			n++;
+			continue;
+		}
 		rc = api.handle(i, &devs[i]);
 		if (rc != NVML_SUCCESS) {
 			/* a GPU NVML cannot even open is a failing GPU */

@@ -65,7 +65,17 @@ struct probe_conf {
 	long full_mem_mb;   /* host memory pattern test */
 	long gpu_mem_mb;    /* GPU memory pattern test (full) */
 	long power_samples; /* power readings per GPU */
+	long warn_confirm;  /* consecutive warnings before one drains */
+	/* set from the command line, not sigma.conf: */
+	uint64_t gpu_only; /* bit i: probe GPU i only; 0: every GPU */
+	bool after_job;	   /* the epilog: the job's heat is not judged */
 };
+
+/* true when GPU index i is to be probed */
+static inline bool probe_gpu_wanted(const struct probe_conf *conf, int i)
+{
+	return !conf->gpu_only || (i < 64 && (conf->gpu_only >> i) & 1);
+}
 
 struct probe_reading {
 	char comp[16]; /* "host", "gpu0", ... */
@@ -73,8 +83,14 @@ struct probe_reading {
 	double value;
 	double warn, fail; /* NAN when there is none */
 	int sense;	   /* enum probe_sense */
-	int verdict;	   /* PROBE_OK, PROBE_WARN or PROBE_FAIL */
+	int verdict;	   /* PROBE_OK, _WARN, _FAIL or _UNJUDGED */
 	bool injected;
+	/*
+	 * A bad value here says a resource others use is full or busy (shared
+	 * storage, memory held by files in tmpfs, a GPU another job holds),
+	 * not that the node is at fault: it is judged PROBE_UNJUDGED.
+	 */
+	bool not_ours;
 	const char *unit; /* appended in text: "/h", "" */
 };
 
@@ -150,6 +166,14 @@ int probe_nvml(const struct probe_conf *conf, struct probe_report *rep);
  */
 /* Turn counters (key ecc_corrected) into ecc_corrected_rate readings. */
 int probe_rates(const struct probe_conf *conf, struct probe_report *rep);
+/*
+ * Record this probe's verdict in the node's run of consecutive warnings
+ * (state_dir/NODE.warn) and return the run's length, this probe included:
+ * 0 for any other verdict. Without a state directory every warning counts
+ * as confirmed (returns conf->warn_confirm).
+ */
+int probe_warn_streak(const struct probe_conf *conf,
+		      const struct probe_report *rep);
 
 /* ---- inject.c -------------------------------------------------------------
  */

@@ -53,6 +53,7 @@ struct probe_reading *probe_add(struct probe_report *rep, const char *comp,
 	r->fail = fail;
 	r->unit = unit ? unit : "";
 	r->injected = false;
+	r->not_ours = false;
 	return r;
 }
 
@@ -64,7 +65,8 @@ void probe_thresholds(const struct probe_conf *conf, const char *key,
 	*fail = NAN;
 	*unit = "";
 	if (!strcmp(key, "temp_c")) {
-		*sense = PROBE_HIGH_BAD;
+		/* after a job its own heat is still in the parts: not judged */
+		*sense = conf->after_job ? PROBE_INFO : PROBE_HIGH_BAD;
 		*warn = conf->temp_warn_c;
 		*fail = conf->temp_fail_c;
 	} else if (!strcmp(key, "ecc_uncorrected")) {
@@ -106,7 +108,7 @@ void probe_thresholds(const struct probe_conf *conf, const char *key,
 	}
 }
 
-static int judge_one(const struct probe_reading *r)
+static int judge_value(const struct probe_reading *r)
 {
 	if (isnan(r->value))
 		return PROBE_OK;
@@ -127,17 +129,31 @@ static int judge_one(const struct probe_reading *r)
 	return PROBE_OK;
 }
 
+static int judge_one(const struct probe_reading *r)
+{
+	int v = judge_value(r);
+
+	if ((v == PROBE_FAIL || v == PROBE_WARN) && r->not_ours)
+		return PROBE_UNJUDGED;
+	return v;
+}
+
 int probe_judge(struct probe_report *rep)
 {
-	bool fail = false, warn = false;
+	bool fail = false, warn = false, unjudged = false;
 
 	for (int i = 0; i < rep->n; i++) {
 		rep->r[i].verdict = judge_one(&rep->r[i]);
 		fail |= rep->r[i].verdict == PROBE_FAIL;
 		warn |= rep->r[i].verdict == PROBE_WARN;
+		unjudged |= rep->r[i].verdict == PROBE_UNJUDGED;
 	}
+	/* the node's own faults first; "cannot judge" only when none */
 	if (rep->verdict != PROBE_ERROR)
-		rep->verdict = fail ? PROBE_FAIL : warn ? PROBE_WARN : PROBE_OK;
+		rep->verdict = fail	  ? PROBE_FAIL
+			       : warn	  ? PROBE_WARN
+			       : unjudged ? PROBE_UNJUDGED
+					  : PROBE_OK;
 	return rep->verdict;
 }
 
@@ -150,6 +166,8 @@ const char *probe_verdict_name(int verdict)
 		return "fail";
 	case PROBE_WARN:
 		return "warning";
+	case PROBE_UNJUDGED:
+		return "cannot_judge";
 	}
 	return "error";
 }
@@ -162,7 +180,11 @@ static bool is_passfail(const struct probe_reading *r)
 /* "gpu0 ecc_uncorrected=2 (limit 1)" */
 static int reading_text(const struct probe_reading *r, char *buf, size_t size)
 {
-	double limit = r->verdict == PROBE_FAIL ? r->fail : r->warn;
+	double limit = r->verdict == PROBE_FAIL ||
+			       (r->verdict == PROBE_UNJUDGED &&
+				judge_value(r) == PROBE_FAIL)
+			   ? r->fail
+			   : r->warn;
 
 	if (is_passfail(r))
 		return snprintf(buf, size, "%s %s=%s", r->comp, r->key,
@@ -225,6 +247,9 @@ void probe_summary(const struct probe_report *rep, char *buf, size_t size)
 	case PROBE_WARN:
 		want = PROBE_WARN;
 		break;
+	case PROBE_UNJUDGED:
+		want = PROBE_UNJUDGED;
+		break;
 	default:
 		want = PROBE_FAIL;
 		break;
@@ -232,7 +257,9 @@ void probe_summary(const struct probe_report *rep, char *buf, size_t size)
 	(void)sigma_reason_format(buf, size, want == PROBE_WARN,
 				  rep->level == PROBE_FULL ? SIGMA_LEVEL_FULL
 							   : SIGMA_LEVEL_QUICK,
-				  "");
+				  want == PROBE_UNJUDGED
+				      ? "cannot judge (busy or full, not the node's own fault): "
+				      : "");
 	used = strlen(buf);
 	for (int i = 0; i < rep->n; i++) {
 		char one[160];
@@ -317,7 +344,7 @@ int probe_format_metrics(const struct probe_report *rep, char *buf, size_t size)
 
 	append(
 	    buf, size, &used,
-	    "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run\n"
+	    "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run, 4 cannot judge\n"
 	    "# TYPE sigma_probe_verdict gauge\n"
 	    "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
 	    rep->node, probe_level_name(rep->level), rep->verdict);

@@ -6,6 +6,9 @@
  * always spans a few minutes and frequent health checks do not make it
  * noisy. A counter that went down (driver reload, reboot) starts a new
  * baseline.
+ *
+ * state_dir/<node>.warn holds how many probes in a row found a warning, so
+ * that one noisy reading does not drain a node (warn_confirm).
  */
 #include "config.h"
 
@@ -129,4 +132,47 @@ out_write:
 	if (rc < 0)
 		sigma_debug("cannot write %s: %s", path, strerror(-rc));
 	return 0;
+}
+
+/* ---- the run of consecutive warnings -------------------------------------- */
+
+struct state_streak {
+	long streak;
+};
+
+static int streak_kv(const char *key, const char *value, void *arg, char *err,
+		     size_t errlen)
+{
+	struct state_streak *st = arg;
+
+	if (strcmp(key, "streak"))
+		return 0;
+	if (sigma_parse_long(value, 0, 1000000, &st->streak) < 0)
+		return sigma_set_err(err, errlen, EINVAL, "bad streak");
+	return 0;
+}
+
+int probe_warn_streak(const struct probe_conf *conf,
+		      const struct probe_report *rep)
+{
+	char path[PATH_MAX + PROBE_NODE_MAX + 8], err[256], buf[128];
+	struct state_streak st = {0};
+	int n;
+
+	if (!conf->state_dir[0] ||
+	    sigma_snprintf(path, sizeof(path), "%s/%s.warn", conf->state_dir,
+			   rep->node) < 0)
+		return (int)conf->warn_confirm;
+	/* a missing or damaged file is a run of none */
+	if (sigma_kv_parse_file(path, streak_kv, &st, err, sizeof(err)) < 0)
+		st.streak = 0;
+	st.streak = rep->verdict == PROBE_WARN ? st.streak + 1 : 0;
+	n = snprintf(buf, sizeof(buf),
+		     "# sigma-probe: consecutive warnings, do not edit\n"
+		     "streak=%ld\ntime_s=%.0f\n",
+		     st.streak, (double)sigma_wall_ms() / 1000.0);
+	if (sigma_mkdir_p(conf->state_dir, 0755) < 0 ||
+	    sigma_file_write_atomic(path, buf, (size_t)n, 0644) < 0)
+		return (int)conf->warn_confirm; /* cannot count: as before */
+	return (int)st.streak;
 }

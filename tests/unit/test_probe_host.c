@@ -118,6 +118,70 @@ static void test_hot(void **state)
 	assert_true(value("host", "disk_free_gb") == 0);
 }
 
+/*
+ * What users fill is reported, never the node's fault: a full checkpoint
+ * root, and memory held by files jobs left in tmpfs, cannot be judged.
+ * A real shortage still fails.
+ */
+static void test_user_filled(void **state)
+{
+	struct probe_reading *r;
+
+	sigma_strlcpy(conf.ckpt_root, tmp, sizeof(conf.ckpt_root));
+	conf.disk_free_warn_gb = conf.disk_free_fail_gb = 1e9; /* "full" */
+	put("proc/meminfo", "MemAvailable:      65536 kB\nShmem:   8388608 kB\n");
+	probe_host(&conf, &rep);
+	assert_true(value("host", "shmem_mb") == 8192);
+	assert_int_equal(probe_judge(&rep), PROBE_UNJUDGED);
+	r = probe_find(&rep, "host", "disk_free_gb");
+	assert_int_equal(r->verdict, PROBE_UNJUDGED);
+	r = probe_find(&rep, "host", "mem_avail_mb");
+	assert_int_equal(r->verdict, PROBE_UNJUDGED);
+	/* little in tmpfs: the shortage is the node's */
+	put("proc/meminfo", "MemAvailable:      65536 kB\nShmem:   1024 kB\n");
+	probe_report_init(&rep, "n1", PROBE_QUICK);
+	probe_host(&conf, &rep);
+	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
+	assert_int_equal(probe_find(&rep, "host", "mem_avail_mb")->verdict,
+			 PROBE_FAIL);
+	assert_int_equal(probe_find(&rep, "host", "disk_free_gb")->verdict,
+			 PROBE_UNJUDGED);
+}
+
+/* after a job, its heat is shown but not judged */
+static void test_after_job(void **state)
+{
+	put("sys/class/thermal/thermal_zone0/temp", "99000\n");
+	conf.after_job = true;
+	probe_host(&conf, &rep);
+	assert_true(value("host", "temp_c") == 99);
+	assert_int_equal(probe_judge(&rep), PROBE_OK);
+	conf.after_job = false;
+	probe_report_init(&rep, "n1", PROBE_QUICK);
+	probe_host(&conf, &rep);
+	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
+}
+
+/* a warning drains only after warn_confirm probes in a row found one */
+static void test_warn_streak(void **state)
+{
+	conf.warn_confirm = 2;
+	rep.verdict = PROBE_WARN;
+	assert_int_equal(probe_warn_streak(&conf, &rep), 1);
+	assert_int_equal(probe_warn_streak(&conf, &rep), 2);
+	assert_int_equal(probe_warn_streak(&conf, &rep), 3);
+	rep.verdict = PROBE_OK;
+	assert_int_equal(probe_warn_streak(&conf, &rep), 0);
+	rep.verdict = PROBE_WARN;
+	assert_int_equal(probe_warn_streak(&conf, &rep), 1);
+	/* a damaged file is a run of none */
+	put("state/n1.warn", "streak=lots\n");
+	assert_int_equal(probe_warn_streak(&conf, &rep), 1);
+	/* no state directory: cannot count, every warning confirmed */
+	conf.state_dir[0] = '\0';
+	assert_int_equal(probe_warn_streak(&conf, &rep), 2);
+}
+
 static void test_rates(void **state)
 {
 	char path[PATH_MAX + 16], text[256];
@@ -196,6 +260,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fake_tree, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_user_filled, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_after_job, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_warn_streak, setup, teardown),
 	    cmocka_unit_test(test_cpu_kat),
 	    cmocka_unit_test_setup_teardown(test_compute_levels, setup,
 					    teardown),

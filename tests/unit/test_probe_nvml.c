@@ -124,6 +124,27 @@ static void test_healthy(void **state)
 	assert_non_null(strstr(s, "sigma: probe quick: ok: g1, 2 GPUs"));
 }
 
+/* in a job's prolog and epilog only the job's GPUs are probed */
+static void test_job_gpus(void **state)
+{
+	conf.gpu_only = 1ULL << 0;
+	fake(
+	    "count=2\ngpu0.temp_c=50\ngpu1.temp_c=50\ngpu1.ecc_uncorrected=2\n");
+	conf.gpu_only = 0;
+	assert_int_equal(rep.verdict, PROBE_OK);
+	assert_true(value("gpu0", "temp_c") == 50);
+	assert_true(isnan(value("gpu1", "temp_c")));
+	assert_true(isnan(value("gpu1", "ecc_uncorrected")));
+	assert_true(isnan(value("gpu1", "power_w")));
+	/* after the job, its heat is not judged, its faults are */
+	conf.after_job = true;
+	fake("count=1\ngpu0.temp_c=99\n");
+	assert_int_equal(rep.verdict, PROBE_OK);
+	fake("count=1\ngpu0.temp_c=99\ngpu0.ecc_uncorrected=2\n");
+	conf.after_job = false;
+	assert_int_equal(rep.verdict, PROBE_FAIL);
+}
+
 static void test_faults(void **state)
 {
 	char s[512];
@@ -203,6 +224,7 @@ int main(void)
 	    cmocka_unit_test(test_no_driver),
 	    cmocka_unit_test(test_healthy),
 	    cmocka_unit_test(test_faults),
+	    cmocka_unit_test(test_job_gpus),
 	    cmocka_unit_test(test_bad_handle),
 	    cmocka_unit_test(test_power_spike),
 	};

@@ -132,6 +132,26 @@ static void test_warn_summary(void **state)
 	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20); gpu2 power_spike_w=900W (limit 750)");
 }
 
+/* what others fill or hold is "cannot judge"; the node's own fault wins */
+static void test_unjudged(void **state)
+{
+	char s[512];
+
+	add("host", "disk_free_gb", 0.5);
+	probe_find(&rep, "host", "disk_free_gb")->not_ours = true;
+	add("host", "temp_c", 40);
+	assert_int_equal(probe_judge(&rep), PROBE_UNJUDGED);
+	assert_string_equal(probe_verdict_name(rep.verdict), "cannot_judge");
+	probe_summary(&rep, s, sizeof(s));
+	assert_string_equal(
+	    s,
+	    "sigma: probe quick: cannot judge (busy or full, not the node's own fault): host disk_free_gb=0.5 (limit 1)");
+	add("host", "temp_c", 97);
+	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
+	probe_summary(&rep, s, sizeof(s));
+	assert_string_equal(s, "sigma: probe quick: host temp_c=97 (limit 95)");
+}
+
 static void test_error_summary(void **state)
 {
 	char s[512];
@@ -299,6 +319,7 @@ static void test_drain_policy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_unjudged, setup),
 	    cmocka_unit_test_setup(test_healthy, setup),
 	    cmocka_unit_test_setup(test_thresholds, setup),
 	    cmocka_unit_test_setup(test_fail_summary, setup),

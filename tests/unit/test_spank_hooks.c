@@ -267,14 +267,34 @@ static void test_epilog(void **state)
 	make_probe("sigma: probe full: host memtest=fail", 1);
 	option("sigma-probe", "full");
 	assert_int_equal(hook(slurm_spank_job_epilog, 1, arg_probe), -1);
-	assert_string_equal(read_args(), "--node n2 --drain full");
+	/* after the job its heat is not judged */
+	assert_string_equal(read_args(), "--node n2 --drain --after-job full");
 	assert_true(fake_logged("job 42 epilog on n2: probe exit 1"));
 	/* epilog_probe overrides the job's level */
 	make_probe("sigma: probe quick: ok: n2", 0);
 	assert_int_equal(
 	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
 	    0);
-	assert_string_equal(read_args(), "--node n2 --drain quick");
+	assert_string_equal(read_args(), "--node n2 --drain --after-job quick");
+	/* only the GPUs Slurm gave the job; none when it gave none */
+	setenv("SLURM_JOB_GPUS", "1,3", 1);
+	assert_int_equal(
+	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
+	    0);
+	assert_string_equal(read_args(),
+			    "--node n2 --drain --gpus 1,3 --after-job quick");
+	setenv("SLURM_JOB_GPUS", "", 1);
+	assert_int_equal(
+	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
+	    0);
+	assert_string_equal(read_args(),
+			    "--node n2 --drain --gpus none --after-job quick");
+	setenv("SLURM_JOB_GPUS", "1;rm -rf /", 1);
+	assert_int_equal(
+	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
+	    0);
+	assert_string_equal(read_args(), "--node n2 --drain --after-job quick");
+	unsetenv("SLURM_JOB_GPUS");
 	unlink(args_file);
 	assert_int_equal(
 	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=off"), 0);

@@ -573,8 +573,13 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	for (size_t i = 0; i < v->nnodes && nsp < CTL_POOL_MAX; i++) {
 		const struct ctl_node *n = &v->nodes[i];
 
+		/*
+		 * a spare an earlier decision took (in this very poll, say:
+		 * failures that come together) is not free for this one
+		 */
 		if (!(n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
-		    list_has(bad, n->name) || ctl_node_in_job(v, i))
+		    list_has(bad, n->name) || ctl_node_in_job(v, i) ||
+		    ctl_lent(c, v, n->name))
 			continue;
 		spares[nsp].failures = ctl_node_failures(c, n->name);
 		spares[nsp].since = 0;
@@ -948,6 +953,29 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 	ctl_log(c, &ev);
 }
 
+/* end a recovery without carrying it out, saying why in the account */
+static void ctl_abandon(struct ctl *c, struct ctl_rec *r,
+			const struct ctl_job *job, const char *why)
+{
+	char account[512], comment[CTL_COMMENT_MAX];
+	struct evlog_event ev;
+
+	(void)sigma_snprintf(account, sizeof(account),
+			     "sigma: attempt %d: %s %s%s -> %s", r->attempt,
+			     r->bad, r->warning ? "warning " : "", r->what,
+			     why);
+	if (!strstr(job->comment, account) &&
+	    sigma_snprintf(comment, sizeof(comment), "%s %s", job->comment,
+			   account) == 0 &&
+	    ctl_slurm_admin_comment(job->id, comment))
+		r->errors++;
+	r->complete = true;
+	ev_from_rec(&ev, "complete", r);
+	sigma_strlcpy(ev.text, account, sizeof(ev.text));
+	sigma_info("job %u: %s", r->job, account);
+	ctl_log(c, &ev);
+}
+
 static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 {
 	const struct ctl_job *job = ctl_view_job(v, r->job);
@@ -972,6 +1000,11 @@ static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	}
 	if (r->verdict == POLICY_GIVE_UP || r->verdict == POLICY_DRAIN_ONLY) {
 		ctl_complete(c, r, job);
+		return;
+	}
+	if (job->cancelled && !r->requeued) {
+		/* the user's scancel is final: no requeue, spares go back */
+		ctl_abandon(c, r, job, "the job was cancelled: not requeued");
 		return;
 	}
 	if (r->verdict == POLICY_CHECKPOINT) {

@@ -198,6 +198,7 @@ static int load_jobs(struct ctl_view *v)
 		c->completing = (j->job_state & JOB_COMPLETING) != 0;
 		c->node_fail = base == JOB_NODE_FAIL;
 		c->failed = base == JOB_FAILED;
+		c->cancelled = base == JOB_CANCELLED;
 		c->exit_code = WIFEXITED(j->exit_code)
 				   ? (int)WEXITSTATUS(j->exit_code)
 				   : -1;

@@ -46,6 +46,7 @@ struct ctl_job {
 	bool completing;
 	bool node_fail; /* ended NODE_FAIL */
 	bool failed;	/* ended FAILED (non-zero exit of the batch script) */
+	bool cancelled; /* ended CANCELLED (scancel): never requeued */
 	int exit_code;	/* the batch script's exit status (ended jobs) */
 	int64_t end_time;
 	int restart_cnt;

@@ -82,3 +82,26 @@ submit_sigma() {
 
 # events TYPE JOB: how many TYPE events the log holds for JOB
 events() { grep -c "\"type\":\"$1\",\"job\":$2," "$SIGMAD_EVENTS" 2>/dev/null || true; }
+
+# submit_one DIR NAME [SBATCH OPTIONS...]: a 1-node sigma job of the test
+# user that prints its attempt and sleeps (spares=1, max_restarts=3);
+# prints its id once it runs (no -w: a requeue must be free to move it)
+submit_one() {
+	local d=$1 name=$2 jid
+	shift 2
+	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" -N1 --exclusive \
+		--requeue --sigma-spares=1 --sigma-max-restarts=3 --sigma-probe=off \
+		--open-mode=append -o "$d/$name.out" "$@" \
+		--wrap 'echo "attempt ${SLURM_RESTART_COUNT:-0} on $SLURMD_NODENAME"; sleep 600') ||
+		fail "sbatch $name failed"
+	until_true 30 is_state "$jid" RUNNING || fail "job $jid ($name) not running: $(jstate "$jid")"
+	echo "$jid"
+}
+# filler NODE: a plain job of the test user keeping NODE busy; prints its id
+filler() {
+	local jid
+	jid=$(run_as_user sbatch --parsable -N1 -w "$1" --exclusive -o /dev/null --wrap 'sleep 600') ||
+		fail "filler on $1 failed"
+	until_true 30 is_state "$jid" RUNNING || fail "filler $jid on $1 not running"
+	echo "$jid"
+}

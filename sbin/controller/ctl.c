@@ -449,10 +449,42 @@ static int ctl_resv_apply(struct ctl *c, struct ctl_view *v, const char *nodes)
 
 /* ---- the hot-spare pool -------------------------------------------------- */
 
+/* a spare free to be reserved now: healthy, idle, in no job, not lent */
+static bool ctl_spare_free(const struct ctl *c, const struct ctl_view *v,
+			   long i)
+{
+	const struct ctl_node *n = &v->nodes[i];
+
+	return node_healthy(n) && (n->flags & CTL_N_IDLE) &&
+	       !ctl_node_in_job(v, (size_t)i) && !ctl_lent(c, v, n->name);
+}
+
+/* the first node of pool that is not a configured spare (a stand-in) */
+static bool ctl_stand_in(const char *pool, const char *members, char *out,
+			 size_t size)
+{
+	char tmp[SIGMAD_LIST_MAX], *save = NULL, *tok;
+
+	sigma_strlcpy(tmp, pool, sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!list_has(members, tok)) {
+			sigma_strlcpy(out, tok, size);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Keep the reservation at the configured spares: fill it from them, and
+ * when one of them is free again while a stand-in (a repaired node that
+ * joined while the pool was short) holds its place, the stand-in goes back
+ * to service.
+ */
 static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 {
 	char members[SIGMAD_LIST_MAX], want[SIGMAD_LIST_MAX],
-	    tmp[SIGMAD_LIST_MAX];
+	    tmp[SIGMAD_LIST_MAX], out[CTL_NAME_MAX], gone[SIGMAD_LIST_MAX] = "";
 	char *save = NULL, *tok;
 	size_t target, have;
 	bool changed = false;
@@ -466,21 +498,24 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 	if (have != v->nresv)
 		changed = true;
 	sigma_strlcpy(tmp, members, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok && have < target;
+	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		long i = ctl_view_node(v, tok);
-		const struct ctl_node *n;
 
-		if (i < 0)
+		if (i < 0 || (v->nodes[i].flags & CTL_N_RESERVED))
 			continue;
-		n = &v->nodes[i];
-		if ((n->flags & CTL_N_RESERVED) || !node_healthy(n) ||
-		    !(n->flags & CTL_N_IDLE) || ctl_node_in_job(v, (size_t)i) ||
-		    ctl_lent(c, v, tok)) {
+		if (!ctl_spare_free(c, v, i)) {
 			sigma_debug("spare %s not reserved now (flags 0x%x%s)",
-				    tok, n->flags,
+				    tok, v->nodes[i].flags,
 				    ctl_lent(c, v, tok) ? ", lent" : "");
 			continue;
+		}
+		if (have >= target) {
+			if (!ctl_stand_in(want, members, out, sizeof(out)))
+				break;
+			list_del(want, out);
+			list_add(gone, sizeof(gone), out);
+			have--;
 		}
 		if (!list_add(want, sizeof(want), tok)) {
 			have++;
@@ -494,11 +529,14 @@ static void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 
 		ev_init(&ev, "pool");
 		sigma_strlcpy(ev.node, want, sizeof(ev.node));
+		sigma_strlcpy(ev.spare, gone, sizeof(ev.spare));
 		snprintf(ev.text, sizeof(ev.text),
-			 "reservation %s holds %zu of %zu spares",
-			 c->cfg.reservation, list_count(want), target);
-		sigma_info("spare pool: %s = [%s] (%zu of %zu)",
-			   c->cfg.reservation, want, list_count(want), target);
+			 "reservation %s holds %zu of %zu spares%s%s",
+			 c->cfg.reservation, list_count(want), target,
+			 gone[0] ? "; back to service: " : "", gone);
+		sigma_info("spare pool: %s = [%s] (%zu of %zu)%s%s",
+			   c->cfg.reservation, want, list_count(want), target,
+			   gone[0] ? "; back to service: " : "", gone);
 		ctl_log(c, &ev);
 	}
 }
@@ -1325,6 +1363,29 @@ static const char *job_state_name(const struct ctl_job *j)
 	return names[j->state];
 }
 
+/* sigma's drained nodes: in repair, or (admin) those an admin took out */
+static void ctl_status_nodes(const struct ctl_view *v, FILE *out,
+			     const char *title, bool admin)
+{
+	size_t n = 0;
+
+	fprintf(out, "%s:\n", title);
+	for (size_t i = 0; i < v->nnodes; i++) {
+		const struct ctl_node *nd = &v->nodes[i];
+		enum sigma_reason k = sigma_reason_parse(nd->reason, NULL, NULL);
+
+		if (!(nd->flags & CTL_N_DRAIN) || k == SIGMA_REASON_NONE ||
+		    (k == SIGMA_REASON_ADMIN) != admin)
+			continue;
+		fprintf(out, "  %s %s since %lld: %s\n", nd->name,
+			(nd->flags & CTL_N_IDLE) ? "drained" : "draining",
+			(long long)nd->reason_time, nd->reason);
+		n++;
+	}
+	if (!n)
+		fprintf(out, "  none\n");
+}
+
 int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
 {
 	const struct ctl_view *v = &c->view;
@@ -1368,22 +1429,9 @@ int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
 	}
 	if (!n)
 		fprintf(out, "  none\n");
-	fprintf(out, "nodes in repair:\n");
-	n = 0;
-	for (size_t i = 0; i < v->nnodes; i++) {
-		const struct ctl_node *nd = &v->nodes[i];
-
-		if (!(nd->flags & CTL_N_DRAIN) ||
-		    sigma_reason_parse(nd->reason, NULL, NULL) ==
-			SIGMA_REASON_NONE)
-			continue;
-		fprintf(out, "  %s %s since %lld: %s\n", nd->name,
-			(nd->flags & CTL_N_IDLE) ? "drained" : "draining",
-			(long long)nd->reason_time, nd->reason);
-		n++;
-	}
-	if (!n)
-		fprintf(out, "  none\n");
+	ctl_status_nodes(v, out, "nodes in repair", false);
+	ctl_status_nodes(v, out, "nodes drained by an admin (sigmactl drain)",
+			 true);
 	return 0;
 }
 

@@ -112,6 +112,46 @@ static int inject_kv(const char *key, const char *value, void *arg, char *err,
 	return 0;
 }
 
+/*
+ * The file: readings as key=value words, one or more a line (separated by
+ * blanks), '#' starts a comment. An error names the file and line.
+ */
+static int inject_parse(const char *path, struct inject_ctx *ctx, char *err,
+			size_t errlen)
+{
+	char *buf = NULL, *line, *next;
+	size_t len, lineno = 0;
+	int rc;
+
+	rc = sigma_file_read(path, 65536, &buf, &len);
+	if (rc < 0)
+		return sigma_set_err(err, errlen, -rc, "%s: %s", path,
+				     strerror(-rc));
+	for (line = buf; line && *line; line = next) {
+		char *wsave = NULL, *word, why[256];
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		line[strcspn(line, "#")] = '\0';
+		for (word = strtok_r(line, " \t\r", &wsave); word;
+		     word = strtok_r(NULL, " \t\r", &wsave)) {
+			rc = sigma_kv_parse_word(word, inject_kv, ctx, why,
+						 sizeof(why));
+			if (rc < 0) {
+				sigma_set_err(err, errlen, -rc, "%s:%zu: %s",
+					      path, lineno, why);
+				goto out_free;
+			}
+		}
+	}
+	rc = 0;
+out_free:
+	free(buf);
+	return rc;
+}
+
 int probe_inject(const struct probe_conf *conf, struct probe_report *rep,
 		 uid_t trusted_uid, char *note, size_t notelen)
 {
@@ -133,7 +173,7 @@ int probe_inject(const struct probe_conf *conf, struct probe_report *rep,
 		snprintf(note, notelen, "injection refused: %s", why);
 		return 0;
 	}
-	rc = sigma_kv_parse_file(path, inject_kv, &ctx, why, sizeof(why));
+	rc = inject_parse(path, &ctx, why, sizeof(why));
 	if (rc < 0) {
 		snprintf(note, notelen, "injection file: %s", why);
 		return rc;

@@ -205,9 +205,32 @@ static void test_malformed(void **state)
 	}
 }
 
+/* several readings on one line, as people write them; errors name the line */
+static void test_one_line(void **state)
+{
+	char note[512];
+
+	probe_report_init(&rep, "n2", PROBE_QUICK);
+	inject_file("n2", "# a drill\ncompute=fail ecc_uncorrected=2\n\n"
+			  "temp_c=90\tgpu1.temp_c=91 # hot\n",
+		    0644);
+	assert_int_equal(
+	    probe_inject(&conf, &rep, getuid(), note, sizeof(note)), 4);
+	assert_true(probe_find(&rep, "host", "compute")->value == 0);
+	assert_true(probe_find(&rep, "host", "ecc_uncorrected")->value == 2);
+	assert_true(probe_find(&rep, "gpu1", "temp_c")->value == 91);
+	probe_report_init(&rep, "n2", PROBE_QUICK);
+	inject_file("n2", "temp_c=90\n\n# x\ncompute=ok temp_c=hot\n", 0644);
+	assert_true(probe_inject(&conf, &rep, getuid(), note, sizeof(note)) <
+		    0);
+	if (!strstr(note, "/n2:4: temp_c=hot: expected a number"))
+		fail_msg("note '%s' does not name line 4", note);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_one_line, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_off_and_absent, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_applied, setup, teardown),

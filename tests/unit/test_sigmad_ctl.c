@@ -813,6 +813,20 @@ static void test_socket(void **state)
 	    strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
 	assert_int_equal(M.drains[0], 1);
 	assert_string_equal(M.n[0].reason, "sigma: admin: fan swap");
+	/* an admin's drain is not a node in repair */
+	ticks(c, 1);
+	request(c, srv, admin, "status", reply, sizeof(reply));
+	{
+		char *admins = strstr(reply, "nodes drained by an admin");
+		char *repair = strstr(reply, "nodes in repair:\n");
+
+		assert_non_null(admins);
+		assert_non_null(repair);
+		assert_non_null(strstr(admins, "(sigmactl drain):\n  n1 "));
+		*admins = '\0'; /* the repair section alone */
+		assert_null(strstr(repair, "  n1 "));
+		assert_non_null(strstr(repair, "  n3 drained since"));
+	}
 	request(c, srv, admin, "resume\tn1", reply, sizeof(reply));
 	assert_false(M.n[0].flags & CTL_N_DRAIN);
 	request(c, srv, admin, "drain\tn99\tx", reply,

@@ -85,6 +85,11 @@ int sigma_block_format(const struct sigma_block *b, char *buf, size_t size);
  */
 int sigma_block_parse(const char *comment, struct sigma_block *b, size_t *end);
 
+/* why sigma cannot requeue a job, in its AdminComment and sigmad's account */
+#define SIGMA_UNPROTECTED_NO_REQUEUE "the job cannot be requeued (--no-requeue)"
+#define SIGMA_UNPROTECTED_HET                                                  \
+	"a component of a heterogeneous job other than its leader cannot be requeued"
+
 /* ---- site caps (sigma.conf), enforced at submit and by sigmad -------------- */
 
 struct sigma_site_caps {

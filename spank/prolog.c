@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +22,29 @@
 #include "sigma_spank.h"
 #include "sigma_spank_slurm.h"
 
-static void prolog_admin_comment(uint32_t job_id, const char *cur)
+/*
+ * The job's sigma block first in its AdminComment; when it asks sigma to
+ * recover it and Slurm cannot requeue it, the block says so where users
+ * look (sacct -o admincomment).
+ */
+static void prolog_admin_comment(uint32_t job_id, const char *cur,
+				 const char *unprotected)
 {
-	char block[256], merged[1024];
+	char block[512], merged[1024];
 	int rc;
 
 	if (sigma_admin_block_format(&sigma_opts, &sigma_conf, block,
 				     sizeof(block)) < 0)
 		return;
+	if (unprotected && (sigma_opts.spares > 0 || sigma_opts.max_restarts > 0)) {
+		size_t n = strlen(block);
+
+		snprintf(block + n, sizeof(block) - n,
+			 " sigma: cannot protect: %s; --sigma-spares and --sigma-max-restarts have no effect",
+			 unprotected);
+		slurm_error("sigma: job %u: cannot protect: %s", job_id,
+			    unprotected);
+	}
 	rc = sigma_admin_comment_merge(cur, block, merged, sizeof(merged));
 	if (rc <= 0) {
 		if (rc < 0)
@@ -105,9 +121,11 @@ int sigma_prolog(spank_t sp)
 	name =
 	    getenv("SLURM_JOB_NAME") ? strdup(getenv("SLURM_JOB_NAME")) : NULL;
 	if (first || (!name && !sigma_opts.ckpt_dir[0])) {
+		const char *unprotected = NULL;
 		char *loaded = NULL;
 
-		rc = sigma_slurm_job_info(job_id, &comment, &loaded);
+		rc = sigma_slurm_job_info(job_id, &comment, &loaded,
+					  &unprotected);
 		if (rc < 0)
 			slurm_error("sigma: job %u: cannot load the job: %s",
 				    job_id, strerror(-rc));
@@ -116,7 +134,7 @@ int sigma_prolog(spank_t sp)
 		else
 			free(loaded);
 		if (rc == 0 && first)
-			prolog_admin_comment(job_id, comment);
+			prolog_admin_comment(job_id, comment, unprotected);
 	}
 	prolog_ckpt_dir(sp, job_id, name);
 	free(comment);

@@ -194,8 +194,13 @@ int sigma_probe_run(char *const argv[], char *const envp[], long timeout_s,
 /* ---- libslurm (slurm_api.c, the only file that includes slurm.h) ----------
  */
 
-/* Read the job's AdminComment and name; caller frees both (may be NULL). */
-int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name);
+/*
+ * Read the job's AdminComment and name; caller frees both (may be NULL).
+ * *unprotected (may be NULL) gets why sigma cannot requeue the job (a
+ * static string), or NULL when it can.
+ */
+int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
+			 const char **unprotected);
 int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text);
 /* drain node with reason (used only when the probe could not run) */
 int sigma_slurm_drain(const char *node, const char *reason);

@@ -17,13 +17,17 @@
 #include "sigma.h"
 #include "sigma_spank.h"
 
-int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name)
+int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
+			 const char **unprotected)
 {
 	job_info_msg_t *msg = NULL;
+	const slurm_job_info_t *j;
 	int rc = 0;
 
 	*admin_comment = NULL;
 	*name = NULL;
+	if (unprotected)
+		*unprotected = NULL;
 	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
 		rc = slurm_get_errno();
 		return rc > 0 ? -rc : -EIO;
@@ -32,10 +36,16 @@ int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name)
 		rc = -ENOENT;
 		goto out_free;
 	}
-	if (msg->job_array[0].admin_comment)
-		*admin_comment = strdup(msg->job_array[0].admin_comment);
-	if (msg->job_array[0].name)
-		*name = strdup(msg->job_array[0].name);
+	j = &msg->job_array[0];
+	if (j->admin_comment)
+		*admin_comment = strdup(j->admin_comment);
+	if (j->name)
+		*name = strdup(j->name);
+	if (unprotected && !j->requeue)
+		*unprotected = SIGMA_UNPROTECTED_NO_REQUEUE;
+	else if (unprotected && j->het_job_offset != NO_VAL &&
+		 j->het_job_offset > 0)
+		*unprotected = SIGMA_UNPROTECTED_HET;
 out_free:
 	slurm_free_job_info_msg(msg);
 	return rc;

@@ -168,7 +168,9 @@ static enum rec_class rec_class_of(int verdict)
 {
 	if (verdict == POLICY_WATCH)
 		return REC_WATCH;
-	return verdict == POLICY_GIVE_UP ? REC_GIVE_UP : REC_RECOVERY;
+	return verdict == POLICY_GIVE_UP || verdict == POLICY_UNPROTECTED
+		   ? REC_GIVE_UP
+		   : REC_RECOVERY;
 }
 
 static struct ctl_rec *rec_find(struct ctl *c, uint32_t job, int attempt,
@@ -201,7 +203,7 @@ static struct ctl_rec *rec_new(struct ctl *c)
 
 static int verdict_of(const char *name)
 {
-	for (int v = POLICY_REQUEUE; v <= POLICY_DRAIN_ONLY; v++)
+	for (int v = POLICY_REQUEUE; v <= POLICY_UNPROTECTED; v++)
 		if (!strcmp(policy_verdict_name((enum policy_verdict)v), name))
 			return v;
 	return -1;
@@ -624,6 +626,14 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 		spares[nsp].excluded = list_has(job->exc_nodes, n->name);
 		idx[nsp++] = i;
 	}
+	if (job->unprotected) {
+		/* no requeue, no spare: drain, and say what sigma cannot do */
+		memset(&plan, 0, sizeof(plan));
+		plan.verdict = POLICY_UNPROTECTED;
+		plan.attempt = restarts + 1;
+		plan.why = job->unprotected;
+		goto out_record;
+	}
 	pj.id = job->id;
 	pj.restarts = restarts;
 	pj.max_restarts = (int)(opts.max_restarts < c->cfg.caps.max_restarts
@@ -639,6 +649,7 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 					 &plan);
 	if (rc)
 		return rc;
+out_record:
 	r = rec_new(c);
 	if (!r)
 		return -ENOMEM;
@@ -806,14 +817,21 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 
 /* ---- carrying a decision out --------------------------------------------- */
 
-static void ctl_account(const struct ctl_rec *r, int max_restarts, char *out,
-			size_t size)
+static void ctl_account(const struct ctl_rec *r, const struct ctl_job *job,
+			int max_restarts, char *out, size_t size)
 {
 	if (r->verdict == POLICY_GIVE_UP)
 		(void)sigma_snprintf(
 		    out, size,
 		    "sigma: attempt %d: %s %s -> not requeued: max_restarts=%d reached",
 		    r->attempt, r->bad, r->what, max_restarts);
+	else if (r->verdict == POLICY_UNPROTECTED)
+		(void)sigma_snprintf(
+		    out, size,
+		    "sigma: attempt %d: %s %s -> not requeued: sigma cannot protect this job: %s",
+		    r->attempt, r->bad, r->what,
+		    job && job->unprotected ? job->unprotected
+					    : "Slurm cannot requeue it");
 	else if (r->warning)
 		(void)sigma_snprintf(
 		    out, size,
@@ -966,7 +984,7 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 	struct evlog_event ev;
 
 	sigma_block_parse(job ? job->comment : NULL, &opts, NULL);
-	ctl_account(r, opts.max_restarts, account, sizeof(account));
+	ctl_account(r, job, opts.max_restarts, account, sizeof(account));
 	/* the whole account: a give-up and the recovery before it may name
 	 * the same attempt */
 	if (job && !strstr(job->comment, account)) {
@@ -983,7 +1001,10 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 		}
 	}
 	r->complete = true;
-	ev_from_rec(&ev, r->verdict == POLICY_GIVE_UP ? "give_up" : "complete",
+	ev_from_rec(&ev,
+		    r->verdict == POLICY_GIVE_UP || r->verdict == POLICY_UNPROTECTED
+			? "give_up"
+			: "complete",
 		    r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
 	sigma_strlcpy(ev.text, account, sizeof(ev.text));
@@ -1036,7 +1057,8 @@ static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 		ctl_complete(c, r, NULL);
 		return;
 	}
-	if (r->verdict == POLICY_GIVE_UP || r->verdict == POLICY_DRAIN_ONLY) {
+	if (r->verdict == POLICY_GIVE_UP || r->verdict == POLICY_DRAIN_ONLY ||
+	    r->verdict == POLICY_UNPROTECTED) {
 		ctl_complete(c, r, job);
 		return;
 	}

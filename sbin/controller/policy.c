@@ -209,6 +209,7 @@ const char *policy_verdict_name(enum policy_verdict v)
 	    [POLICY_WATCH] = "watch",
 	    [POLICY_GIVE_UP] = "give_up",
 	    [POLICY_DRAIN_ONLY] = "drain_only",
+	    [POLICY_UNPROTECTED] = "unprotected",
 	};
 
 	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";

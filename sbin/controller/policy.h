@@ -47,6 +47,7 @@ enum policy_verdict {
 	POLICY_WATCH,	    /* warning: drain only, let the job run on */
 	POLICY_GIVE_UP,	    /* restarts exhausted: leave the job ended */
 	POLICY_DRAIN_ONLY,  /* no job on the node: drain it */
+	POLICY_UNPROTECTED, /* Slurm cannot requeue the job: drain, say so */
 };
 
 #define POLICY_MAX_PICK 64

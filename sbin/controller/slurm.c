@@ -14,6 +14,7 @@
 #include <slurm/slurmdb.h>
 
 #include "sigma.h"
+#include "contract.h"
 #include "slurm.h"
 
 static int slurm_fail(const char *what, const char *obj)
@@ -199,6 +200,11 @@ static int load_jobs(struct ctl_view *v)
 		c->node_fail = base == JOB_NODE_FAIL;
 		c->failed = base == JOB_FAILED;
 		c->cancelled = base == JOB_CANCELLED;
+		c->unprotected =
+		    !j->requeue ? SIGMA_UNPROTECTED_NO_REQUEUE
+		    : (j->het_job_offset != NO_VAL && j->het_job_offset > 0)
+			? SIGMA_UNPROTECTED_HET
+			: NULL;
 		c->exit_code = WIFEXITED(j->exit_code)
 				   ? (int)WEXITSTATUS(j->exit_code)
 				   : -1;

@@ -47,6 +47,8 @@ struct ctl_job {
 	bool node_fail; /* ended NODE_FAIL */
 	bool failed;	/* ended FAILED (non-zero exit of the batch script) */
 	bool cancelled; /* ended CANCELLED (scancel): never requeued */
+	/* why Slurm cannot requeue it (contract.h), NULL when it can */
+	const char *unprotected;
 	int exit_code;	/* the batch script's exit status (ended jobs) */
 	int64_t end_time;
 	int restart_cnt;

@@ -149,10 +149,14 @@ spank_err_t spank_setenv(spank_t sp, const char *var, const char *val,
 /* ---- slurm_api.c's functions ----------------------------------------------
  */
 
-int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name)
+int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
+			 const char **unprotected)
 {
 	if (job_id != fake.job_id)
 		return -ENOENT;
+	if (unprotected)
+		*unprotected = fake.no_requeue ? SIGMA_UNPROTECTED_NO_REQUEUE
+					       : NULL;
 	*admin_comment =
 	    fake.admin_comment[0] ? strdup(fake.admin_comment) : NULL;
 	*name = fake.job_name ? strdup(fake.job_name) : NULL;

@@ -28,6 +28,7 @@ struct fake_spank {
 	gid_t gid;
 	char admin_comment[512];
 	const char *job_name;
+	bool no_requeue; /* submitted with --no-requeue */
 	/* what the plugin did */
 	int registered;
 	char task_env[FAKE_MAX][512];

@@ -246,6 +246,15 @@ static void test_prolog_sigma_job(void **state)
 	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root),
 			 0);
 	assert_int_equal(fake.comment_writes, 1);
+	/* a job Slurm cannot requeue is told sigma cannot protect it */
+	fake.admin_comment[0] = '\0';
+	fake.no_requeue = true;
+	assert_int_equal(hook(slurm_spank_job_prolog, 2, arg_probe, arg_root),
+			 0);
+	fake.no_requeue = false;
+	assert_string_equal(
+	    fake.admin_comment,
+	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25] sigma: cannot protect: the job cannot be requeued (--no-requeue); --sigma-spares and --sigma-max-restarts have no effect");
 }
 
 static void test_prolog_not_first(void **state)

@@ -209,6 +209,8 @@ static int verdict_of(const char *name)
 	return -1;
 }
 
+static void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
+
 /* Rebuild recoveries and pool changes from the log. */
 static int ctl_replay(const struct evlog_event *ev, void *arg)
 {
@@ -246,6 +248,10 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 	if (!strcmp(ev->type, "spare_remove")) {
 		list_add(c->removed, sizeof(c->removed), ev->node);
 		list_del(c->added, ev->node);
+		return 0;
+	}
+	if (!strcmp(ev->type, "run")) {
+		ctl_last_set(c, ev->job, ev->node);
 		return 0;
 	}
 	r = rec_find(c, ev->job, ev->attempt,
@@ -694,35 +700,60 @@ static const char *ctl_last_nodes(const struct ctl *c, uint32_t job)
 	return "";
 }
 
-static void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v)
+/* remember job's nodes, in memory and (when new) in the event log */
+static void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes)
 {
-	struct ctl_last *n = calloc(v->njobs ? v->njobs : 1, sizeof(*n));
-	size_t cnt = 0;
+	struct ctl_last *n;
 
+	for (size_t i = 0; i < c->nlast; i++)
+		if (c->last[i].job == job) {
+			sigma_strlcpy(c->last[i].nodes, nodes,
+				      sizeof(c->last[i].nodes));
+			return;
+		}
+	n = realloc(c->last, (c->nlast + 1) * sizeof(*n));
 	if (!n)
 		return;
+	c->last = n;
+	n[c->nlast].job = job;
+	sigma_strlcpy(n[c->nlast++].nodes, nodes, sizeof(n[0].nodes));
+}
+
+/*
+ * The nodes each running sigma job runs on. They are what a recovery needs
+ * after Slurm requeued a job itself (a node failure while sigmad was down,
+ * say), so a new set is written to the event log ("run") and replayed at
+ * start: a restart or an upgrade of sigmad strands no job.
+ */
+static void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v)
+{
+	size_t kept = 0;
+
+	/* a job slurmctld no longer knows needs nothing remembered */
+	for (size_t i = 0; i < c->nlast; i++)
+		if (ctl_view_job(v, c->last[i].job))
+			c->last[kept++] = c->last[i];
+	c->nlast = kept;
 	for (size_t j = 0; j < v->njobs; j++) {
 		const struct ctl_job *job = &v->jobs[j];
+		char nodes[CTL_LIST_MAX] = "";
+		struct evlog_event ev;
 
-		if (job->state != CTL_J_RUNNING) {
-			/* keep what we knew of a job that stopped running */
-			const char *old = ctl_last_nodes(c, job->id);
-
-			if (!*old)
-				continue;
-			n[cnt].job = job->id;
-			sigma_strlcpy(n[cnt++].nodes, old, sizeof(n[0].nodes));
-			continue;
-		}
-		n[cnt].job = job->id;
+		if (job->state != CTL_J_RUNNING)
+			continue; /* keep what we knew of it */
 		for (size_t k = 0; k < job->nnodes; k++)
-			list_add(n[cnt].nodes, sizeof(n[0].nodes),
+			list_add(nodes, sizeof(nodes),
 				 v->nodes[job->nodes[k]].name);
-		cnt++;
+		if (!strcmp(nodes, ctl_last_nodes(c, job->id)))
+			continue;
+		ctl_last_set(c, job->id, nodes);
+		ev_init(&ev, "run");
+		ev.job = job->id;
+		ev.uid = job->uid;
+		ev.attempt = job->restart_cnt + 1;
+		sigma_strlcpy(ev.node, nodes, sizeof(ev.node));
+		ctl_log(c, &ev);
 	}
-	free(c->last);
-	c->last = n;
-	c->nlast = cnt;
 }
 
 static void ctl_detect(struct ctl *c, const struct ctl_view *v)
@@ -782,9 +813,12 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 		 */
 		bool decided = rec_find(c, job->id, R + 2, REC_RECOVERY) ||
 			       rec_find(c, job->id, R + 1, REC_GIVE_UP);
+		/*
+		 * whenever it happened: sigmad may have been down then (its
+		 * last nodes come from the event log)
+		 */
 		bool slurm_requeued =
 		    job->state == CTL_J_PENDING && R >= 1 &&
-		    job->begin_time > v->now + 1 &&
 		    !rec_find(c, job->id, R + 1, REC_RECOVERY) &&
 		    !rec_find(c, job->id, R, REC_GIVE_UP);
 		bool node_failed_end =

@@ -839,7 +839,9 @@ static void test_socket(void **state)
 	request(c, srv, admin, "history\tnode=n1", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"drain\""));
-	assert_null(strstr(reply, "\"job\":7"));
+	/* job 7 ran on n1 (a "run" event), but nothing else of it was */
+	assert_non_null(strstr(reply, "\"type\":\"run\",\"job\":7,"));
+	assert_null(strstr(reply, "\"type\":\"decide\",\"job\":7"));
 	request(c, srv, admin, "history\tjob=7", reply,
 		sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));

@@ -207,6 +207,7 @@ static void check_block(const char *comment)
 
 	rc = sigma_admin_block_format(&opts, &conf, block, sizeof(block));
 	CHECK(rc == 0);
+	memset(&b, 0, sizeof(b)); /* padding too: compared whole below */
 	CHECK(sigma_block_parse(block, &b, &end) == 0);
 	CHECK(end == strlen(block));
 	CHECK(b.probe == sigma_job_probe_level(&opts, &conf));
@@ -229,6 +230,7 @@ static void check_block(const char *comment)
 		struct sigma_block m;
 		size_t mend = 0;
 
+		memset(&m, 0, sizeof(m));
 		CHECK(sigma_block_parse(merged, &m, &mend) == 0);
 		CHECK(mend == end && !memcmp(&m, &b, sizeof(m)));
 	}

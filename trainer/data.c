@@ -115,8 +115,10 @@ int data_open(struct data_file *df, const char *path, char *err, size_t len)
 			      df->width);
 		goto out_unmap;
 	}
+	/* tokens are int32 to the model: a 4-byte vocabulary stops at 2^31 */
 	if (df->vocab < 2 ||
-	    (df->width < 4 && df->vocab > (1u << (8 * df->width)))) {
+	    (df->width < 4 && df->vocab > (1u << (8 * df->width))) ||
+	    df->vocab > 0x7fffffffu) {
 		sigma_set_err(err, len, EBADMSG,
 			      "%s: vocabulary %u does not fit %u-byte tokens",
 			      path, df->vocab, df->width);

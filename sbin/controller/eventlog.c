@@ -371,17 +371,20 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 			*bad = 0;
 		return errno == ENOENT ? 0 : -errno;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	/* cleared first, so a '\n' found in it is one fgets read */
+	while (memset(line, 0, sizeof(line)), fgets(line, sizeof(line), f)) {
 		size_t len = strlen(line);
 		struct evlog_event ev;
 
 		if (len == 0 || line[len - 1] != '\n') {
-			/* too long (skip the rest of it) or cut short by a
-			 * crash */
+			/*
+			 * too long, cut short by a crash, or a NUL inside it
+			 * (strlen stopped there): skip to the line's real end
+			 */
 			int ch;
 
 			nbad++;
-			if (len == sizeof(line) - 1)
+			if (!memchr(line, '\n', sizeof(line) - 1))
 				while ((ch = fgetc(f)) != EOF && ch != '\n')
 					;
 			continue;

@@ -127,7 +127,8 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 			return 0;
 		}
 		/* nvml_library may be a bare soname, looked up by dlopen */
-		if (value[0] != '/' && strcmp(key, "nvml_library"))
+		/* even nvml_library: dlopen("") would open the probe itself */
+		if (value[0] != '/' && (!value[0] || strcmp(key, "nvml_library")))
 			return sigma_set_err(err, errlen, EINVAL,
 					     "%s=%s: expected an absolute path",
 					     key, value);

@@ -127,6 +127,13 @@ static int inject_parse(const char *path, struct inject_ctx *ctx, char *err,
 	if (rc < 0)
 		return sigma_set_err(err, errlen, -rc, "%s: %s", path,
 				     strerror(-rc));
+	if (memchr(buf, '\0', len)) {
+		/* it would cut the readings after it silently */
+		rc = sigma_set_err(err, errlen, EINVAL,
+				   "%s: a NUL byte at offset %zu", path,
+				   (size_t)((char *)memchr(buf, '\0', len) - buf));
+		goto out_free;
+	}
 	for (line = buf; line && *line; line = next) {
 		char *wsave = NULL, *word, why[256];
 

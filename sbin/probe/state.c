@@ -166,7 +166,10 @@ int probe_warn_streak(const struct probe_conf *conf,
 	/* a missing or damaged file is a run of none */
 	if (sigma_kv_parse_file(path, streak_kv, &st, err, sizeof(err)) < 0)
 		st.streak = 0;
-	st.streak = rep->verdict == PROBE_WARN ? st.streak + 1 : 0;
+	/* capped where the reader stops, so it always reads back */
+	st.streak = rep->verdict != PROBE_WARN ? 0
+		    : st.streak < 1000000	 ? st.streak + 1
+						 : 1000000;
 	n = snprintf(buf, sizeof(buf),
 		     "# sigma-probe: consecutive warnings, do not edit\n"
 		     "streak=%ld\ntime_s=%.0f\n",

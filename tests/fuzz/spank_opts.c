@@ -181,8 +181,11 @@ static void check_paths(const char *root, const char *user, const char *job)
 	sigma_path_component(user, u, sizeof(u));
 	sigma_path_component(job, j, sizeof(j));
 	{
+		/* ckpt_root without its trailing '/' ("/" counts as "") */
 		size_t rl = strlen(conf.ckpt_root), ul = strlen(u);
 
+		while (rl > 0 && conf.ckpt_root[rl - 1] == '/')
+			rl--;
 		CHECK(!strncmp(out, conf.ckpt_root, rl));
 		CHECK(out[rl] == '/' && !strncmp(out + rl + 1, u, ul));
 		CHECK(out[rl + 1 + ul] == '/' &&

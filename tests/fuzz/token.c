@@ -75,8 +75,9 @@ static bool reference_valid(const uint8_t *f, size_t size)
 	n = le64(f + 24);
 	if (width != 1 && width != 2 && width != 4)
 		return false;
+	/* tokens are int32 to the model: no vocabulary past 2^31 - 1 */
 	if (vocab < 2 || (width == 1 && vocab > 256) ||
-	    (width == 2 && vocab > 65536))
+	    (width == 2 && vocab > 65536) || vocab > 0x7fffffffu)
 		return false;
 	if ((size - 64) % width || (size - 64) / width != n)
 		return false;

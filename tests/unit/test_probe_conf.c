@@ -97,6 +97,7 @@ static void test_bad(void **state)
 	    {"inject_dir=inject\n",
 	     "inject_dir=inject: expected an absolute path"},
 	    {"sysfs=\n", "sysfs=: expected an absolute path"},
+	    {"nvml_library=\n", "nvml_library=: expected an absolute path"},
 	    {"temp_limit=90\n", "sigma.conf:1: unknown key 'temp_limit'"},
 	    {"sigmadx=1\n", "unknown key 'sigmadx'"},
 	    {"temp_warn_c=96\n", "temp_warn_c (96) above temp_fail_c (95)"},

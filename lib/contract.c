@@ -10,6 +10,8 @@
 #include "sigma.h"
 
 const char *const sigma_level_names[] = {"off", "quick", "full", NULL};
+const char *const sigma_on_warning_names[] = {"drain-after", "checkpoint",
+					      "ignore", NULL};
 
 const char *sigma_level_name(int level)
 {
@@ -26,6 +28,7 @@ void sigma_block_init(struct sigma_block *b)
 	b->spares = 0;
 	b->max_restarts = 0;
 	b->ckpt_every = SIGMA_CKPT_EVERY_DEFAULT;
+	b->on_warning = SIGMA_WARN_DRAIN_AFTER;
 }
 
 static bool block_valid(const struct sigma_block *b)
@@ -33,7 +36,9 @@ static bool block_valid(const struct sigma_block *b)
 	return b->probe >= SIGMA_LEVEL_OFF && b->probe <= SIGMA_LEVEL_FULL &&
 	       b->spares >= 0 && b->spares <= SIGMA_SPARES_MAX &&
 	       b->max_restarts >= 0 && b->max_restarts <= SIGMA_RESTARTS_MAX &&
-	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX;
+	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX &&
+	       b->on_warning >= SIGMA_WARN_DRAIN_AFTER &&
+	       b->on_warning <= SIGMA_WARN_IGNORE;
 }
 
 int sigma_block_format(const struct sigma_block *b, char *buf, size_t size)
@@ -42,9 +47,10 @@ int sigma_block_format(const struct sigma_block *b, char *buf, size_t size)
 		return -ERANGE;
 	return sigma_snprintf(
 	    buf, size,
-	    SIGMA_BLOCK_PREFIX "probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld]",
+	    SIGMA_BLOCK_PREFIX
+	    "probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld,on_warning=%s]",
 	    sigma_level_names[b->probe], b->spares, b->max_restarts,
-	    b->ckpt_every);
+	    b->ckpt_every, sigma_on_warning_names[b->on_warning]);
 }
 
 /* the n bytes at v as a number in [min, max] */
@@ -59,25 +65,33 @@ static int block_number(const char *v, size_t n, long min, long max, long *out)
 	return sigma_parse_long(tmp, min, max, out) ? -EINVAL : 0;
 }
 
+/* the n bytes at v as one of names */
+static int block_enum(const char *v, size_t n, const char *const names[],
+		      int *out)
+{
+	char name[16];
+	int i;
+
+	if (n >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, v, n);
+	name[n] = '\0';
+	i = sigma_parse_enum(name, names);
+	if (i < 0)
+		return -EINVAL;
+	*out = i;
+	return 0;
+}
+
 static int block_item(struct sigma_block *b, const char *k, size_t klen,
 		      const char *v, size_t vlen)
 {
-	char name[8];
-
 #define KEY(s) (klen == sizeof(s) - 1 && !memcmp(k, s, klen))
-	if (KEY("probe")) {
-		int lv;
-
-		if (vlen >= sizeof(name))
-			return -EINVAL;
-		memcpy(name, v, vlen);
-		name[vlen] = '\0';
-		lv = sigma_parse_enum(name, sigma_level_names);
-		if (lv < 0)
-			return -EINVAL;
-		b->probe = lv;
-		return 0;
-	}
+	if (KEY("probe"))
+		return block_enum(v, vlen, sigma_level_names, &b->probe);
+	if (KEY("on_warning"))
+		return block_enum(v, vlen, sigma_on_warning_names,
+				  &b->on_warning);
 	if (KEY("spares"))
 		return block_number(v, vlen, 0, SIGMA_SPARES_MAX, &b->spares);
 	if (KEY("max_restarts"))

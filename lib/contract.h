@@ -56,7 +56,21 @@ enum train_exit {
 				       elsewhere */
 };
 
-/* ---- the job block: "sigma[probe=..,spares=..,max_restarts=..,ckpt_every=..]" */
+/* ---- what a warning does to a job (--sigma-on-warning) ---------------------- */
+
+enum sigma_on_warning {
+	/* the job finishes on the warned node, which drains after it */
+	SIGMA_WARN_DRAIN_AFTER = 0,
+	/* SIGUSR1: the job checkpoints and exits 75; sigmad moves it */
+	SIGMA_WARN_CHECKPOINT = 1,
+	/* nothing is done to the job */
+	SIGMA_WARN_IGNORE = 2,
+};
+
+/* "drain-after", "checkpoint", "ignore", NULL */
+extern const char *const sigma_on_warning_names[];
+
+/* ---- the job block: "sigma[probe=..,spares=..,max_restarts=..,ckpt_every=..,on_warning=..]" */
 
 #define SIGMA_BLOCK_PREFIX	 "sigma["
 #define SIGMA_SPARES_MAX	 1024
@@ -64,16 +78,20 @@ enum train_exit {
 #define SIGMA_CKPT_EVERY_MAX	 100000000L
 #define SIGMA_CKPT_EVERY_DEFAULT 100
 /* the longest block, every field at its maximum, with its NUL */
-#define SIGMA_BLOCK_MAX 80
+#define SIGMA_BLOCK_MAX 112
 
 struct sigma_block {
 	int probe;	   /* enum sigma_level */
 	long spares;	   /* 0..SIGMA_SPARES_MAX */
 	long max_restarts; /* 0..SIGMA_RESTARTS_MAX */
 	long ckpt_every;   /* 1..SIGMA_CKPT_EVERY_MAX */
+	int on_warning;	   /* enum sigma_on_warning */
 };
 
-/* probe off, no spares, no restarts, the default interval */
+/*
+ * probe off, no spares, no restarts, the default interval, drain-after (a
+ * job that has not said it handles SIGUSR1 is not sent one)
+ */
 void sigma_block_init(struct sigma_block *b);
 /* Returns 0, -ERANGE (a field out of its limits) or -ENAMETOOLONG. */
 int sigma_block_format(const struct sigma_block *b, char *buf, size_t size);

@@ -25,6 +25,8 @@ int sigma_admin_block_format(const struct sigma_job_opts *opts,
 		b.max_restarts = opts->max_restarts;
 	if (opts->ckpt_every >= 0)
 		b.ckpt_every = opts->ckpt_every;
+	if (opts->on_warning >= 0)
+		b.on_warning = opts->on_warning;
 	return sigma_block_format(&b, buf, size);
 }
 
@@ -65,12 +67,23 @@ void sigma_path_component(const char *in, char *out, size_t size)
 		out[0] = '_';
 }
 
+/* the length of ckpt_root without trailing slashes ("/" stays 1) */
+static size_t job_root_len(const char *ckpt_root)
+{
+	size_t n = strlen(ckpt_root);
+
+	while (n > 1 && ckpt_root[n - 1] == '/')
+		n--;
+	return n;
+}
+
 int sigma_ckpt_path(const struct sigma_job_opts *opts,
 		    const struct sigma_spank_conf *conf, const char *user,
 		    const char *job_name, char *out, size_t size, char *err,
 		    size_t errlen)
 {
 	char u[128], j[128];
+	size_t n;
 	int rc;
 
 	if (opts->ckpt_dir[0]) {
@@ -92,22 +105,15 @@ int sigma_ckpt_path(const struct sigma_job_opts *opts,
 		return sigma_set_err(err, errlen, EINVAL, "unknown user name");
 	sigma_path_component(user, u, sizeof(u));
 	sigma_path_component(job_name, j, sizeof(j));
-	rc = sigma_snprintf(out, size, "%s/%s/%s", conf->ckpt_root, u, j);
+	/* ckpt_root as the rule sees it: no trailing '/' ("/" is "") */
+	n = job_root_len(conf->ckpt_root);
+	rc = sigma_snprintf(out, size, "%.*s/%s/%s",
+			    n == 1 ? 0 : (int)n, conf->ckpt_root, u, j);
 	if (rc < 0)
 		return sigma_set_err(err, errlen, -rc,
 				     "checkpoint path under %s too long",
 				     conf->ckpt_root);
 	return 0;
-}
-
-/* the length of ckpt_root without trailing slashes ("/" stays 1) */
-static size_t job_root_len(const char *ckpt_root)
-{
-	size_t n = strlen(ckpt_root);
-
-	while (n > 1 && ckpt_root[n - 1] == '/')
-		n--;
-	return n;
 }
 
 const char *sigma_ckpt_under_root(const char *path, const char *ckpt_root)

@@ -17,6 +17,7 @@ void sigma_job_opts_init(struct sigma_job_opts *opts)
 	opts->ckpt_every = -1;
 	opts->spares = -1;
 	opts->max_restarts = -1;
+	opts->on_warning = -1;
 }
 
 const char *sigma_opt_name(int id)
@@ -32,6 +33,8 @@ const char *sigma_opt_name(int id)
 		return "sigma-spares";
 	case SIGMA_OPT_MAX_RESTARTS:
 		return "sigma-max-restarts";
+	case SIGMA_OPT_ON_WARNING:
+		return "sigma-on-warning";
 	}
 	return "sigma-?";
 }
@@ -131,6 +134,16 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 	case SIGMA_OPT_MAX_RESTARTS:
 		return opts_number(id, value, 0, SIGMA_RESTARTS_MAX,
 				   &opts->max_restarts, err, errlen);
+	case SIGMA_OPT_ON_WARNING:
+		v = sigma_parse_enum(value, sigma_on_warning_names);
+		if (v < 0)
+			return sigma_set_err(
+			    err, errlen, EINVAL,
+			    "--sigma-on-warning=%s: expected one of %s", value,
+			    sigma_enum_list(sigma_on_warning_names, list,
+					    sizeof(list)));
+		opts->on_warning = v;
+		return 0;
 	}
 	return sigma_set_err(err, errlen, EINVAL, "unknown option id %d", id);
 }
@@ -138,7 +151,8 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 bool sigma_job_opts_any(const struct sigma_job_opts *opts)
 {
 	return opts->probe >= 0 || opts->ckpt_dir[0] || opts->ckpt_every >= 0 ||
-	       opts->spares >= 0 || opts->max_restarts >= 0;
+	       opts->spares >= 0 || opts->max_restarts >= 0 ||
+	       opts->on_warning >= 0;
 }
 
 int sigma_job_probe_level(const struct sigma_job_opts *opts,

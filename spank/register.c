@@ -36,6 +36,9 @@ static struct spank_option register_table[] = {
     {"sigma-max-restarts", "N",
      "sigma: how many times the job may be requeued after a failure", 1,
      SIGMA_OPT_MAX_RESTARTS, register_cb},
+    {"sigma-on-warning", "checkpoint|drain-after|ignore",
+     "sigma: on an early warning of the job's node: checkpoint (the job handles SIGUSR1 and is moved), drain-after (default: it finishes, the node drains after it) or ignore",
+     1, SIGMA_OPT_ON_WARNING, register_cb},
 };
 
 #define REGISTER_N (sizeof(register_table) / sizeof(register_table[0]))

@@ -76,6 +76,7 @@ struct sigma_job_opts {
 	long ckpt_every;
 	long spares;
 	long max_restarts;
+	int on_warning; /* enum sigma_on_warning or -1 */
 };
 
 enum sigma_opt_id {
@@ -84,6 +85,7 @@ enum sigma_opt_id {
 	SIGMA_OPT_CKPT_EVERY,
 	SIGMA_OPT_SPARES,
 	SIGMA_OPT_MAX_RESTARTS,
+	SIGMA_OPT_ON_WARNING,
 };
 
 void sigma_job_opts_init(struct sigma_job_opts *opts);
@@ -109,7 +111,8 @@ int sigma_job_epilog_level(const struct sigma_job_opts *opts,
  */
 
 /*
- * "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]". Returns 0 or
+ * "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50,
+ * on_warning=checkpoint]" (lib/contract.h). Returns 0 or
  * -ENAMETOOLONG.
  */
 int sigma_admin_block_format(const struct sigma_job_opts *opts,

@@ -41,7 +41,14 @@ struct ctl_rec {
 	int64_t decided_at, signalled_at;
 	bool signalled, released, requeued, complete;
 	int errors; /* in memory: failed Slurm calls */
+	/* in memory: how a signalled job stopped, for its account */
+	enum { STOP_UNKNOWN = 0, STOP_EXIT, STOP_SIGNAL, STOP_RUNNING } stop;
+	int stop_code; /* its exit status, or the signal */
 };
+
+/* the names of a recovery's stop, in the event log */
+static const char *const stop_names[] = {"unknown", "exit", "signal",
+					  "running", NULL};
 
 struct ctl_tries {
 	char node[CTL_NAME_MAX];
@@ -263,6 +270,11 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 	if (!strcmp(ev->type, "signal")) {
 		r->signalled = true;
 		r->signalled_at = ev->time;
+	} else if (!strcmp(ev->type, "stop")) {
+		int k = sigma_parse_enum(ev->kind, stop_names);
+
+		r->stop = k > 0 ? k : STOP_UNKNOWN;
+		r->stop_code = ev->rc;
 	} else if (!strcmp(ev->type, "release")) {
 		r->released = true;
 	} else if (!strcmp(ev->type, "requeue")) {
@@ -647,6 +659,7 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 				    : c->cfg.caps.max_restarts);
 	pj.spares = ctl_spares_allowed(c, v, job, opts.spares);
 	pj.spares_used = 0; /* each recovery may hold up to spares */
+	pj.on_warning = opts.on_warning;
 	if (warning)
 		rc = policy_plan_warning(&c->cfg.policy, &pj, nbad, spares, nsp,
 					 &plan);
@@ -678,7 +691,12 @@ out_record:
 	sigma_strlcpy(ev.verdict, policy_verdict_name(plan.verdict),
 		      sizeof(ev.verdict));
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
-	sigma_strlcpy(ev.text, what, sizeof(ev.text));
+	if (plan.verdict == POLICY_WATCH && plan.why)
+		/* no account follows a watch: the history says why here */
+		(void)sigma_snprintf(ev.text, sizeof(ev.text), "%s; %s", what,
+				     plan.why);
+	else
+		sigma_strlcpy(ev.text, what, sizeof(ev.text));
 	sigma_info("job %u attempt %d: %s on %s (%s): %s%s%s (%s)", job->id,
 		   r->attempt, warning ? "warning" : "failure", bad, what,
 		   policy_verdict_name(plan.verdict),
@@ -851,9 +869,39 @@ static void ctl_detect(struct ctl *c, const struct ctl_view *v)
 
 /* ---- carrying a decision out --------------------------------------------- */
 
+/*
+ * How a job sent SIGUSR1 stopped: only exit 75 is a checkpoint; death by
+ * the signal (a job that does not handle it) or another exit is not, and
+ * the account says so.
+ */
+static const char *ctl_stop_text(const struct ctl_rec *r, char *buf,
+				 size_t size)
+{
+	switch (r->stop) {
+	case STOP_EXIT:
+		if (r->stop_code == TRAIN_EXIT_REQUEUE)
+			return "checkpointed";
+		snprintf(buf, size, "stopped with exit %d, not a checkpoint",
+			 r->stop_code);
+		return buf;
+	case STOP_SIGNAL:
+		snprintf(buf, size,
+			 "killed by signal %d, not a checkpoint (it does not handle SIGUSR1)",
+			 r->stop_code);
+		return buf;
+	case STOP_RUNNING:
+		return "still running after the grace, not a checkpoint";
+	case STOP_UNKNOWN:
+		break;
+	}
+	return "stopped";
+}
+
 static void ctl_account(const struct ctl_rec *r, const struct ctl_job *job,
 			int max_restarts, char *out, size_t size)
 {
+	char stop[96];
+
 	if (r->verdict == POLICY_GIVE_UP)
 		(void)sigma_snprintf(
 		    out, size,
@@ -868,9 +916,8 @@ static void ctl_account(const struct ctl_rec *r, const struct ctl_job *job,
 					    : "Slurm cannot requeue it");
 	else if (r->warning)
 		(void)sigma_snprintf(
-		    out, size,
-		    "sigma: attempt %d: %s warning %s -> checkpointed, requeued onto %s",
-		    r->attempt, r->bad, r->what,
+		    out, size, "sigma: attempt %d: %s warning %s -> %s, requeued onto %s",
+		    r->attempt, r->bad, r->what, ctl_stop_text(r, stop, sizeof(stop)),
 		    r->spares[0] ? r->spares : "free nodes");
 	else if (r->spares[0])
 		(void)sigma_snprintf(
@@ -953,6 +1000,28 @@ static void ctl_release(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	ctl_log(c, &ev);
 }
 
+/*
+ * How a signalled job stopped, written to the event log before it is
+ * requeued (Slurm forgets it then), so a restarted sigmad tells it too.
+ */
+static int ctl_note_stop(struct ctl *c, struct ctl_rec *r,
+			 const struct ctl_job *job)
+{
+	struct evlog_event ev;
+	char text[96];
+
+	r->stop = job->state == CTL_J_RUNNING ? STOP_RUNNING
+		  : job->term_sig		? STOP_SIGNAL
+						: STOP_EXIT;
+	r->stop_code = job->term_sig ? job->term_sig : job->exit_code;
+	ev_from_rec(&ev, "stop", r);
+	ev.rc = r->stop_code;
+	sigma_strlcpy(ev.kind, stop_names[r->stop], sizeof(ev.kind));
+	sigma_strlcpy(ev.text, ctl_stop_text(r, text, sizeof(text)),
+		      sizeof(ev.text));
+	return ctl_log(c, &ev);
+}
+
 /* 0: done; 1: waiting on Slurm; <0: failed */
 static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		       const struct ctl_job *job)
@@ -963,6 +1032,9 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	if (job->restart_cnt < r->attempt - 1) {
 		if (job->state == CTL_J_PENDING || job->completing)
 			return 1;
+		if (r->warning && r->stop == STOP_UNKNOWN &&
+		    ctl_note_stop(c, r, job))
+			return -EIO;
 		if (ctl_slurm_requeue(job->id)) {
 			r->errors++;
 			return -EIO;

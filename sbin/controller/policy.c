@@ -147,6 +147,15 @@ int policy_plan_warning(const struct policy_config *cfg,
 		plan->why = "proactive moves disabled";
 		return 0;
 	}
+	if (job->on_warning != SIGMA_WARN_CHECKPOINT) {
+		/* a job that has not said it handles SIGUSR1 would die of it */
+		plan->verdict = POLICY_WATCH;
+		plan->why = job->on_warning == SIGMA_WARN_IGNORE
+				? "--sigma-on-warning=ignore: job left running"
+				: "--sigma-on-warning=drain-after: job left "
+				  "running, the node drains after it";
+		return 0;
+	}
 	if (job->restarts >= job->max_restarts) {
 		plan->verdict = POLICY_WATCH;
 		plan->why = "max_restarts reached, job left running";

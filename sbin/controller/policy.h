@@ -32,6 +32,7 @@ struct policy_job {
 	int max_restarts; /* --sigma-max-restarts */
 	int spares;	  /* --sigma-spares: spares held for one recovery */
 	int spares_used;  /* spares already given to the recovery under way */
+	int on_warning;	  /* enum sigma_on_warning (--sigma-on-warning) */
 };
 
 /* One node of the spare pool. */

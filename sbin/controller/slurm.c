@@ -208,6 +208,9 @@ static int load_jobs(struct ctl_view *v)
 		c->exit_code = WIFEXITED(j->exit_code)
 				   ? (int)WEXITSTATUS(j->exit_code)
 				   : -1;
+		c->term_sig = WIFSIGNALED(j->exit_code)
+				  ? (int)WTERMSIG(j->exit_code)
+				  : 0;
 		c->end_time = (int64_t)j->end_time;
 		c->restart_cnt = j->restart_cnt;
 		/* a pending job's earliest start: its begin time shows here */

@@ -50,6 +50,7 @@ struct ctl_job {
 	/* why Slurm cannot requeue it (contract.h), NULL when it can */
 	const char *unprotected;
 	int exit_code;	/* the batch script's exit status (ended jobs) */
+	int term_sig;	/* the signal that killed it, 0 if none */
 	int64_t end_time;
 	int restart_cnt;
 	int64_t begin_time;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "contract.h"
 #include "policy.h"
 #include "sigma.h"
 #include "sim.h"
@@ -249,6 +250,7 @@ static void policy_job_of(const struct sim *s, long j, struct policy_job *pj)
 	pj->max_restarts = (int)s->tr->max_restarts;
 	pj->spares = (int)s->tr->job_spares;
 	pj->spares_used = s->jobs[j].spares_used;
+	pj->on_warning = SIGMA_WARN_CHECKPOINT; /* a trainer: it checkpoints */
 }
 
 /* The pool as the policy sees it (the view is a scratch array). */

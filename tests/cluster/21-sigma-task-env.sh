@@ -22,7 +22,7 @@ n=$(grep -cF -- "$want" "$d/out-$jid")
 n=$(grep -c "^owner=$SIGMA_TEST_USER mode=700$" "$d/out-$jid")
 [ "$n" = 2 ] || fail "checkpoint directory not owned by $SIGMA_TEST_USER with mode 700 in every task"
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
-[ "${ac%% *}" = "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]" ] ||
+[ "${ac%% *}" = "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50,on_warning=drain-after]" ] ||
 	fail "AdminComment is '$ac'"
 log "job $jid: SIGMA_* in every task, directory owned by the user, AdminComment $ac"
 

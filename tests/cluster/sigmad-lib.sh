@@ -63,11 +63,11 @@ JOB
 # plugin's prolog writes the sigma[...] block; without the plugin the test
 # writes it as root, as the prolog would.
 submit_sigma() {
-	local d=$1 jid opts="" block="sigma[probe=off,spares=1,max_restarts=3,ckpt_every=10]"
+	local d=$1 jid opts="" block="sigma[probe=off,spares=1,max_restarts=3,ckpt_every=10,on_warning=checkpoint]"
 	shift
 	write_job "$d"
 	grep -q '^required' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" 2>/dev/null &&
-		opts="--sigma-spares=1 --sigma-max-restarts=3 --sigma-probe=off"
+		opts="--sigma-spares=1 --sigma-max-restarts=3 --sigma-probe=off --sigma-on-warning=checkpoint"
 	# shellcheck disable=SC2086
 	jid=$(cd "$d" && run_as_user env "$@" sbatch --parsable -N4 --requeue \
 		--open-mode=append $opts -o "$d/out" "$d/job.sh") || fail "sbatch failed"

@@ -102,10 +102,10 @@ static void test_block_limits(void **state)
 {
 	const struct sigma_block edge[] = {
 	    {SIGMA_LEVEL_QUICK, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
-	     SIGMA_CKPT_EVERY_MAX},
+	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_DRAIN_AFTER},
 	    {SIGMA_LEVEL_FULL, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
-	     SIGMA_CKPT_EVERY_MAX},
-	    {SIGMA_LEVEL_OFF, 0, 0, 1},
+	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_CHECKPOINT},
+	    {SIGMA_LEVEL_OFF, 0, 0, 1, SIGMA_WARN_IGNORE},
 	};
 	char buf[SIGMA_BLOCK_MAX];
 	struct sigma_block b, back;
@@ -120,6 +120,7 @@ static void test_block_limits(void **state)
 		assert_int_equal(back.spares, edge[i].spares);
 		assert_int_equal(back.max_restarts, edge[i].max_restarts);
 		assert_int_equal(back.ckpt_every, edge[i].ckpt_every);
+		assert_int_equal(back.on_warning, edge[i].on_warning);
 	}
 	/* one past a limit is refused both ways */
 	b = edge[0];
@@ -136,6 +137,12 @@ static void test_block_limits(void **state)
 			 -EINVAL);
 	assert_int_equal(sigma_block_parse("sigma[ckpt_every=0]", &back, NULL),
 			 -EINVAL);
+	assert_int_equal(
+	    sigma_block_parse("sigma[on_warning=explode]", &back, NULL),
+	    -EINVAL);
+	/* a block of an older plugin: the job is not sent SIGUSR1 */
+	assert_int_equal(sigma_block_parse("sigma[spares=1]", &back, NULL), 0);
+	assert_int_equal(back.on_warning, SIGMA_WARN_DRAIN_AFTER);
 	b = edge[0];
 	assert_int_equal(sigma_block_format(&b, buf, 20), -ENAMETOOLONG);
 }

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "contract.h"
 #include "policy.h"
 
 #define NO -1
@@ -33,47 +34,60 @@ struct scenario {
 	long picked[2];
 };
 
+/* jobs that handle SIGUSR1 (--sigma-on-warning=checkpoint) */
+#define C SIGMA_WARN_CHECKPOINT
+
 /* one scenario per row reads better as a table */
 /* clang-format off */
 static const struct scenario scenarios[] = {
-	{ "failure, spare available", false, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "failure, spare available", false, true, { 7, 0, 3, 1, 0, C }, 1,
 	  2, { { 0, 100, false }, { 0, 50, false } }, true,
 	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "failure, no spare in the pool", false, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "failure, no spare in the pool", false, true, { 7, 0, 3, 1, 0, C }, 1,
 	  0, { { 0 } }, true, POLICY_REQUEUE, 2, 0, { NO, NO } },
-	{ "failure, job asked for no spares", false, true, { 7, 1, 3, 0, 0 }, 1,
+	{ "failure, job asked for no spares", false, true, { 7, 1, 3, 0, 0, C }, 1,
 	  2, { { 0, 1, false }, { 0, 2, false } }, true,
 	  POLICY_REQUEUE, 3, 0, { NO, NO } },
-	{ "failure, recovery holds its spares", false, true, { 7, 1, 3, 1, 1 }, 1,
+	{ "failure, recovery holds its spares", false, true, { 7, 1, 3, 1, 1, C }, 1,
 	  1, { { 0, 1, false } }, true, POLICY_REQUEUE, 3, 0, { NO, NO } },
-	{ "failure, fewest past failures wins", false, true, { 7, 0, 3, 1, 0 },
+	{ "failure, fewest past failures wins", false, true, { 7, 0, 3, 1, 0, C },
 	  1, 3, { { 2, 1, false }, { 0, 9, false }, { 1, 0, false } }, true,
 	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "failure, excluded spare skipped", false, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "failure, excluded spare skipped", false, true, { 7, 0, 3, 1, 0, C }, 1,
 	  2, { { 0, 1, true }, { 3, 9, false } }, true,
 	  POLICY_REQUEUE, 2, 1, { 1, NO } },
-	{ "two failures at once, two spares", false, true, { 9, 0, 3, 2, 0 }, 2,
+	{ "two failures at once, two spares", false, true, { 9, 0, 3, 2, 0, C }, 2,
 	  3, { { 0, 5, false }, { 0, 1, false }, { 0, 3, false } }, true,
 	  POLICY_REQUEUE, 2, 2, { 1, 2 } },
-	{ "two failures at once, one spare", false, true, { 9, 0, 3, 2, 0 }, 2,
+	{ "two failures at once, one spare", false, true, { 9, 0, 3, 2, 0, C }, 2,
 	  1, { { 0, 5, false } }, true, POLICY_REQUEUE, 2, 1, { 0, NO } },
-	{ "max restarts reached", false, true, { 7, 3, 3, 1, 0 }, 1,
+	{ "max restarts reached", false, true, { 7, 3, 3, 1, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_GIVE_UP, 4, 0, { NO, NO } },
-	{ "no restarts allowed at all", false, true, { 7, 0, 0, 1, 0 }, 1,
+	{ "no restarts allowed at all", false, true, { 7, 0, 0, 1, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_GIVE_UP, 1, 0, { NO, NO } },
-	{ "failure on an idle node", false, false, { 0 }, 1,
+	{ "failure on an idle node", false, false, { 0, 0, 0, 0, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_DRAIN_ONLY, 0, 0, { NO, NO } },
-	{ "warning, spare available", true, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "warning, spare available", true, true, { 7, 0, 3, 1, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_CHECKPOINT, 2, 1, { 0, NO } },
-	{ "warning, no spare: keep running", true, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "warning, no spare: keep running", true, true, { 7, 0, 3, 1, 0, C }, 1,
 	  0, { { 0 } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, two nodes, one spare", true, true, { 7, 0, 3, 2, 0 }, 2,
+	{ "warning, two nodes, one spare", true, true, { 7, 0, 3, 2, 0, C }, 2,
 	  1, { { 0, 5, false } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, proactive off", true, true, { 7, 0, 3, 1, 0 }, 1,
+	{ "warning, proactive off", true, true, { 7, 0, 3, 1, 0, C }, 1,
 	  1, { { 0, 5, false } }, false, POLICY_WATCH, 2, 0, { NO, NO } },
-	{ "warning, max restarts reached", true, true, { 7, 2, 2, 1, 0 }, 1,
+	{ "warning, max restarts reached", true, true, { 7, 2, 2, 1, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_WATCH, 4, 0, { NO, NO } },
-	{ "warning on an idle node", true, false, { 0 }, 1,
+	{ "warning, job does not handle SIGUSR1", true, true,
+	  { 7, 0, 3, 1, 0, SIGMA_WARN_DRAIN_AFTER }, 1,
+	  1, { { 0, 5, false } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
+	{ "warning, --sigma-on-warning=ignore", true, true,
+	  { 7, 0, 3, 1, 0, SIGMA_WARN_IGNORE }, 1,
+	  1, { { 0, 5, false } }, true, POLICY_WATCH, 2, 0, { NO, NO } },
+	{ "failure, whatever the warning mode", false, true,
+	  { 7, 0, 3, 1, 0, SIGMA_WARN_DRAIN_AFTER }, 1,
+	  2, { { 0, 100, false }, { 0, 50, false } }, true,
+	  POLICY_REQUEUE, 2, 1, { 1, NO } },
+	{ "warning on an idle node", true, false, { 0, 0, 0, 0, 0, C }, 1,
 	  1, { { 0, 5, false } }, true, POLICY_DRAIN_ONLY, 0, 0, { NO, NO } },
 };
 /* clang-format on */
@@ -113,7 +127,7 @@ static void test_scenarios(void **state)
 static void test_warning_then_failure(void **state)
 {
 	struct policy_config cfg;
-	struct policy_job job = {11, 0, 3, 1, 0};
+	struct policy_job job = {11, 0, 3, 1, 0, C};
 	struct policy_spare pool[1] = {{0, 0, false}};
 	struct policy_plan plan;
 
@@ -171,7 +185,7 @@ static void test_pick_and_errors(void **state)
 	    {1, 10, false}, {1, 5, false}, {1, 5, false}};
 	bool taken[3] = {false, true, false};
 	struct policy_config cfg;
-	struct policy_job job = {1, 0, 1, 1, 0};
+	struct policy_job job = {1, 0, 1, 1, 0, C};
 	struct policy_plan plan;
 
 	policy_config_init(&cfg);

@@ -298,6 +298,8 @@ int ctl_slurm_signal(uint32_t job, int sig)
 	if (M.job.exits_on_usr1) { /* checkpoint written, exit 75 */
 		fjob_release_nodes();
 		M.job.state = CTL_J_ENDED;
+		M.job.failed = true;
+		M.job.exit_code = 75;
 	}
 	return 0;
 }
@@ -386,7 +388,8 @@ static void cluster_reset(bool exits_on_usr1)
 		M.job.nodes[k] = k;
 	M.job.exits_on_usr1 = exits_on_usr1;
 	strcpy(M.job.comment,
-	       "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]");
+	       "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50,"
+	       "on_warning=checkpoint]");
 	unlink(log_path);
 }
 
@@ -504,8 +507,10 @@ static void check_outcome(bool warning, int crash_after)
 	assert_true(logged("requeue") <= 1);
 	if (warning) {
 		assert_true(M.signals <= 1);
+		/* a crash that lost the signal: moved, but not a checkpoint */
 		assert_true(strstr(M.job.comment,
-				   "-> checkpointed, requeued onto n5") !=
+				   M.signals ? "-> checkpointed, requeued onto n5"
+					     : "-> still running after the grace, not a checkpoint, requeued onto n5") !=
 			    NULL);
 	} else {
 		assert_int_equal(M.signals, 0);

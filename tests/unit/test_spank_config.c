@@ -245,13 +245,13 @@ static void test_admin_block(void **state)
 	assert_int_equal(
 	    sigma_admin_block_format(&o, &conf, block, sizeof(block)), 0);
 	assert_string_equal(
-	    block, "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50]");
+	    block, "sigma[probe=quick,spares=1,max_restarts=3,ckpt_every=50,on_warning=drain-after]");
 	/* unset values: the documented defaults */
 	sigma_job_opts_init(&o);
 	o.probe = SIGMA_PROBE_FULL;
 	sigma_admin_block_format(&o, &conf, block, sizeof(block));
 	assert_string_equal(
-	    block, "sigma[probe=full,spares=0,max_restarts=0,ckpt_every=100]");
+	    block, "sigma[probe=full,spares=0,max_restarts=0,ckpt_every=100,on_warning=drain-after]");
 	assert_int_equal(sigma_admin_block_format(&o, &conf, block, 10),
 			 -ENAMETOOLONG);
 
@@ -267,7 +267,7 @@ static void test_admin_block(void **state)
 	    sigma_admin_comment_merge("ticket 42", block, out, sizeof(out)), 1);
 	assert_string_equal(
 	    out,
-	    "sigma[probe=full,spares=0,max_restarts=0,ckpt_every=100] ticket 42");
+	    "sigma[probe=full,spares=0,max_restarts=0,ckpt_every=100,on_warning=drain-after] ticket 42");
 	/* a requeued job keeps its block and the controller's account */
 	assert_int_equal(
 	    sigma_admin_comment_merge(
@@ -302,6 +302,24 @@ static void test_ckpt_path(void **state)
 					 sizeof(path), err, sizeof(err)),
 			 0);
 	assert_string_equal(path, "/ckpt/alice/job");
+	/* a trailing '/' on ckpt_root: the default path still keeps the rule */
+	sigma_strlcpy(conf.ckpt_root, "/ckpt//", sizeof(conf.ckpt_root));
+	assert_int_equal(sigma_ckpt_path(&o, &conf, "alice", "run", path,
+					 sizeof(path), err, sizeof(err)),
+			 0);
+	assert_string_equal(path, "/ckpt/alice/run");
+	assert_int_equal(sigma_ckpt_path_allowed(path, conf.ckpt_root, "alice",
+						 err, sizeof(err)),
+			 0);
+	sigma_strlcpy(conf.ckpt_root, "/", sizeof(conf.ckpt_root));
+	assert_int_equal(sigma_ckpt_path(&o, &conf, "alice", "run", path,
+					 sizeof(path), err, sizeof(err)),
+			 0);
+	assert_string_equal(path, "/alice/run");
+	assert_int_equal(sigma_ckpt_path_allowed(path, conf.ckpt_root, "alice",
+						 err, sizeof(err)),
+			 0);
+	sigma_strlcpy(conf.ckpt_root, "/ckpt", sizeof(conf.ckpt_root));
 	assert_int_equal(sigma_ckpt_path(&o, &conf, "", "x", path, sizeof(path),
 					 err, sizeof(err)),
 			 -EINVAL);

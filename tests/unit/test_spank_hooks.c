@@ -117,7 +117,7 @@ static void test_init(void **state)
 {
 	fake.context = S_CTX_ALLOCATOR;
 	assert_int_equal(hook(slurm_spank_init, 1, arg_probe), 0);
-	assert_int_equal(fake.registered, 5);
+	assert_int_equal(fake.registered, 6);
 	/* a client never prints to the user's terminal on success */
 	for (int i = 0; i < fake.nlog; i++)
 		assert_non_null(strstr(fake.log[i], "verbose: "));
@@ -236,7 +236,7 @@ static void test_prolog_sigma_job(void **state)
 	assert_string_equal(read_args(), path);
 	assert_string_equal(
 	    fake.admin_comment,
-	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25] ticket 7");
+	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25,on_warning=drain-after] ticket 7");
 	/* the directory, named after the job and owned by its user */
 	snprintf(path, sizeof(path), "%s/%s/train", ckpt_root, user);
 	assert_int_equal(lstat(path, &st), 0);
@@ -254,7 +254,7 @@ static void test_prolog_sigma_job(void **state)
 	fake.no_requeue = false;
 	assert_string_equal(
 	    fake.admin_comment,
-	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25] sigma: cannot protect: the job cannot be requeued (--no-requeue); --sigma-spares and --sigma-max-restarts have no effect");
+	    "sigma[probe=full,spares=2,max_restarts=0,ckpt_every=25,on_warning=drain-after] sigma: cannot protect: the job cannot be requeued (--no-requeue); --sigma-spares and --sigma-max-restarts have no effect");
 }
 
 static void test_prolog_not_first(void **state)

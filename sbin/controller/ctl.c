@@ -1022,6 +1022,35 @@ static int ctl_note_stop(struct ctl *c, struct ctl_rec *r,
 	return ctl_log(c, &ev);
 }
 
+/*
+ * Where the requeued job will run: its last nodes without the bad ones,
+ * with the spares. Should a spare fail the job's prolog before a poll
+ * sees the job run there, the next recovery then blames that spare, not
+ * a node the job already left.
+ */
+static void ctl_expect_nodes(struct ctl *c, const struct ctl_rec *r)
+{
+	char next[CTL_LIST_MAX] = "", tmp[CTL_LIST_MAX], *save = NULL, *tok;
+	struct evlog_event ev;
+
+	sigma_strlcpy(tmp, ctl_last_nodes(c, r->job), sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!list_has(r->bad, tok))
+			list_add(next, sizeof(next), tok);
+	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		list_add(next, sizeof(next), tok);
+	if (!next[0])
+		return;
+	ctl_last_set(c, r->job, next);
+	ev_from_rec(&ev, "run", r);
+	sigma_strlcpy(ev.node, next, sizeof(ev.node));
+	sigma_strlcpy(ev.text, "expected after the requeue", sizeof(ev.text));
+	ctl_log(c, &ev);
+}
+
 /* 0: done; 1: waiting on Slurm; <0: failed */
 static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		       const struct ctl_job *job)
@@ -1073,6 +1102,7 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		return -EIO;
 	}
 	r->requeued = true;
+	ctl_expect_nodes(c, r);
 	ev_from_rec(&ev, "requeue", r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
 	(void)sigma_snprintf(ev.text, sizeof(ev.text),

@@ -90,7 +90,7 @@ static int register_caps(int val, char *err, size_t errlen)
 
 static int register_cb(int val, const char *optarg, int remote)
 {
-	char err[512], user[128];
+	char err[512], user[128], shown[4 * sizeof(err)];
 
 	if (sigma_job_opts_set(&sigma_opts, val, optarg, err, sizeof(err)) <
 	    0)
@@ -105,8 +105,8 @@ static int register_cb(int val, const char *optarg, int remote)
 		goto out_refuse;
 	return 0;
 out_refuse:
-	/* the user must see why the job was refused */
-	slurm_error("sigma: %s", err);
+	/* the user must see why the job was refused; what they typed, escaped */
+	slurm_error("sigma: %s", sigma_escape(err, shown, sizeof(shown)));
 	return -1;
 }
 
@@ -138,7 +138,11 @@ int sigma_load_options(spank_t sp)
 			continue;
 		if (sigma_job_opts_set(&sigma_opts, register_table[i].val,
 				       optarg, err, sizeof(err)) < 0) {
-			slurm_error("sigma: %s", err);
+			char shown[4 * sizeof(err)];
+
+			/* into slurmd's log: a user's bytes, escaped */
+			slurm_error("sigma: %s",
+				    sigma_escape(err, shown, sizeof(shown)));
 			return -EINVAL;
 		}
 	}

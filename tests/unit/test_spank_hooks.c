@@ -357,6 +357,16 @@ static void test_task_not_sigma(void **state)
 	assert_int_equal(fake.ntask_env, 0);
 }
 
+/* what a user typed reaches slurmd's log escaped: no forged log lines */
+static void test_task_escapes_values(void **state)
+{
+	option("sigma-probe", "full\n[2026-01-01T00:00:00] fake: drained n1");
+	assert_int_equal(hook(slurm_spank_task_init, 1, arg_root), -1);
+	assert_true(fake_logged("--sigma-probe=full\\x0a[2026-01-01T00:00:00] fake"));
+	for (int i = 0; i < fake.nlog; i++)
+		assert_null(strchr(fake.log[i], '\n'));
+}
+
 static void test_task_refuses_link(void **state)
 {
 	char link[PATH_MAX];
@@ -392,6 +402,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_task_defaults, each),
 	    cmocka_unit_test_setup(test_task_not_sigma, each),
 	    cmocka_unit_test_setup(test_task_refuses_link, each),
+	    cmocka_unit_test_setup(test_task_escapes_values, each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -58,6 +58,16 @@ static int conf_level(const char *key, const char *value,
 	return 0;
 }
 
+static int conf_seconds(const char *key, const char *value, long *out,
+			char *err, size_t errlen)
+{
+	if (sigma_parse_long(value, 1, SIGMA_PROBE_TIMEOUT_MAX, out) < 0)
+		return sigma_set_err(err, errlen, EINVAL,
+				     "%s=%s: expected seconds from 1 to %d", key,
+				     value, SIGMA_PROBE_TIMEOUT_MAX);
+	return 0;
+}
+
 static int conf_kv(const char *key, const char *value, void *arg, char *err,
 		   size_t errlen)
 {
@@ -66,24 +76,12 @@ static int conf_kv(const char *key, const char *value, void *arg, char *err,
 	if (!strcmp(key, "probe"))
 		return conf_path(key, value, conf->probe, sizeof(conf->probe),
 				 false, err, errlen);
-	if (!strcmp(key, "probe_timeout")) {
-		if (sigma_parse_long(value, 1, SIGMA_PROBE_TIMEOUT_MAX,
-				     &conf->probe_timeout) < 0)
-			return sigma_set_err(
-			    err, errlen, EINVAL,
-			    "probe_timeout=%s: expected seconds from 1 to %d",
-			    value, SIGMA_PROBE_TIMEOUT_MAX);
-		return 0;
-	}
-	if (!strcmp(key, "ckpt_timeout")) {
-		if (sigma_parse_long(value, 1, SIGMA_PROBE_TIMEOUT_MAX,
-				     &conf->ckpt_timeout) < 0)
-			return sigma_set_err(
-			    err, errlen, EINVAL,
-			    "ckpt_timeout=%s: expected seconds from 1 to %d",
-			    value, SIGMA_PROBE_TIMEOUT_MAX);
-		return 0;
-	}
+	if (!strcmp(key, "probe_timeout"))
+		return conf_seconds(key, value, &conf->probe_timeout, err,
+				    errlen);
+	if (!strcmp(key, "ckpt_timeout"))
+		return conf_seconds(key, value, &conf->ckpt_timeout, err,
+				    errlen);
 	if (!strcmp(key, "default_probe"))
 		return conf_level(key, value, sigma_level_names,
 				  &conf->default_probe, err, errlen);

@@ -102,26 +102,31 @@ static int opts_dir(const char *value, char *dst, size_t size, char *err,
 	return 0;
 }
 
+static int opts_enum(int id, const char *value, const char *const names[],
+		     int *out, char *err, size_t errlen)
+{
+	char list[64];
+	int v = sigma_parse_enum(value, names);
+
+	if (v < 0)
+		return sigma_set_err(err, errlen, EINVAL,
+				     "--%s=%s: expected one of %s",
+				     sigma_opt_name(id), value,
+				     sigma_enum_list(names, list, sizeof(list)));
+	*out = v;
+	return 0;
+}
+
 int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 		       char *err, size_t errlen)
 {
-	char list[64];
-	int v;
-
 	if (!value || !value[0])
 		return sigma_set_err(err, errlen, EINVAL, "--%s: missing value",
 				     sigma_opt_name(id));
 	switch (id) {
 	case SIGMA_OPT_PROBE:
-		v = sigma_parse_enum(value, sigma_level_names);
-		if (v < 0)
-			return sigma_set_err(
-			    err, errlen, EINVAL,
-			    "--sigma-probe=%s: expected one of %s", value,
-			    sigma_enum_list(sigma_level_names, list,
-					    sizeof(list)));
-		opts->probe = v;
-		return 0;
+		return opts_enum(id, value, sigma_level_names, &opts->probe,
+				 err, errlen);
 	case SIGMA_OPT_CKPT_DIR:
 		return opts_dir(value, opts->ckpt_dir, sizeof(opts->ckpt_dir),
 				err, errlen);
@@ -135,15 +140,8 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 		return opts_number(id, value, 0, SIGMA_RESTARTS_MAX,
 				   &opts->max_restarts, err, errlen);
 	case SIGMA_OPT_ON_WARNING:
-		v = sigma_parse_enum(value, sigma_on_warning_names);
-		if (v < 0)
-			return sigma_set_err(
-			    err, errlen, EINVAL,
-			    "--sigma-on-warning=%s: expected one of %s", value,
-			    sigma_enum_list(sigma_on_warning_names, list,
-					    sizeof(list)));
-		opts->on_warning = v;
-		return 0;
+		return opts_enum(id, value, sigma_on_warning_names,
+				 &opts->on_warning, err, errlen);
 	}
 	return sigma_set_err(err, errlen, EINVAL, "unknown option id %d", id);
 }

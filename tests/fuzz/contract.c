@@ -238,13 +238,7 @@ static void fuzz_reason_format(const uint8_t *data, size_t size,
 	CHECK(!strncmp(w, what2, strlen(what2)));
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_quiet();
-	return 0;
-}
+FUZZ_INITIALIZE_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -68,6 +68,16 @@ static inline void fuzz_quiet(void)
 	sigma_log_set_sink(fuzz_quiet_sink, NULL);
 }
 
+/* the libFuzzer start-up of a harness that needs nothing but quiet logs */
+#define FUZZ_INITIALIZE_QUIET                                                  \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                      \
+	{                                                                      \
+		(void)argc;                                                    \
+		(void)argv;                                                    \
+		fuzz_quiet();                                                  \
+		return 0;                                                      \
+	}
+
 /* ---- the scratch directory ------------------------------------------------ */
 
 static char fuzz_dir[256];

@@ -198,13 +198,7 @@ static void fuzz_word(const char *word)
 	}
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_quiet();
-	return 0;
-}
+FUZZ_INITIALIZE_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -48,13 +48,7 @@ static void check_conf(const struct sigma_spank_conf *c, bool ok)
 
 static struct sigma_spank_conf a, b;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_quiet();
-	return 0;
-}
+FUZZ_INITIALIZE_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -239,13 +239,7 @@ static void check_block(const char *comment)
 	}
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_quiet();
-	return 0;
-}
+FUZZ_INITIALIZE_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

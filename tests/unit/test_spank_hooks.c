@@ -286,23 +286,21 @@ static void test_epilog(void **state)
 	    0);
 	assert_string_equal(read_args(), "--node n2 --drain --after-job quick");
 	/* only the GPUs Slurm gave the job; none when it gave none */
-	setenv("SLURM_JOB_GPUS", "1,3", 1);
-	assert_int_equal(
-	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
-	    0);
-	assert_string_equal(read_args(),
-			    "--node n2 --drain --gpus 1,3 --after-job quick");
-	setenv("SLURM_JOB_GPUS", "", 1);
-	assert_int_equal(
-	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
-	    0);
-	assert_string_equal(read_args(),
-			    "--node n2 --drain --gpus none --after-job quick");
-	setenv("SLURM_JOB_GPUS", "1;rm -rf /", 1);
-	assert_int_equal(
-	    hook(slurm_spank_job_epilog, 2, arg_probe, "epilog_probe=quick"),
-	    0);
-	assert_string_equal(read_args(), "--node n2 --drain --after-job quick");
+	{
+		static const char *const gpus[][2] = {
+		    {"1,3", "--node n2 --drain --gpus 1,3 --after-job quick"},
+		    {"", "--node n2 --drain --gpus none --after-job quick"},
+		    {"1;rm -rf /", "--node n2 --drain --after-job quick"},
+		};
+
+		for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
+			setenv("SLURM_JOB_GPUS", gpus[i][0], 1);
+			assert_int_equal(hook(slurm_spank_job_epilog, 2,
+					      arg_probe, "epilog_probe=quick"),
+					 0);
+			assert_string_equal(read_args(), gpus[i][1]);
+		}
+	}
 	unsetenv("SLURM_JOB_GPUS");
 	unlink(args_file);
 	assert_int_equal(

@@ -61,6 +61,7 @@ struct fjob {
 	bool failed; /* ended FAILED with exit_code */
 	int exit_code;
 	int64_t end;
+	const char *unprotected; /* Slurm cannot requeue it: why */
 };
 
 static struct {
@@ -188,6 +189,7 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature)
 	j->node_fail = M.job.state == CTL_J_ENDED && M.job.node_fail;
 	j->failed = M.job.state == CTL_J_ENDED && M.job.failed;
 	j->exit_code = M.job.exit_code;
+	j->unprotected = M.job.unprotected;
 	j->end_time = M.job.end;
 	sigma_strlcpy(j->comment, M.job.comment, sizeof(j->comment));
 	sigma_strlcpy(j->exc_nodes, M.job.exc, sizeof(j->exc_nodes));
@@ -372,9 +374,13 @@ static int teardown(void **state)
 }
 
 /* A fresh cluster: job 7 of uid 1000 running on n1-n4, no reservation. */
+/* the next cluster_reset's job cannot be requeued, for this reason */
+static const char *next_unprotected;
+
 static void cluster_reset(bool exits_on_usr1)
 {
 	memset(&M, 0, sizeof(M));
+	M.job.unprotected = next_unprotected;
 	M.now = (int64_t)time(NULL); /* the event log stamps real time */
 	M.budget = -1;
 	for (int i = 0; i < NNODES; i++) {
@@ -404,6 +410,7 @@ static void ticks(struct ctl *c, int n)
 
 struct count_arg {
 	const char *type;
+	int attempt;
 	int n;
 };
 
@@ -411,17 +418,24 @@ static int count_fn(const struct evlog_event *ev, void *arg)
 {
 	struct count_arg *a = arg;
 
-	if (!strcmp(ev->type, a->type) && ev->job == 7 && ev->attempt == 2)
+	if (!strcmp(ev->type, a->type) && ev->job == 7 &&
+	    ev->attempt == a->attempt)
 		a->n++;
 	return 0;
 }
 
-static int logged(const char *type)
+/* events of type for job 7's attempt */
+static int logged_at(const char *type, int attempt)
 {
-	struct count_arg a = {type, 0};
+	struct count_arg a = {type, attempt, 0};
 
 	assert_int_equal(evlog_read(log_path, count_fn, &a, NULL), 0);
 	return a.n;
+}
+
+static int logged(const char *type)
+{
+	return logged_at(type, 2);
 }
 
 static bool job_on(const char *name)
@@ -576,6 +590,36 @@ static void test_failure_crash_everywhere(void **state)
 			break;
 	}
 	assert_true(k > 3); /* it did crash mid-recovery several times */
+}
+
+/*
+ * A job Slurm cannot requeue, whose node fails, with sigmad killed after
+ * each of its operations: the job is never requeued and takes no spare,
+ * and its account says once that sigma cannot protect it.
+ */
+static void test_unprotected_crash_everywhere(void **state)
+{
+	int k;
+
+	for (k = 0; k < 60; k++) {
+		bool crashed;
+
+		next_unprotected = SIGMA_UNPROTECTED_NO_REQUEUE;
+		crashed = run(k, false);
+		next_unprotected = NULL;
+		assert_int_equal(M.requeues, 0);
+		assert_int_equal(M.job.restart_cnt, 0);
+		assert_true(M.n[4].flags & CTL_N_RESERVED);
+		assert_true(M.n[5].flags & CTL_N_RESERVED);
+		assert_int_equal(count_str(M.job.comment,
+					   "sigma cannot protect this job: "
+					   SIGMA_UNPROTECTED_NO_REQUEUE),
+				 1);
+		assert_int_equal(logged_at("give_up", 1), 1);
+		if (k && !crashed)
+			break;
+	}
+	assert_true(k > 2);
 }
 
 static void test_warning_crash_everywhere(void **state)
@@ -1025,6 +1069,7 @@ int main(void)
 	    cmocka_unit_test(test_failure_crash_everywhere),
 	    cmocka_unit_test(test_restart_delay),
 	    cmocka_unit_test(test_warning_crash_everywhere),
+	    cmocka_unit_test(test_unprotected_crash_everywhere),
 	    cmocka_unit_test(test_max_restarts),
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),

@@ -181,10 +181,13 @@ static int read_f32(struct ctx *c, hid_t loc, const char *name, float *v)
 	return attr_read(c, loc, name, H5T_NATIVE_FLOAT, v);
 }
 
+/* the longest string attribute a checkpoint holds (paths, layouts) */
+#define CKPT_STR_MAX 65536
+
 static int read_str(struct ctx *c, hid_t loc, const char *name, char *buf,
 		    size_t len)
 {
-	hid_t a, t, mt;
+	hid_t a, t, mt, sp;
 	int rc = 0;
 	size_t sz;
 	char *tmp;
@@ -202,7 +205,24 @@ static int read_str(struct ctx *c, hid_t loc, const char *name, char *buf,
 		return fail(c, EBADMSG,
 			    "attribute %s is not a fixed-length string", name);
 	}
+	/*
+	 * One string of a sane size, or H5Aread writes every element of the
+	 * file's dataspace, whatever the buffer (a hostile file's "format" of
+	 * 2000 strings would overrun it)
+	 */
+	sp = H5Aget_space(a);
 	sz = H5Tget_size(t);
+	if (sp < 0 || H5Sget_simple_extent_npoints(sp) != 1 || sz == 0 ||
+	    sz > CKPT_STR_MAX) {
+		if (sp >= 0)
+			H5Sclose(sp);
+		H5Tclose(t);
+		H5Aclose(a);
+		return fail(c, EBADMSG,
+			    "attribute %s is not one string of at most %d bytes",
+			    name, CKPT_STR_MAX);
+	}
+	H5Sclose(sp);
 	tmp = calloc(1, sz + 1);
 	mt = H5Tcopy(t);
 	if (!tmp || mt < 0 || H5Aread(a, mt, tmp) < 0)

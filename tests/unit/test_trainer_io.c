@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <hdf5.h>
 
 #include "sigma.h"
 #include "scratch.h"
@@ -292,6 +293,43 @@ static void test_ckpt_round_trip(void **state)
 	model_destroy(a), model_destroy(b), model_destroy(c);
 }
 
+/*
+ * A hostile file: its "format" attribute is a 2000-element array of
+ * 16-byte strings. Read as one string it would write 32000 bytes into a
+ * buffer sized for one: the reader must check the dataspace and refuse.
+ */
+static void test_ckpt_hostile_attribute(void **state)
+{
+	struct model *a = small(64), *b = small(64);
+	struct ckpt_state st, got;
+	char p[PATH_MAX], err[1024], ck[PATH_MAX];
+	hsize_t n = 2000;
+	hid_t f, t, sp, at;
+	char *big = calloc(n, 16);
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', n * 16);
+	path_of(ck, "hostile");
+	fill_state(a, &st, 5);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
+			 0);
+	f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+	assert_true(f >= 0);
+	assert_true(H5Adelete(f, "format") >= 0);
+	t = H5Tcopy(H5T_C_S1);
+	assert_true(H5Tset_size(t, 16) >= 0);
+	sp = H5Screate_simple(1, &n, NULL);
+	at = H5Acreate2(f, "format", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+	assert_true(at >= 0);
+	assert_true(H5Awrite(at, t, big) >= 0);
+	H5Aclose(at), H5Sclose(sp), H5Tclose(t), H5Fclose(f);
+	free(big);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "attribute format"));
+	model_destroy(a), model_destroy(b);
+}
+
 static void test_ckpt_damage_and_fallback(void **state)
 {
 	struct model *a = small(64), *b = small(64);
@@ -559,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_prepare),
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
+		cmocka_unit_test(test_ckpt_hostile_attribute),
 		cmocka_unit_test(test_ckpt_async),
 		cmocka_unit_test(test_ckpt_attempts),
 	};

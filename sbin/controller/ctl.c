@@ -718,7 +718,7 @@ static const char *ctl_last_nodes(const struct ctl *c, uint32_t job)
 	return "";
 }
 
-/* remember job's nodes, in memory and (when new) in the event log */
+/* remember the nodes of job (in memory; callers log them) */
 static void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes)
 {
 	struct ctl_last *n;
@@ -1112,20 +1112,20 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	return 0;
 }
 
-static void ctl_complete(struct ctl *c, struct ctl_rec *r,
-			 const struct ctl_job *job)
+/*
+ * End a recovery with its account: appended to the job's AdminComment
+ * (after the plugin's sigma[...] block), then the history. A failed
+ * AdminComment write is retried at the next tick.
+ */
+static void ctl_finish(struct ctl *c, struct ctl_rec *r,
+		       const struct ctl_job *job, const char *account)
 {
-	char account[512], comment[CTL_COMMENT_MAX];
-	struct sigma_block opts;
+	char comment[CTL_COMMENT_MAX];
 	struct evlog_event ev;
 
-	sigma_block_parse(job ? job->comment : NULL, &opts, NULL);
-	ctl_account(r, job, opts.max_restarts, account, sizeof(account));
 	/* the whole account: a give-up and the recovery before it may name
 	 * the same attempt */
 	if (job && !strstr(job->comment, account)) {
-		/* keep the plugin's sigma[...] block first; append our account
-		 */
 		if (sigma_snprintf(comment, sizeof(comment), "%s %s",
 				   job->comment, account) < 0)
 			sigma_warn(
@@ -1148,27 +1148,28 @@ static void ctl_complete(struct ctl *c, struct ctl_rec *r,
 	ctl_log(c, &ev);
 }
 
+static void ctl_complete(struct ctl *c, struct ctl_rec *r,
+			 const struct ctl_job *job)
+{
+	char account[512];
+	struct sigma_block opts;
+
+	sigma_block_parse(job ? job->comment : NULL, &opts, NULL);
+	ctl_account(r, job, opts.max_restarts, account, sizeof(account));
+	ctl_finish(c, r, job, account);
+}
+
 /* end a recovery without carrying it out, saying why in the account */
 static void ctl_abandon(struct ctl *c, struct ctl_rec *r,
 			const struct ctl_job *job, const char *why)
 {
-	char account[512], comment[CTL_COMMENT_MAX];
-	struct evlog_event ev;
+	char account[512];
 
 	(void)sigma_snprintf(account, sizeof(account),
 			     "sigma: attempt %d: %s %s%s -> %s", r->attempt,
 			     r->bad, r->warning ? "warning " : "", r->what,
 			     why);
-	if (!strstr(job->comment, account) &&
-	    sigma_snprintf(comment, sizeof(comment), "%s %s", job->comment,
-			   account) == 0 &&
-	    ctl_slurm_admin_comment(job->id, comment))
-		r->errors++;
-	r->complete = true;
-	ev_from_rec(&ev, "complete", r);
-	sigma_strlcpy(ev.text, account, sizeof(ev.text));
-	sigma_info("job %u: %s", r->job, account);
-	ctl_log(c, &ev);
+	ctl_finish(c, r, job, account);
 }
 
 static void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)

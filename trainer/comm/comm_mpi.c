@@ -318,6 +318,24 @@ int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
 		mpi_we_initialised = true;
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	}
+	/*
+	 * No MPI message before every rank is out of MPI_Init_thread. Open
+	 * MPI 4.1 lets a rank leave it while a slower one still makes
+	 * progress inside it (in opal_progress, from ompi_mpi_init), before
+	 * that one's PML has registered its fragment handlers. A TCP
+	 * fragment from the fast rank then reaches a NULL handler
+	 * (mca_btl_base_active_message_trigger[tag].cbfunc): SIGSEGV at
+	 * address 0 under mca_btl_tcp, a few times in 100 starts of 4 ranks
+	 * on a loaded machine (bench/pp-ep-stress). The PMIx fence is
+	 * outside MPI: no rank passes it before every rank has returned.
+	 */
+	rc = boot_fence(b);
+	if (rc < 0) {
+		rc = sigma_set_err(err, len, -rc,
+				   "the PMIx fence after MPI_Init_thread failed: %s",
+				   strerror(-rc));
+		goto out_fini;
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (rank != b->rank || size != b->size) {

@@ -23,6 +23,7 @@
 
 #include "sigma.h"
 #include "ckpt.h"
+#include "seal.h"
 #include "delta.h"
 #include "guard.h"
 
@@ -77,6 +78,47 @@ static void quiet_hdf5(void)
 	hdf5_init();
 	/* our messages name the file and object; HDF5's stack is noise */
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+/*
+ * The one way a checkpoint is opened for reading: the checks of seal.h on
+ * c->path, then libhdf5 on the descriptor they checked. *f and sf are the
+ * caller's to release with close_checked.
+ */
+static int open_checked(struct ctx *c, enum seal_need need,
+			struct seal_file *sf, hid_t *f)
+{
+	int rc;
+
+	quiet_hdf5();
+	rc = seal_open(c->path, need, sf, c->err, c->len);
+	if (rc)
+		return rc;
+	if (H5Fis_hdf5(sf->h5path) <= 0) {
+		seal_close(sf);
+		return fail(c, EBADMSG, "not an HDF5 file (or a damaged one)");
+	}
+	*f = H5Fopen(sf->h5path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (*f < 0) {
+		seal_close(sf);
+		return fail(c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	}
+	return 0;
+}
+
+/* a published checkpoint and its seal gone; unlink's result for the file */
+static int remove_published(const char *path)
+{
+	int rc = unlink(path);
+
+	seal_remove(path);
+	return rc;
+}
+
+static void close_checked(hid_t f, struct seal_file *sf)
+{
+	H5Fclose(f);
+	seal_close(sf);
 }
 
 void ckpt_library_version(char *buf, size_t len)
@@ -677,6 +719,18 @@ static int create_tmp(struct ctx *c, const char *dir, const char *final,
 	return 0;
 }
 
+/* clear S_IWGRP and S_IWOTH of path; -1 with errno on failure */
+static int chmod_no_write_others(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -1;
+	if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	return chmod(path, st.st_mode & 07777 & ~(mode_t)(S_IWGRP | S_IWOTH));
+}
+
 /*
  * The end of every checkpoint write: the completion marker last, flush,
  * close, fsync, a last check that no newer instance published meanwhile
@@ -704,9 +758,20 @@ static int publish(struct ctx *c, hid_t *f, const char *dir,
 	rc = stale(dir, st, c->err, c->len);
 	if (rc)
 		return rc;
-	if (rename(c->path, final) < 0)
-		return fail(c, errno, "cannot rename to %s: %s", final,
+	/* readers refuse a checkpoint others may write (seal.h), whatever
+	 * the umask (002 is common where users have groups of their own) */
+	if (chmod_no_write_others(c->path))
+		return fail(c, errno, "cannot drop its group and other write bits: %s",
 			    strerror(errno));
+	rc = seal_write(c->path, final, c->err, c->len);
+	if (rc)
+		return rc;
+	if (rename(c->path, final) < 0) {
+		rc = fail(c, errno, "cannot rename to %s: %s", final,
+			  strerror(errno));
+		seal_remove(final);
+		return rc;
+	}
 	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
 	if (rc) {
 		c->path = dir;
@@ -1017,26 +1082,24 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 }
 
 /* out: NULL to load into m, else the caller's stage (m untouched) */
-static int read_file(const char *path, struct model *m, struct ckpt_state *st,
-		     float *out, char *err, size_t len)
+static int read_file(const char *path, enum seal_need need, bool *sealed,
+		     struct model *m, struct ckpt_state *st, float *out,
+		     char *err, size_t len)
 {
 	struct ctx c = { path, err, len };
 	size_t n = m->nparams;
 	float *stage = out;
 	struct ckpt_state tmp = { 0 };
+	struct seal_file sf;
 	int64_t step = 0;
 	hid_t f;
 	int rc;
 
-	quiet_hdf5();
-	if (access(path, R_OK) < 0)
-		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
-				     path, strerror(errno));
-	if (H5Fis_hdf5(path) <= 0)
-		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
-	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-	if (f < 0)
-		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = open_checked(&c, need, &sf, &f);
+	if (rc)
+		return rc;
+	if (sealed)
+		*sealed = sf.sealed;
 	if (!stage)
 		stage = malloc(sizeof(float) * n * (st ? 3 : 1));
 	if (!stage) {
@@ -1071,50 +1134,55 @@ static int read_file(const char *path, struct model *m, struct ckpt_state *st,
 out:
 	if (stage != out)
 		free(stage);
-	H5Fclose(f);
+	close_checked(f, &sf);
 	return rc;
 }
 
 int ckpt_read(const char *path, struct model *m, struct ckpt_state *st,
 	      char *err, size_t len)
 {
-	return read_file(path, m, st, NULL, err, len);
+	return read_file(path, SEAL_REQUIRED, NULL, m, st, NULL, err, len);
 }
 
 int ckpt_read_weights(const char *path, struct model *m, char *err,
 		      size_t len)
 {
-	return read_file(path, m, NULL, NULL, err, len);
+	bool sealed = false;
+	int rc;
+
+	/* a file from elsewhere has no seal: allowed, and said */
+	rc = read_file(path, SEAL_IF_PRESENT, &sealed, m, NULL, NULL, err,
+		       len);
+	if (rc == 0 && !sealed)
+		sigma_info("%s has no seal: a file from elsewhere; its attributes and tensors are checked, its bytes as a whole are not",
+			   path);
+	return rc;
 }
 
 int ckpt_read_stage(const char *path, const struct model *m, float *stage,
 		    struct ckpt_state *st, char *err, size_t len)
 {
 	/* with a stage, read_file only reads m's layout */
-	return read_file(path, (struct model *)m, st, stage, err, len);
+	return read_file(path, SEAL_REQUIRED, NULL, (struct model *)m, st,
+			 stage, err, len);
 }
 
 int ckpt_peek(const char *path, struct ckpt_state *st, char *err,
 	      size_t len)
 {
 	struct ctx c = { path, err, len };
+	struct seal_file sf;
 	int64_t step = 0;
 	hid_t f;
 	int rc;
 
-	quiet_hdf5();
 	memset(st, 0, sizeof(*st));
-	if (access(path, R_OK) < 0)
-		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
-				     path, strerror(errno));
-	if (H5Fis_hdf5(path) <= 0)
-		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
-	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-	if (f < 0)
-		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = open_checked(&c, SEAL_REQUIRED, &sf, &f);
+	if (rc)
+		return rc;
 	rc = check_header(&c, f, &step) ?: read_origin(&c, f, st);
 	st->step = (long)step;
-	H5Fclose(f);
+	close_checked(f, &sf);
 	return rc;
 }
 
@@ -1434,7 +1502,7 @@ static void diff_drop_others(const char *dir, const struct diff_name *me)
 		if (dn[i].step == me->step &&
 		    (dn[i].base != me->base || dn[i].attempt != me->attempt) &&
 		    !diff_path(p, sizeof(p), dir, &dn[i]))
-			unlink(p);
+			remove_published(p);
 	}
 }
 
@@ -1580,24 +1648,21 @@ static int read_full_host(struct ctx *c, const struct model *m, float *stage,
 			  struct ckpt_state *st)
 {
 	const size_t n = m->nparams;
+	struct seal_file sf;
 	int64_t step = 0;
 	hid_t f;
 	int rc;
 
-	if (access(c->path, R_OK) < 0)
-		return fail(c, ENOENT, "cannot read: %s", strerror(errno));
-	if (H5Fis_hdf5(c->path) <= 0)
-		return fail(c, EBADMSG, "not an HDF5 file (or a damaged one)");
-	f = H5Fopen(c->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-	if (f < 0)
-		return fail(c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = open_checked(c, SEAL_REQUIRED, &sf, &f);
+	if (rc)
+		return rc;
 	memset(st, 0, sizeof(*st));
 	rc = check_header(c, f, &step) ?: check_config(c, f, &m->cfg);
 	st->step = (long)step;
 	for (int blk = 0; blk < 3 && !rc; blk++)
 		rc = read_block(c, f, diff_groups[blk], m, stage + blk * n);
 	rc = rc ?: read_state(c, f, st);
-	H5Fclose(f);
+	close_checked(f, &sf);
 	return rc;
 }
 
@@ -1742,18 +1807,13 @@ int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
 	uint32_t *enc = NULL;
 	size_t maxn = 0;
 	const char *slash;
+	struct seal_file sf;
 	hid_t f;
 	int rc;
 
-	quiet_hdf5();
-	if (access(path, R_OK) < 0)
-		return sigma_set_err(err, len, ENOENT, "%s: cannot read: %s",
-				     path, strerror(errno));
-	if (H5Fis_hdf5(path) <= 0)
-		return fail(&c, EBADMSG, "not an HDF5 file (or a damaged one)");
-	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-	if (f < 0)
-		return fail(&c, EBADMSG, "cannot open as HDF5 (damaged?)");
+	rc = open_checked(&c, SEAL_REQUIRED, &sf, &f);
+	if (rc)
+		return rc;
 	rc = diff_check_header(&c, f, &step, &base_step, &base_sum, base_file,
 			       sizeof(base_file)) ?:
 	     check_config(&c, f, &m->cfg);
@@ -1832,7 +1892,7 @@ out:
 	free(base);
 	free(cur);
 	free(enc);
-	H5Fclose(f);
+	close_checked(f, &sf);
 	return rc;
 }
 
@@ -1955,7 +2015,7 @@ static int diff_prune(const char *dir, int keep, const long *steps, int ns,
 			continue;
 		}
 		if (!diff_path(p, sizeof(p), dir, &dn[i]))
-			unlink(p);
+			remove_published(p);
 	}
 	*kept = k;
 	return nd < 0 ? nd : 0;
@@ -1973,7 +2033,7 @@ int ckpt_diff_discard_after(const char *dir, long step)
 		char p[PATH_MAX];
 
 		if (dn[i].step > step && !diff_path(p, sizeof(p), dir, &dn[i]) &&
-		    unlink(p) == 0)
+		    remove_published(p) == 0)
 			removed++;
 	}
 	free(dn);
@@ -2139,7 +2199,7 @@ int ckpt_prune(const char *dir, int keep)
 		if (diff_pins(dn, nd, e[i].step))
 			continue;
 		if (!ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
-			unlink(p);
+			remove_published(p);
 	}
 	free(e);
 	free(steps);

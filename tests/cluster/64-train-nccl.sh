@@ -70,7 +70,7 @@ done
 
 log "the dp 2 GPU checkpoint of step 10 restores on the CPU"
 mkdir -p "$d/back"
-cp "$d/dp2/ckpt-00000010.h5" "$d/back/" || fail "dp2 wrote no step-10 checkpoint: $(ls "$d/dp2")"
+cp "$d/dp2/ckpt-00000010.h5" "$d/dp2/ckpt-00000010.h5.seal" "$d/back/" || fail "dp2 wrote no step-10 checkpoint: $(ls "$d/dp2")"
 run back 1 --device cpu --resume --stop-at 11
 grep -q 'resume: .*ckpt-00000010.h5, continuing at step 10' "$d/back.out" ||
 	fail "back: did not resume from step 10: $(grep resume "$d/back.out")"

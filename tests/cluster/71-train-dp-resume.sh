@@ -57,7 +57,7 @@ h5dump -H -d /model/layers.0.w1 "$d/same/$ck10" | grep -q 'DATASPACE  SIMPLE { (
 	fail "layers.0.w1 of the dp 2 checkpoint: $(h5dump -H -d /model/layers.0.w1 "$d/same/$ck10" | grep DATASPACE), want E 4 x D 64 x F 128"
 
 log "dp 2 checkpoint resumed by one process"
-mkdir -p "$d/to1" && cp "$d/same/$ck10" "$d/to1/"
+mkdir -p "$d/to1" && cp "$d/same/$ck10" "$d/same/$ck10.seal" "$d/to1/"
 run to1 1 0 --resume
 grep -q 'continuing at step 10' "$d/to1.out" || fail "one process did not resume at step 10"
 close ref to1 || fail "one process resumed from dp 2: losses differ from dp 2"

@@ -19,6 +19,7 @@
 
 #include "bf16.h"
 #include "ckpt.h"
+#include "seal.h"
 #include "model.h"
 #include "guard.h"
 #include "ops.h"
@@ -440,6 +441,7 @@ static void test_windows_roundtrip(void **state)
 	guard_free(&other);
 	model_destroy(m);
 	assert_int_equal(unlink(path), 0);
+	seal_remove(path);
 	assert_int_equal(rmdir(dir), 0);
 	free(s);
 	free(r);

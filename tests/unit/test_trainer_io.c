@@ -23,6 +23,7 @@
 #include "sigma.h"
 #include "scratch.h"
 #include "ckpt.h"
+#include "seal.h"
 #include "data.h"
 #include "model.h"
 
@@ -325,8 +326,95 @@ static void test_ckpt_hostile_attribute(void **state)
 	assert_true(H5Awrite(at, t, big) >= 0);
 	H5Aclose(at), H5Sclose(sp), H5Tclose(t), H5Fclose(f);
 	free(big);
+	/* the seal sees the change first ... */
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "does not match its seal"));
+	/* ... and a file sealed as it is still meets the attribute check */
+	assert_int_equal(seal_write(p, p, err, sizeof(err)), 0);
 	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "attribute format"));
+	model_destroy(a), model_destroy(b);
+}
+
+/*
+ * The whole-file seal: bytes flipped outside the tensors' data (offsets
+ * 1000 and 3000, metadata Fletcher32 does not cover) are refused before
+ * libhdf5 parses the file; so are a missing seal, a file others may
+ * write, one of another owner, and a seal that is not one; --init-from
+ * (ckpt_read_weights) takes a file without a seal, and says so.
+ */
+static void test_ckpt_seal(void **state)
+{
+	struct model *a = small(64), *b = small(64);
+	struct ckpt_state st, got;
+	char p[PATH_MAX], sp[PATH_MAX + 8], err[1024], ck[PATH_MAX];
+	unsigned char x = 0x5a;
+
+	struct stat sb;
+	mode_t old;
+
+	(void)state;
+	path_of(ck, "seal");
+	fill_state(a, &st, 7);
+	/* a umask that lets the group write: published without that bit */
+	old = umask(002);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
+			 0);
+	umask(old);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & (S_IWGRP | S_IWOTH), 0);
+	snprintf(sp, sizeof(sp), "%s.seal", p);
+	assert_int_equal(access(sp, R_OK), 0);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.step, 7);
+
+	/* group-writable, then back */
+	assert_int_equal(chmod(p, 0664), 0);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "writable by group or others"));
+	assert_int_equal(chmod(p, 0644), 0);
+	/* another user's file (root can give it away) */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(p, 65534, 65534), 0);
+		assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
+				 -EBADMSG);
+		assert_non_null(strstr(err, "owned by uid 65534"));
+		assert_int_equal(chown(p, 0, 0), 0);
+	}
+	/* not a seal */
+	{
+		char keep[PATH_MAX + 16];
+
+		snprintf(keep, sizeof(keep), "%s.keep", sp);
+		assert_int_equal(rename(sp, keep), 0);
+		assert_int_equal(sigma_file_write_atomic(sp, "sigma-seal 1 md5 0 0\n", 21, 0644), 0);
+		assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
+				 -EBADMSG);
+		assert_non_null(strstr(err, "not a seal of version 1"));
+		assert_int_equal(rename(keep, sp), 0);
+	}
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);
+
+	/* two bytes of metadata */
+	poke(p, 1000, &x, 1);
+	poke(p, 3000, &x, 1);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "does not match its seal"));
+	assert_int_equal(ckpt_peek(p, &got, err, sizeof(err)), -EBADMSG);
+
+	/* no seal: refused for a resume, taken by --init-from */
+	fill_state(a, &st, 8);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
+			 0);
+	snprintf(sp, sizeof(sp), "%s.seal", p);
+	assert_int_equal(unlink(sp), 0);
+	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "has no seal"));
+	assert_int_equal(ckpt_read_weights(p, b, err, sizeof(err)), 0);
+	/* pruning takes the seals with the files */
+	assert_int_equal(seal_write(p, p, err, sizeof(err)), 0);
+	assert_int_equal(ckpt_prune(ck, 0) >= 0, 1);
+	assert_int_equal(access(sp, F_OK), -1);
 	model_destroy(a), model_destroy(b);
 }
 
@@ -368,8 +456,11 @@ static void test_ckpt_damage_and_fallback(void **state)
 					  sizeof(err)),
 			 -EBADMSG);
 	assert_non_null(strstr(err, "none of 2"));
-	/* not HDF5 at all */
+	/* not HDF5 at all: the seal refuses it, and sealed, libhdf5 does */
 	assert_int_equal(sigma_file_write_atomic(p10, "hello", 5, 0644), 0);
+	assert_int_equal(ckpt_read(p10, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "does not match its seal"));
+	assert_int_equal(seal_write(p10, p10, err, sizeof(err)), 0);
 	assert_int_equal(ckpt_read(p10, b, &got, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "not an HDF5 file"));
 	/* an empty directory */
@@ -598,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
 		cmocka_unit_test(test_ckpt_hostile_attribute),
+		cmocka_unit_test(test_ckpt_seal),
 		cmocka_unit_test(test_ckpt_async),
 		cmocka_unit_test(test_ckpt_attempts),
 	};

@@ -1,0 +1,227 @@
+/*
+ * seal.c - the whole-file seal of a checkpoint (see seal.h): XXH3-64 of
+ * the bytes, written beside the file when it is published and checked on
+ * the descriptor that libhdf5 then reads.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "sigma.h"
+#include "seal.h"
+
+#define SEAL_CHUNK ((size_t)4 << 20)
+
+/*
+ * Read, not mapped: a file truncated under a mapping would end the
+ * process with SIGBUS, and a reader must lose nothing to a bad file.
+ */
+int seal_hash_fd(int fd, uint64_t *hash, uint64_t *size)
+{
+	XXH3_state_t *s = XXH3_createState();
+	unsigned char *buf = malloc(SEAL_CHUNK);
+	uint64_t total = 0;
+	int rc = 0;
+
+	if (!s || !buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	XXH3_64bits_reset(s);
+	for (;;) {
+		ssize_t n = pread(fd, buf, SEAL_CHUNK, (off_t)total);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		XXH3_64bits_update(s, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	*hash = XXH3_64bits_digest(s);
+	*size = total;
+out:
+	free(buf);
+	XXH3_freeState(s);
+	return rc;
+}
+
+static int seal_name(char *buf, size_t len, const char *final)
+{
+	return sigma_snprintf(buf, len, "%s%s", final, SEAL_SUFFIX);
+}
+
+int seal_write(const char *tmp, const char *final, char *err, size_t len)
+{
+	char spath[PATH_MAX], line[SEAL_LINE_MAX];
+	uint64_t hash, size;
+	int fd, rc, n;
+
+	if (seal_name(spath, sizeof(spath), final))
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: path too long for its seal", final);
+	fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sigma_set_err(err, len, errno,
+				     "%s: cannot open to seal: %s", tmp,
+				     strerror(errno));
+	rc = seal_hash_fd(fd, &hash, &size);
+	close(fd);
+	if (rc)
+		return sigma_set_err(err, len, -rc, "%s: cannot read to seal: %s",
+				     tmp, strerror(-rc));
+	n = snprintf(line, sizeof(line), "%s %d xxh3-64 %016" PRIx64 " %" PRIu64 "\n",
+		     SEAL_MAGIC, SEAL_VERSION, hash, size);
+	rc = sigma_file_write_atomic(spath, line, (size_t)n, 0644);
+	if (rc)
+		return sigma_set_err(err, len, -rc, "%s: cannot write: %s",
+				     spath, strerror(-rc));
+	return 0;
+}
+
+/* a regular file; strict: this user's or root's, written by nobody else */
+static int check_owner(int fd, const char *path, bool strict, struct stat *st,
+		       char *err, size_t len)
+{
+	uid_t me = geteuid();
+
+	if (fstat(fd, st) < 0)
+		return sigma_set_err(err, len, errno, "%s: %s", path,
+				     strerror(errno));
+	if (!S_ISREG(st->st_mode))
+		return sigma_set_err(err, len, EBADMSG,
+				     "%s is not a regular file", path);
+	if (!strict)
+		return 0;
+	if (st->st_uid != me && st->st_uid != 0)
+		return sigma_set_err(err, len, EBADMSG,
+				     "%s is owned by uid %u, neither this user (%u) nor root",
+				     path, (unsigned)st->st_uid, (unsigned)me);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return sigma_set_err(err, len, EBADMSG,
+				     "%s is writable by group or others (mode %04o)",
+				     path, (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+/* read and parse path.seal; -ENOENT when there is none */
+static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
+		     char *err, size_t len)
+{
+	char spath[PATH_MAX], line[SEAL_LINE_MAX + 1], magic[16], algo[16];
+	char tail;
+	struct stat st;
+	ssize_t n;
+	int fd, rc, version;
+
+	if (seal_name(spath, sizeof(spath), path))
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: path too long for its seal", path);
+	fd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0)
+		return sigma_set_err(err, len, EBADMSG, "%s: cannot open: %s",
+				     spath, strerror(errno));
+	rc = check_owner(fd, spath, true, &st, err, len);
+	if (rc == 0 && st.st_size > SEAL_LINE_MAX)
+		rc = sigma_set_err(err, len, EBADMSG,
+				   "%s: %lld bytes, longer than a seal", spath,
+				   (long long)st.st_size);
+	n = rc == 0 ? pread(fd, line, SEAL_LINE_MAX, 0) : 0;
+	close(fd);
+	if (rc)
+		return rc;
+	if (n < 0)
+		return sigma_set_err(err, len, EBADMSG, "%s: cannot read: %s",
+				     spath, strerror(errno));
+	line[n] = '\0';
+	if (memchr(line, '\0', (size_t)n) ||
+	    sscanf(line, "%15s %d %15s %16" SCNx64 " %" SCNu64 "%c", magic,
+		   &version, algo, hash, size, &tail) != 6 ||
+	    tail != '\n' || (size_t)n != strlen(line) ||
+	    strcmp(magic, SEAL_MAGIC) || version != SEAL_VERSION ||
+	    strcmp(algo, "xxh3-64"))
+		return sigma_set_err(err, len, EBADMSG,
+				     "%s: not a seal of version %d (one line: %s %d xxh3-64 HASH SIZE)",
+				     spath, SEAL_VERSION, SEAL_MAGIC,
+				     SEAL_VERSION);
+	return 0;
+}
+
+int seal_open(const char *path, enum seal_need need, struct seal_file *sf,
+	      char *err, size_t len)
+{
+	uint64_t want_hash = 0, want_size = 0;
+	struct stat st;
+	int rc;
+
+	memset(sf, 0, sizeof(*sf));
+	sf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (sf->fd < 0)
+		return sigma_set_err(err, len, errno, "%s: cannot open: %s",
+				     path, strerror(errno));
+	/* a file from elsewhere need not be ours; a sealed one must be */
+	rc = check_owner(sf->fd, path, false, &st, err, len);
+	if (rc == 0)
+		rc = read_seal(path, &want_hash, &want_size, err, len);
+	if (rc == 0 || need == SEAL_REQUIRED)
+		rc = rc ?: check_owner(sf->fd, path, true, &st, err, len);
+	if (rc == -ENOENT && need == SEAL_IF_PRESENT) {
+		rc = 0;
+	} else if (rc == -ENOENT) {
+		rc = sigma_set_err(err, len, EBADMSG,
+				   "%s has no seal beside it (%s%s): not published by sigma-train, or copied without its seal",
+				   path, path, SEAL_SUFFIX);
+	} else if (rc == 0) {
+		rc = seal_hash_fd(sf->fd, &sf->hash, &sf->size);
+		if (rc)
+			rc = sigma_set_err(err, len, -rc, "%s: cannot read: %s",
+					   path, strerror(-rc));
+		else if (sf->size != want_size || sf->hash != want_hash)
+			rc = sigma_set_err(err, len, EBADMSG,
+					   "%s does not match its seal: %" PRIu64 " bytes with hash %016" PRIx64 ", the seal says %" PRIu64 " bytes with hash %016" PRIx64 " (damaged or changed since it was published)",
+					   path, sf->size, sf->hash, want_size,
+					   want_hash);
+		else
+			sf->sealed = true;
+	}
+	if (rc == 0)
+		rc = sigma_snprintf(sf->h5path, sizeof(sf->h5path),
+				    "/proc/self/fd/%d", sf->fd);
+	if (rc) {
+		close(sf->fd);
+		sf->fd = -1;
+		return rc;
+	}
+	return 0;
+}
+
+void seal_close(struct seal_file *sf)
+{
+	if (sf->fd >= 0)
+		close(sf->fd);
+	sf->fd = -1;
+}
+
+void seal_remove(const char *final)
+{
+	char spath[PATH_MAX];
+
+	if (seal_name(spath, sizeof(spath), final) == 0)
+		unlink(spath);
+}

@@ -1,0 +1,63 @@
+/*
+ * seal.h - the whole-file seal of a checkpoint, checked before libhdf5
+ * parses a byte of the file.
+ *
+ * Publishing NAME.h5 first writes NAME.h5.seal beside it, one line:
+ *
+ *   sigma-seal 1 xxh3-64 <16 hex digits> <size in bytes>
+ *
+ * the XXH3 64-bit hash of every byte of the file as published. A reader
+ * opens the file once, checks that it is a regular file owned by the
+ * running user or root and writable by neither group nor others, that
+ * the seal (same checks) names its size and hash, and hands libhdf5 the
+ * descriptor it checked (/proc/self/fd/N), so a file renamed or replaced
+ * after the check is not the one parsed. See docs/checkpoint-format.md.
+ */
+#ifndef SIGMA_SEAL_H
+#define SIGMA_SEAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEAL_SUFFIX ".seal"
+#define SEAL_MAGIC "sigma-seal"
+#define SEAL_VERSION 1
+#define SEAL_LINE_MAX 128
+
+/* what a missing seal means to the reader */
+enum seal_need {
+	SEAL_REQUIRED,	 /* this program's own checkpoints: refused */
+	SEAL_IF_PRESENT, /* a file from elsewhere (--init-from): allowed */
+};
+
+struct seal_file {
+	int fd;		      /* -1 when closed */
+	bool sealed;	      /* the seal was there and matched */
+	char h5path[32];      /* /proc/self/fd/N, for H5Fopen */
+	uint64_t size, hash;  /* of the bytes checked */
+};
+
+/*
+ * Hash the bytes of tmp (closed and synced) and publish final.seal
+ * (written to a temporary beside it, synced, renamed), before tmp is
+ * renamed to final. 0 or -errno, err naming the file.
+ */
+int seal_write(const char *tmp, const char *final, char *err, size_t len);
+
+/*
+ * Open path for reading after the checks above; 0 with sf->fd open, or
+ * -EBADMSG (damaged, no seal where one is required, foreign owner,
+ * writable by others) or -errno, err saying which. seal_close releases.
+ */
+int seal_open(const char *path, enum seal_need need, struct seal_file *sf,
+	      char *err, size_t len);
+void seal_close(struct seal_file *sf);
+
+/* Remove the seal of final (pruning); a missing one is no error. */
+void seal_remove(const char *final);
+
+/* The XXH3 64-bit hash and size of the bytes of fd from offset 0. */
+int seal_hash_fd(int fd, uint64_t *hash, uint64_t *size);
+
+#endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,15 +119,52 @@ static int check_owner(int fd, const char *path, bool strict, struct stat *st,
 	return 0;
 }
 
+/*
+ * The line exactly as seal_write makes it: "sigma-seal 1 xxh3-64 ", 16
+ * lowercase hex digits, a space, the size in decimal (no sign, no leading
+ * zero), a newline, nothing after it.
+ */
+static bool parse_line(const char *line, size_t n, uint64_t *hash,
+		       uint64_t *size)
+{
+	static const char head[] = SEAL_MAGIC " 1 xxh3-64 ";
+	const size_t hl = sizeof(head) - 1;
+	const char *p = line + hl, *end = line + n;
+	uint64_t h = 0, v = 0;
+
+	_Static_assert(SEAL_VERSION == 1, "the head names version 1");
+	if (n < hl + 16 + 3 || memcmp(line, head, hl))
+		return false;
+	for (int i = 0; i < 16; i++, p++) {
+		if (*p >= '0' && *p <= '9')
+			h = h << 4 | (uint64_t)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			h = h << 4 | (uint64_t)(*p - 'a' + 10);
+		else
+			return false;
+	}
+	if (*p++ != ' ' || *p < '0' || *p > '9' || (*p == '0' && p[1] != '\n'))
+		return false;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p + 1 != end || *p != '\n')
+		return false;
+	*hash = h;
+	*size = v;
+	return true;
+}
+
 /* read and parse path.seal; -ENOENT when there is none */
 static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
 		     char *err, size_t len)
 {
-	char spath[PATH_MAX], line[SEAL_LINE_MAX + 1], magic[16], algo[16];
-	char tail;
+	char spath[PATH_MAX], line[SEAL_LINE_MAX + 1];
 	struct stat st;
 	ssize_t n;
-	int fd, rc, version;
+	int fd, rc;
 
 	if (seal_name(spath, sizeof(spath), path))
 		return sigma_set_err(err, len, ENAMETOOLONG,
@@ -142,20 +180,14 @@ static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
 		rc = sigma_set_err(err, len, EBADMSG,
 				   "%s: %lld bytes, longer than a seal", spath,
 				   (long long)st.st_size);
-	n = rc == 0 ? pread(fd, line, SEAL_LINE_MAX, 0) : 0;
+	n = rc == 0 ? pread(fd, line, SEAL_LINE_MAX + 1, 0) : 0;
 	close(fd);
 	if (rc)
 		return rc;
 	if (n < 0)
 		return sigma_set_err(err, len, EBADMSG, "%s: cannot read: %s",
 				     spath, strerror(errno));
-	line[n] = '\0';
-	if (memchr(line, '\0', (size_t)n) ||
-	    sscanf(line, "%15s %d %15s %16" SCNx64 " %" SCNu64 "%c", magic,
-		   &version, algo, hash, size, &tail) != 6 ||
-	    tail != '\n' || (size_t)n != strlen(line) ||
-	    strcmp(magic, SEAL_MAGIC) || version != SEAL_VERSION ||
-	    strcmp(algo, "xxh3-64"))
+	if (!parse_line(line, (size_t)n, hash, size))
 		return sigma_set_err(err, len, EBADMSG,
 				     "%s: not a seal of version %d (one line: %s %d xxh3-64 HASH SIZE)",
 				     spath, SEAL_VERSION, SEAL_MAGIC,

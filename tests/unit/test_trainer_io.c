@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -384,13 +385,29 @@ static void test_ckpt_seal(void **state)
 	/* not a seal */
 	{
 		char keep[PATH_MAX + 16];
+		uint64_t h, n;
+		int fd = open(p, O_RDONLY);
 
+		assert_true(fd >= 0);
+		assert_int_equal(seal_hash_fd(fd, &h, &n), 0);
+		close(fd);
 		snprintf(keep, sizeof(keep), "%s.keep", sp);
 		assert_int_equal(rename(sp, keep), 0);
-		assert_int_equal(sigma_file_write_atomic(sp, "sigma-seal 1 md5 0 0\n", 21, 0644), 0);
-		assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
-				 -EBADMSG);
-		assert_non_null(strstr(err, "not a seal of version 1"));
+		/* another algorithm; the right values spelt otherwise */
+		char v[5][128];
+		int k[5];
+
+		k[0] = snprintf(v[0], 128, "sigma-seal 1 md5 %016" PRIx64 " %" PRIu64 "\n", h, n);
+		k[1] = snprintf(v[1], 128, "sigma-seal 1 xxh3-64 %016" PRIX64 " %" PRIu64 "\n", h, n);
+		k[2] = snprintf(v[2], 128, "sigma-seal 1 xxh3-64 %016" PRIx64 " 0%" PRIu64 "\n", h, n);
+		k[3] = snprintf(v[3], 128, "sigma-seal 1 xxh3-64 %016" PRIx64 " %" PRIu64 "\n\n", h, n);
+		k[4] = snprintf(v[4], 128, "sigma-seal  1 xxh3-64 %016" PRIx64 " %" PRIu64 "\n", h, n);
+		for (int i = 0; i < 5; i++) {
+			assert_int_equal(sigma_file_write_atomic(sp, v[i], (size_t)k[i], 0644), 0);
+			assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
+					 -EBADMSG);
+			assert_non_null(strstr(err, "not a seal of version 1"));
+		}
 		assert_int_equal(rename(keep, sp), 0);
 	}
 	assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)), 0);

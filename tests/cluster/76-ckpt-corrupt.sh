@@ -3,10 +3,10 @@
 # writes checkpoints at steps 4, 8 and 12 and stops; one byte of step 12's
 # file is inverted, inside the data of /model/tok_emb (found with h5ls:
 # tensor data under a Fletcher32 checksum, not unused space between HDF5
-# objects, whose change nothing would read). The
-# resumed run must refuse that file with a message naming it and the
-# damaged dataset, continue from step 8, and end bitwise equal to an
-# uninterrupted run.
+# objects). The resumed run must refuse that file before libhdf5 reads it,
+# by its seal, with a message naming it, continue from step 8, and end
+# bitwise equal to an uninterrupted run. (Fletcher32 still stands behind
+# the seal: test_trainer_io re-seals a damaged file and sees it refused.)
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 need_train
 command -v h5diff >/dev/null || skip "h5diff not installed"
@@ -42,7 +42,7 @@ with open(p, "r+b") as f:
 PY
 log "flipped the byte at offset $off of $size in $(basename "$ck")"
 train_dp2 t 0 --steps 16 --resume
-grep -q "checkpoint refused: $ck: cannot read dataset model/tok_emb (checksum failure or damaged file); trying an older one" "$d/t.err" ||
+grep -q "checkpoint refused: $ck does not match its seal: $size bytes with hash [0-9a-f]\{16\}, the seal says $size bytes with hash [0-9a-f]\{16\} (damaged or changed since it was published); trying an older one" "$d/t.err" ||
 	fail "the damaged file was not refused by name: $(grep -i refused "$d/t.err")"
 grep -q "^resume: $d/t/ckpt-00000008.h5, continuing at step 8$" "$d/t.out" ||
 	fail "did not resume at step 8: $(grep resume "$d/t.out")"

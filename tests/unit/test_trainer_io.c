@@ -461,6 +461,11 @@ static void test_ckpt_damage_and_fallback(void **state)
 	assert_int_equal(ckpt_read(p20, b, &got, err, sizeof(err)), -EBADMSG);
 	print_message("refused: %s\n", err);
 	assert_non_null(strstr(err, p20));
+	assert_non_null(strstr(err, "does not match its seal"));
+	/* sealed as it is now, Fletcher32 behind the seal refuses it */
+	assert_int_equal(seal_write(p20, p20, err, sizeof(err)), 0);
+	assert_int_equal(ckpt_read(p20, b, &got, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "cannot read dataset model/layers.1.w1"));
 	assert_int_equal(ckpt_load_latest(ck, b, &got, p10, sizeof(p10), err,
 					  sizeof(err)),
 			 0);

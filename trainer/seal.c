@@ -21,7 +21,7 @@
 #include "sigma.h"
 #include "seal.h"
 
-#define SEAL_CHUNK ((size_t)4 << 20)
+#define SEAL_CHUNK ((size_t)256 << 10)
 
 /*
  * Read, not mapped: a file truncated under a mapping would end the

@@ -53,19 +53,16 @@ static size_t repair(const uint8_t *in, size_t n, uint8_t flags,
 
 	for (size_t i = 0; i < n && o + 24 < max; i++) {
 		bool start = i == 0 || in[i - 1] == ' ';
+		char v[24] = "";
 
-		if (start && field == 4 && (flags & 1)) {
-			o += (size_t)snprintf(out + o, max - o,
-					      flags & 8 ? "%016" PRIX64 : "%016" PRIx64,
-					      hash);
-			while (i < n && in[i] != ' ' && in[i] != '\n')
-				i++;
-			if (i >= n)
-				break;
-		} else if (start && field == 5 && (flags & 2)) {
-			o += (size_t)snprintf(out + o, max - o,
-					      flags & 16 ? "0%" PRIu64 : "%" PRIu64,
-					      size);
+		if (start && field == 4 && (flags & 1))
+			snprintf(v, sizeof(v), flags & 8 ? "%016" PRIX64 : "%016" PRIx64,
+				 hash);
+		else if (start && field == 5 && (flags & 2))
+			snprintf(v, sizeof(v), flags & 16 ? "0%" PRIu64 : "%" PRIu64,
+				 size);
+		if (v[0]) { /* the field replaced: skip the input's */
+			o += (size_t)snprintf(out + o, max - o, "%s", v);
 			while (i < n && in[i] != ' ' && in[i] != '\n')
 				i++;
 			if (i >= n)

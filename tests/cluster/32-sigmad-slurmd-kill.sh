@@ -15,7 +15,13 @@ log "slurmd n2 (pid $pid) killed"
 until_true 60 sh -c 'sinfo -h -n n2 -o %t | grep -q "\*"' || fail "Slurm never marked n2"
 t0=$(date +%s)
 log "Slurm marks n2: $(nstate n2)"
-until_true 30 running_without "$jid" n2 || fail "job $jid not running without n2 30 s later: $(jstate "$jid") $(jfield "$jid" NodeList)"
+# running again without n2 on a spare, and the AdminComment says so: while
+# Slurm requeues the job its state can read RUNNING on what is left of the
+# old allocation (n1 alone), before sigmad has moved it
+again() {
+	running_without "$jid" n2 && job_nodes "$jid" | grep -qx 'n[56]'
+}
+until_true 30 again || fail "job $jid not running again on a spare without n2 30 s later: $(jstate "$jid") $(jfield "$jid" NodeList)"
 log "job $jid running on $(jfield "$jid" NodeList) $(( $(date +%s) - t0 ))s after Slurm marked n2"
 scontrol show node n2 | grep -q 'State=DOWN.*DRAIN' || fail "n2 not down and drained: $(nstate n2)"
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')

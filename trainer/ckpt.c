@@ -106,6 +106,12 @@ static int open_checked(struct ctx *c, enum seal_need need,
 	return 0;
 }
 
+static void close_checked(hid_t f, struct seal_file *sf)
+{
+	H5Fclose(f);
+	seal_close(sf);
+}
+
 /* a published checkpoint and its seal gone; unlink's result for the file */
 static int remove_published(const char *path)
 {
@@ -113,12 +119,6 @@ static int remove_published(const char *path)
 
 	seal_remove(path);
 	return rc;
-}
-
-static void close_checked(hid_t f, struct seal_file *sf)
-{
-	H5Fclose(f);
-	seal_close(sf);
 }
 
 void ckpt_library_version(char *buf, size_t len)

@@ -211,8 +211,8 @@ int seal_open(const char *path, enum seal_need need, struct seal_file *sf,
 	rc = check_owner(sf->fd, path, false, &st, err, len);
 	if (rc == 0)
 		rc = read_seal(path, &want_hash, &want_size, err, len);
-	if (rc == 0 || need == SEAL_REQUIRED)
-		rc = rc ?: check_owner(sf->fd, path, true, &st, err, len);
+	if (rc == 0)
+		rc = check_owner(sf->fd, path, true, &st, err, len);
 	if (rc == -ENOENT && need == SEAL_IF_PRESENT) {
 		rc = 0;
 	} else if (rc == -ENOENT) {

@@ -678,7 +678,15 @@ static int check_not_stale(const char *dir, const struct ckpt_state *st,
 {
 	int attempt = 0;
 	long step = ckpt_newest(dir, &attempt);
+	struct run_manifest rm;
+	char why[512];
 
+	/* nor into one that another run has taken over (--new-run) */
+	if (st->run[0] && run_read(dir, &rm, why, sizeof(why)) == 0 &&
+	    strcmp(rm.id, st->run))
+		return sigma_set_err(err, len, ESTALE,
+				     "%s now holds run %s: this instance of run %s does not publish step %ld there",
+				     dir, rm.id, st->run, st->step);
 	if (step >= 0 && attempt > st->attempt)
 		return sigma_set_err(err, len, ESTALE,
 				     "%s holds step %ld of attempt %d, newer than this instance's attempt %d: an old instance of the job, it does not publish step %ld",
@@ -859,6 +867,7 @@ static int write_file(const char *dir, const struct model *m,
 	     attr_i64(&c, f, "step", st->step) ?:
 	     attr_i32(&c, f, "attempt", st->attempt) ?:
 	     (st->layout[0] ? attr_str(&c, f, "layout", st->layout) : 0) ?:
+	     (st->run[0] ? attr_str(&c, f, "run_id", st->run) : 0) ?:
 	     write_config(&c, f, m, st) ?:
 	     write_block(&c, f, "model", m, stage ? stage : m->params,
 			 stage != NULL, host);
@@ -945,7 +954,7 @@ static int check_header(struct ctx *c, hid_t f, int64_t *step)
 	return 0;
 }
 
-/* attempt and layout: absent in files of earlier versions (0, "") */
+/* attempt, layout and run: absent in files of earlier versions (0, "") */
 static int read_origin(struct ctx *c, hid_t f, struct ckpt_state *st)
 {
 	int64_t a = 0;
@@ -962,9 +971,20 @@ static int read_origin(struct ctx *c, hid_t f, struct ckpt_state *st)
 				    (long long)a);
 		st->attempt = (int)a;
 	}
-	if (H5Aexists(f, "layout") > 0)
-		return read_str(c, f, "layout", st->layout,
-				sizeof(st->layout));
+	if (H5Aexists(f, "layout") > 0) {
+		rc = read_str(c, f, "layout", st->layout, sizeof(st->layout));
+		if (rc)
+			return rc;
+	}
+	st->run[0] = '\0';
+	if (H5Aexists(f, "run_id") > 0) {
+		rc = read_str(c, f, "run_id", st->run, sizeof(st->run));
+		if (rc)
+			return rc;
+		if (!run_id_valid(st->run))
+			return fail(c, EBADMSG, "run_id \"%.*s\" is not a run id",
+				    RUN_ID_MAX - 1, st->run);
+	}
 	return 0;
 }
 
@@ -1591,6 +1611,7 @@ int ckpt_write_diff(const char *dir, const struct model *m,
 	     attr_i64(&c, f, "step", st->step) ?:
 	     attr_i32(&c, f, "attempt", st->attempt) ?:
 	     (st->layout[0] ? attr_str(&c, f, "layout", st->layout) : 0) ?:
+	     (st->run[0] ? attr_str(&c, f, "run_id", st->run) : 0) ?:
 	     attr_i64(&c, f, "base_step", b->step) ?:
 	     attr_u64(&c, f, "base_checksum", b->checksum) ?:
 	     attr_str(&c, f, "base_file", b->file) ?:
@@ -1896,6 +1917,42 @@ out:
 	return rc;
 }
 
+/*
+ * Whether st (just read from path in dir) belongs to the run that dir's
+ * manifest names; a warning when not. A directory without a manifest
+ * (or a file written without a run) is taken as it is.
+ */
+static bool of_dir_run(const char *dir, const char *path,
+		       const struct ckpt_state *st)
+{
+	struct run_manifest rm;
+	char why[512];
+
+	if (run_read(dir, &rm, why, sizeof(why)) || !strcmp(rm.id, st->run))
+		return true;
+	sigma_warn("checkpoint %s refused: it belongs to run %s, and %s holds run %s",
+		   path, *st->run ? st->run : "(none named)", dir, rm.id);
+	return false;
+}
+
+static bool parse_name(const char *name, struct ckpt_entry *e);
+
+bool ckpt_is_published_name(const char *name)
+{
+	char base[NAME_MAX + 1];
+	size_t n = strlen(name), sl = strlen(SEAL_SUFFIX);
+	struct ckpt_entry e;
+	struct diff_name dn;
+
+	if (n > sl && !strcmp(name + n - sl, SEAL_SUFFIX))
+		n -= sl;
+	if (n >= sizeof(base))
+		return false;
+	memcpy(base, name, n);
+	base[n] = '\0';
+	return parse_name(base, &e) || parse_diff_name(base, &dn);
+}
+
 bool ckpt_is_diff(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -1962,10 +2019,12 @@ int ckpt_load_latest_diff(const char *dir, struct model *m,
 				   why);
 			continue;
 		}
-		if (ds.step != dn[i].step || ds.attempt != dn[i].attempt) {
-			sigma_warn("differential checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
-				   p, ds.step, ds.attempt, dn[i].step,
-				   dn[i].attempt);
+		if (ds.step != dn[i].step || ds.attempt != dn[i].attempt ||
+		    !of_dir_run(dir, p, &ds)) {
+			if (ds.step != dn[i].step || ds.attempt != dn[i].attempt)
+				sigma_warn("differential checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
+					   p, ds.step, ds.attempt, dn[i].step,
+					   dn[i].attempt);
 			/* m holds that file's state now: the full one again */
 			rc = ckpt_load_latest(dir, m, st, path, plen, err,
 					      len);
@@ -2159,6 +2218,10 @@ int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
 				sigma_warn("checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
 					   p, st->step, st->attempt,
 					   e[i].step, e[i].attempt);
+				refused++;
+				continue;
+			}
+			if (!of_dir_run(dir, p, st)) {
 				refused++;
 				continue;
 			}

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "run.h"
 
 #define CKPT_FORMAT "sigma-checkpoint"
 #define CKPT_VERSION 1
@@ -47,6 +48,10 @@ struct ckpt_state {
 	/* the job's attempt (SIGMA_ATTEMPT) that wrote it: part of the
 	 * name, and orders checkpoints before the step does (restore.h) */
 	int attempt;
+	/* the run that wrote it (run.h): the run_id attribute, "" in a
+	 * file of an earlier version; a directory's manifest names the one
+	 * run whose checkpoints it may hold */
+	char run[RUN_ID_MAX];
 	/* the parallel layout that wrote it, "" when it does not matter
 	 * (shared files hold whole tensors); read back "" if absent */
 	char layout[CKPT_LAYOUT_MAX];
@@ -193,6 +198,9 @@ int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
 int ckpt_load_latest_diff(const char *dir, struct model *m,
 			  struct ckpt_state *st, char *path, size_t plen,
 			  char *err, size_t len);
+/* whether a file name is one a checkpoint is published under: a full
+ * checkpoint, a differential, or the seal of either */
+bool ckpt_is_published_name(const char *name);
 /* whether path names a differential */
 bool ckpt_is_diff(const char *path);
 /* the newest differential named in dir in (attempt, step) order (not

@@ -627,6 +627,13 @@ int dist_bcast_int(struct dist *d, int *v)
 	return rc;
 }
 
+int dist_bcast_bytes(struct dist *d, void *buf, size_t n)
+{
+	if (d->size == 1)
+		return 0;
+	return comm_bcast(d->world, buf, n, COMM_U8, 0);
+}
+
 static void on_counts(void *ctx, int *counts, int E)
 {
 	struct dist *d = ctx;

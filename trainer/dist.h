@@ -117,6 +117,8 @@ void dist_end(struct dist *d);
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n);
 /* Rank 0's int to every rank. */
 int dist_bcast_int(struct dist *d, int *v);
+/* Rank 0's n bytes at buf to every rank. */
+int dist_bcast_bytes(struct dist *d, void *buf, size_t n);
 
 /* Hook the model's forward pass: expert token counts are summed over the
  * data-parallel ranks, so the load-balancing loss is the global batch's,

@@ -30,6 +30,7 @@
 #include "guard.h"
 #include "model.h"
 #include "resume.h"
+#include "claim.h"
 #include "rng.h"
 #include "select.h"
 
@@ -57,6 +58,8 @@ struct train_opts {
 	char init_from[PATH_MAX];
 	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
 	bool resume;
+	bool resume_flag; /* --resume itself (not implied by an attempt) */
+	bool new_run;	  /* --new-run */
 	bool vocab_set;
 	struct guard_config guard; /* --guard*, guard.h */
 	bool bf16; /* --precision bf16 */
@@ -96,6 +99,8 @@ static void usage(FILE *f)
 		"  --local-ckpt-keep N   keep the newest N node-local copies (default 2)\n"
 		"  --resume              continue from the newest valid checkpoint\n"
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
+		"  --new-run             start a new run where another run's checkpoints are\n"
+		"                        (they move to DIR/run-ID); without it that is refused\n"
 		"  --init-from FILE      start from the weights of a checkpoint\n"
 		"  --stop-at N           after step N, checkpoint and exit 75 as on SIGUSR1\n"
 		"Model (default: --preset demo):\n"
@@ -304,7 +309,7 @@ enum {
 	OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_LRMIN, OPT_WD, OPT_CLIP, OPT_SEED,
 	OPT_THREADS, OPT_LOG, OPT_EVAL, OPT_EVALB, OPT_METRICS, OPT_STOP_AT,
 	OPT_DP, OPT_EP, OPT_PP, OPT_MICRO, OPT_BUCKET, OPT_DEVICE,
-	OPT_CKPT_DIFF_EVERY,
+	OPT_CKPT_DIFF_EVERY, OPT_NEW_RUN,
 };
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
@@ -360,6 +365,7 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		{ "ckpt-diff-every", required_argument, NULL,
 		  OPT_CKPT_DIFF_EVERY },
 		{ "resume", no_argument, NULL, OPT_RESUME },
+		{ "new-run", no_argument, NULL, OPT_NEW_RUN },
 		{ "init-from", required_argument, NULL, OPT_INIT_FROM },
 		{ "preset", required_argument, NULL, OPT_PRESET },
 		{ "vocab", required_argument, NULL, OPT_VOCAB },
@@ -485,7 +491,10 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 				return -EINVAL;
 			break;
 		case OPT_RESUME:
-			o->resume = true;
+			o->resume = o->resume_flag = true;
+			break;
+		case OPT_NEW_RUN:
+			o->new_run = true;
 			break;
 		case OPT_PRESET: {
 			int p = sigma_parse_enum(optarg, presets);
@@ -588,6 +597,13 @@ static int parse_opts(struct train_opts *o, int argc, char **argv)
 		o->model.aux_coef = (float)aux;
 	if (!*o->train_path) {
 		sigma_error("--train FILE is required");
+		return -EINVAL;
+	}
+	if (o->new_run && (o->resume_flag || !*o->ckpt_dir)) {
+		sigma_error("%s",
+			    o->resume_flag
+				? "--new-run and --resume: a start either continues a run or begins one"
+				: "--new-run: needs a checkpoint directory");
 		return -EINVAL;
 	}
 	if (o->ckpt_diff_every > 0 && !*o->ckpt_dir) {
@@ -828,6 +844,57 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 	ct->stall_ms = ct->write_ms = NAN;
 }
 
+/* ---- the run ------------------------------------------------------------- */
+
+/* SLURM_JOB_ID when it names a job, else NULL */
+static const char *slurm_job(void)
+{
+	const char *j = getenv("SLURM_JOB_ID");
+
+	return run_job_valid(j) ? j : NULL;
+}
+
+/*
+ * Which run this start continues or begins (claim.h): rank 0 decides on
+ * the shared directory, every rank learns the run id and the attempt
+ * (st). 0 or an exit code: 64 for a start that would mix two runs, 65
+ * for a damaged manifest.
+ */
+static int claim_run(struct train_opts *o, struct dist *d,
+		     struct ckpt_state *st)
+{
+	enum claim_how how = o->attempt > 0 ? CLAIM_RESTART
+			     : o->new_run   ? CLAIM_BESIDE
+			     : o->resume    ? CLAIM_RESUME
+					    : CLAIM_FRESH;
+	struct claim c;
+	char err[PATH_MAX + 1024];
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	if (d->rank == 0)
+		rc = claim_shared(o->ckpt_dir, how, slurm_job(), o->attempt,
+				  &c, err, sizeof(err));
+	if (dist_bcast_int(d, &rc))
+		return TRAIN_EXIT_PEER;
+	if (rc) {
+		if (d->rank == 0)
+			sigma_error("%s", err);
+		return rc == -EEXIST || rc == -ESTALE ? TRAIN_EXIT_USAGE
+		       : rc == -EBADMSG		      ? TRAIN_EXIT_DATAERR
+						      : TRAIN_EXIT_CANTCREAT;
+	}
+	if (dist_bcast_bytes(d, &c, sizeof(c)))
+		return TRAIN_EXIT_PEER;
+	if (d->rank == 0)
+		printf("%s (attempt %d)\n", c.note, c.attempt);
+	sigma_strlcpy(st->run, c.id, sizeof(st->run));
+	st->attempt = o->attempt = c.attempt;
+	/* the run continues: resume, also where an attempt was implied */
+	o->resume |= how == CLAIM_RESUME || how == CLAIM_RESTART;
+	return 0;
+}
+
 /* ---- tier 1: node-local checkpoints replicated to a buddy ---------------- */
 
 struct tier1 {
@@ -843,7 +910,8 @@ struct tier1 {
  * does by default), so it is on another node whenever there is one.
  */
 static int tier1_open(struct tier1 *t, const struct train_opts *o,
-		      const struct dist *d, const struct model *m)
+		      const struct dist *d, const struct model *m,
+		      const char *run)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1;
@@ -867,6 +935,19 @@ static int tier1_open(struct tier1 *t, const struct train_opts *o,
 			   t->from < 0 ? d->rank : t->from)) {
 		sigma_error("--local-ckpt-dir %s: path too long", o->local_dir);
 		return -ENAMETOOLONG;
+	}
+	/* this run's directories: another run's copies go */
+	for (int i = 0; i < (t->buddy >= 0 ? 2 : 1); i++) {
+		const char *dir = i ? t->rep_dir : t->own_dir;
+
+		rc = claim_local(dir, run, slurm_job(), err, sizeof(err));
+		if (rc < 0) {
+			sigma_error("tier 1: %s", err);
+			return rc;
+		}
+		if (rc > 0)
+			printf("tier 1: %s held another run's copies: removed\n",
+			       dir);
 	}
 	rc = ckpt_async_create(&t->own, t->own_dir, o->local_keep, 3, 200, m,
 			       err, sizeof(err));
@@ -944,18 +1025,25 @@ static int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
  */
 static int tier1_resume(struct tier1 *t, const struct train_opts *o,
 			struct dist *d, struct model *m, struct ckpt_state *rs,
-			long *start, char *full, size_t flen)
+			long *start, int *attempt, char *full, size_t flen)
 {
-	struct resume_args a = { t->node_dir, o->ckpt_dir, rs->layout };
+	char layout[CKPT_LAYOUT_MAX], run[RUN_ID_MAX];
+	struct resume_args a = { t->node_dir, o->ckpt_dir, layout, run };
 	struct resume_result r;
 	char err[1024];
 	int rc;
 
+	/* rs is overwritten by what is read */
+	sigma_strlcpy(layout, rs->layout, sizeof(layout));
+	sigma_strlcpy(run, rs->run, sizeof(run));
 	rc = resume_restore(d, m, &a, rs, &r, err, sizeof(err));
 	if (rc) {
 		sigma_error("resume: %s", err);
 		return rc == -EBADMSG ? TRAIN_EXIT_DATAERR : TRAIN_EXIT_PEER;
 	}
+	/* after every attempt that left a copy anywhere */
+	if (r.max_attempt > *attempt)
+		*attempt = r.max_attempt + 1;
 	*start = r.tier == RESTORE_NONE ? 0 : rs->step;
 	/* a full shared checkpoint is the differentials' base */
 	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
@@ -1116,13 +1204,18 @@ static int train(struct train_opts *o, struct dist *d)
 		}
 		printf("weights from %s\n", o->init_from);
 	}
+	if (*o->ckpt_dir) {
+		code = claim_run(o, d, &st);
+		if (code)
+			goto out;
+	}
 	if (*o->local_dir) {
 		if (!*o->ckpt_dir) {
 			sigma_error("--local-ckpt-dir: needs --ckpt-dir");
 			code = TRAIN_EXIT_USAGE;
 			goto out;
 		}
-		if (tier1_open(&t1, o, d, m)) {
+		if (tier1_open(&t1, o, d, m, st.run)) {
 			code = TRAIN_EXIT_CANTCREAT;
 			goto out;
 		}
@@ -1131,8 +1224,8 @@ static int train(struct train_opts *o, struct dist *d)
 	if (o->resume && use_t1) {
 		struct ckpt_state rs = st;
 
-		code = tier1_resume(&t1, o, d, m, &rs, &start, resumed_full,
-				    sizeof(resumed_full));
+		code = tier1_resume(&t1, o, d, m, &rs, &start, &st.attempt,
+				    resumed_full, sizeof(resumed_full));
 		if (code)
 			goto out;
 		if (*resumed_full)

@@ -25,6 +25,7 @@
 #include "sigma.h"
 #include "comm.h"
 #include "resume.h"
+#include "claim.h"
 
 #define PER_DIR	  16  /* newest names listed per directory */
 #define MAX_REC	  128 /* records per rank */
@@ -66,11 +67,17 @@ static long dir_shard(const char *name, bool *replica)
 	return v;
 }
 
-static void add_dir(const char *dir, long shard, int flags, const char *layout,
-		    struct local *loc, int *n)
+static void add_dir(const char *dir, long shard, int flags,
+		    const struct resume_args *a, struct local *loc, int *n)
 {
 	struct ckpt_entry e[PER_DIR];
-	int k = ckpt_list(dir, e, PER_DIR);
+	int k;
+
+	/* a node-local directory of another run (or of none) is not ours */
+	if (!(flags & F_SHARED) && a->run && *a->run &&
+	    !claim_holds(dir, a->run))
+		return;
+	k = ckpt_list(dir, e, PER_DIR);
 
 	for (int i = 0; i < k && *n < MAX_REC; i++) {
 		struct local *l = &loc[*n];
@@ -94,7 +101,12 @@ static void add_dir(const char *dir, long shard, int flags, const char *layout,
 				    "resume: %s holds step %ld of attempt %d, its name says otherwise",
 				    l->path, ps.step, ps.attempt);
 				l->r.flags |= F_BAD;
-			} else if (!strcmp(ps.layout, layout)) {
+			} else if (a->run && *a->run && strcmp(ps.run, a->run)) {
+				sigma_warn("resume: %s belongs to run %s, not %s",
+					   l->path, *ps.run ? ps.run : "(none)",
+					   a->run);
+				l->r.flags |= F_BAD;
+			} else if (!strcmp(ps.layout, a->layout)) {
 				l->r.flags |= F_LAYOUT;
 			}
 		}
@@ -122,8 +134,8 @@ static int list_local(const struct dist *d, const struct resume_args *a,
 			    sigma_snprintf(dir, sizeof(dir), "%s/%s",
 					   a->node_dir, de->d_name))
 				continue;
-			add_dir(dir, shard, replica ? F_REPLICA : 0, a->layout,
-				loc, n);
+			add_dir(dir, shard, replica ? F_REPLICA : 0, a, loc,
+				n);
 		}
 		closedir(dh);
 	}
@@ -132,7 +144,7 @@ static int list_local(const struct dist *d, const struct resume_args *a,
 		long ds = ckpt_diff_newest(a->shared_dir, &da);
 
 		*shared_newest = ckpt_newest(a->shared_dir, &att);
-		add_dir(a->shared_dir, 0, F_SHARED, a->layout, loc, n);
+		add_dir(a->shared_dir, 0, F_SHARED, a, loc, n);
 		/* the newest differential, when newer in (attempt, step)
 		 * order than the newest full one: ckpt_load_latest_diff
 		 * reads base + differential */
@@ -327,6 +339,18 @@ out:
 	return rc;
 }
 
+/* the newest attempt any copy of the run names, -1 none */
+static int max_attempt(const struct dist *d, const struct rec *all)
+{
+	int mx = -1;
+
+	for (size_t i = 0; i < (size_t)d->size * MAX_REC; i++)
+		if ((all[i].flags & F_USED) && all[i].attempt > mx &&
+		    all[i].attempt <= CKPT_ATTEMPT_MAX)
+			mx = (int)all[i].attempt;
+	return mx;
+}
+
 int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
 		   struct ckpt_state *st, struct resume_result *res, char *err,
 		   size_t len)
@@ -364,6 +388,8 @@ int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
 			rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 			goto out;
 		}
+		if (round == 1)
+			res->max_attempt = max_attempt(d, all);
 		in = (struct restore_input){d->size, t.copies, t.ncopies,
 					    t.shared, t.nshared};
 		rc = restore_plan(&in, &p, err, len);
@@ -404,7 +430,9 @@ int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
 						     sizeof(why))) ||
 				    st->step != p.step ||
 				    (!(l->r.flags & F_DIFF) &&
-				     st->attempt != p.attempt)) {
+				     st->attempt != p.attempt) ||
+				    (a->run && *a->run &&
+				     strcmp(st->run, a->run))) {
 					sigma_warn(
 					    "checkpoint refused: %s; trying an older one",
 					    st->step == p.step ? why : l->path);

@@ -22,12 +22,14 @@ struct resume_args {
 	const char *node_dir;	/* LOCAL/NODE: rank-R and replica-R inside */
 	const char *shared_dir; /* the shared tier, read by rank 0 */
 	const char *layout;	/* of this job: copies of another are ignored */
+	const char *run;	/* this run's id: copies of others are ignored */
 };
 
 struct resume_result {
 	enum restore_tier tier;
 	long step; /* -1: nothing anywhere, start at 0 */
 	int attempt;
+	int max_attempt; /* the newest attempt any copy names, -1 none */
 	long lost; /* steps between the newest named and the chosen one */
 	long newest_step;   /* the newest step any copy names */
 	long shared_newest; /* the newest step named in the shared tier */

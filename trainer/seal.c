@@ -157,37 +157,49 @@ static bool parse_line(const char *line, size_t n, uint64_t *hash,
 	return true;
 }
 
-/* read and parse path.seal; -ENOENT when there is none */
-static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
-		     char *err, size_t len)
+int seal_read_small(const char *path, char *buf, size_t max, size_t *n,
+		    char *err, size_t len)
 {
-	char spath[PATH_MAX], line[SEAL_LINE_MAX + 1];
 	struct stat st;
-	ssize_t n;
+	ssize_t got;
 	int fd, rc;
 
-	if (seal_name(spath, sizeof(spath), path))
-		return sigma_set_err(err, len, ENAMETOOLONG,
-				     "%s: path too long for its seal", path);
-	fd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
 		return -ENOENT;
 	if (fd < 0)
 		return sigma_set_err(err, len, EBADMSG, "%s: cannot open: %s",
-				     spath, strerror(errno));
-	rc = check_owner(fd, spath, true, &st, err, len);
-	if (rc == 0 && st.st_size > SEAL_LINE_MAX)
+				     path, strerror(errno));
+	rc = check_owner(fd, path, true, &st, err, len);
+	if (rc == 0 && st.st_size > (off_t)max)
 		rc = sigma_set_err(err, len, EBADMSG,
-				   "%s: %lld bytes, longer than a seal", spath,
-				   (long long)st.st_size);
-	n = rc == 0 ? pread(fd, line, SEAL_LINE_MAX + 1, 0) : 0;
+				   "%s: %lld bytes, more than the %zu it may hold",
+				   path, (long long)st.st_size, max);
+	got = rc == 0 ? pread(fd, buf, max, 0) : 0;
+	if (rc == 0 && got < 0)
+		rc = sigma_set_err(err, len, EBADMSG, "%s: cannot read: %s",
+				   path, strerror(errno));
 	close(fd);
+	if (rc == 0)
+		*n = (size_t)got;
+	return rc;
+}
+
+/* read and parse path.seal; -ENOENT when there is none */
+static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
+		     char *err, size_t len)
+{
+	char spath[PATH_MAX], line[SEAL_LINE_MAX];
+	size_t n = 0;
+	int rc;
+
+	if (seal_name(spath, sizeof(spath), path))
+		return sigma_set_err(err, len, ENAMETOOLONG,
+				     "%s: path too long for its seal", path);
+	rc = seal_read_small(spath, line, sizeof(line), &n, err, len);
 	if (rc)
 		return rc;
-	if (n < 0)
-		return sigma_set_err(err, len, EBADMSG, "%s: cannot read: %s",
-				     spath, strerror(errno));
-	if (!parse_line(line, (size_t)n, hash, size))
+	if (!parse_line(line, n, hash, size))
 		return sigma_set_err(err, len, EBADMSG,
 				     "%s: not a seal of version %d (one line: %s %d xxh3-64 HASH SIZE)",
 				     spath, SEAL_VERSION, SEAL_MAGIC,

@@ -54,6 +54,16 @@ int seal_open(const char *path, enum seal_need need, struct seal_file *sf,
 	      char *err, size_t len);
 void seal_close(struct seal_file *sf);
 
+/*
+ * A small file this program wrote (a seal, a run manifest): opened
+ * without following a link, a regular file of this user or root that
+ * neither group nor others may write, at most max bytes, read into buf
+ * (*n bytes, not terminated). 0, -ENOENT (none there) or -EBADMSG with
+ * err naming the file and what is wrong.
+ */
+int seal_read_small(const char *path, char *buf, size_t max, size_t *n,
+		    char *err, size_t len);
+
 /* Remove the seal of final (pruning); a missing one is no error. */
 void seal_remove(const char *final);
 

@@ -17,8 +17,8 @@
 enum claim_how {
 	CLAIM_FRESH,   /* step 0, a new run: refused over another run */
 	CLAIM_BESIDE,  /* --new-run: a new run; another moves to DIR/run-ID */
-	CLAIM_RESUME,  /* --resume, attempt 0: continue DIR's run (a new job) */
-	CLAIM_RESTART, /* attempt > 0: continue the run this job started */
+	CLAIM_RESUME,  /* --resume, or an attempt set by hand: DIR's run */
+	CLAIM_RESTART, /* Slurm requeued this job: the run this job holds */
 };
 
 struct claim {

@@ -863,10 +863,15 @@ static const char *slurm_job(void)
 static int claim_run(struct train_opts *o, struct dist *d,
 		     struct ckpt_state *st)
 {
-	enum claim_how how = o->attempt > 0 ? CLAIM_RESTART
-			     : o->new_run   ? CLAIM_BESIDE
-			     : o->resume    ? CLAIM_RESUME
-					    : CLAIM_FRESH;
+	const char *rq = getenv("SLURM_RESTART_COUNT");
+	long requeues = 0;
+	/* a requeue by Slurm (its own count), or an attempt set by hand */
+	enum claim_how how =
+	    o->attempt > 0 && rq && !sigma_parse_long(rq, 1, LONG_MAX, &requeues)
+		? CLAIM_RESTART
+	    : o->attempt > 0 || (o->resume && !o->new_run) ? CLAIM_RESUME
+	    : o->new_run			     ? CLAIM_BESIDE
+						     : CLAIM_FRESH;
 	struct claim c;
 	char err[PATH_MAX + 1024];
 	int rc = 0;

@@ -55,7 +55,7 @@ same_state "$d/local-ref/n4/rank-3/$(printf 'ckpt-%08d.h5' "$s")" \
 same_state "$d/ref/$(printf 'ckpt-%08d.h5' "$STEPS")" \
 	"$d/t/$(printf 'ckpt-%08d-a1.h5' "$STEPS")" ||
 	fail "step $STEPS differs from the uninterrupted run (or is not named for attempt 1: $(ls "$d/t"))"
-old=$(ls "$d/local/n5/rank-3" | grep -v -- '-a1\.h5\(\.seal\)\{0,1\}$')
+old=$(ls "$d/local/n5/rank-3" | grep -v -- '-a1\.h5\(\.seal\)\{0,1\}$' | grep -vx run)
 [ -z "$old" ] || fail "n5 holds files of attempt 0: $old"
 log "resumed at step $s from tier 1, bitwise equal at step $STEPS, attempt 1 in the names"
 exit 0

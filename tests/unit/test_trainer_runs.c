@@ -123,7 +123,11 @@ static void test_runs_never_mix(void **state)
 	}
 }
 
-/* a restart of Slurm job 2 in a directory that job 3 took over */
+/*
+ * A requeue of Slurm job 2 (SLURM_RESTART_COUNT) in a directory that job 3
+ * took over: refused. An attempt set by hand in another job continues the
+ * directory's run, as --resume does.
+ */
 static void test_restart_of_another_job(void **state)
 {
 	(void)state;
@@ -134,15 +138,22 @@ static void test_restart_of_another_job(void **state)
 				       prog),
 			 0);
 	assert_true(train_cli_out_has("continuing at step 10"));
-	assert_int_equal(train_cli_run("SLURM_JOB_ID=2 SIGMA_ATTEMPT=1 %s " SMALL "--ckpt-dir J --steps 10",
+	assert_true(train_cli_out_has(": continued by job 3 (attempt 0)"));
+	assert_int_equal(train_cli_run("SLURM_JOB_ID=2 SLURM_RESTART_COUNT=1 %s " SMALL "--ckpt-dir J --steps 10",
 				       prog),
 			 64);
-	assert_true(train_cli_out_has("job 3"));
-	/* job 3's own restart goes on */
-	assert_int_equal(train_cli_run("SLURM_JOB_ID=3 SIGMA_ATTEMPT=1 %s " SMALL "--ckpt-dir J --steps 30",
+	assert_true(train_cli_out_has("for job 3; this restart of job 2"));
+	/* job 3's own requeue goes on */
+	assert_int_equal(train_cli_run("SLURM_JOB_ID=3 SLURM_RESTART_COUNT=1 %s " SMALL "--ckpt-dir J --steps 30",
 				       prog),
 			 0);
 	assert_true(train_cli_out_has("continuing at step 20"));
+	/* by hand, in job 4 */
+	assert_int_equal(train_cli_run("SLURM_JOB_ID=4 SIGMA_ATTEMPT=2 %s " SMALL "--ckpt-dir J --steps 40",
+				       prog),
+			 0);
+	assert_true(train_cli_out_has("continuing at step 30"));
+	assert_int_equal(train_cli_run("test -e J/ckpt-00000040-a2.h5"), 0);
 }
 
 static void write_at(const char *name, const char *text, mode_t mode)

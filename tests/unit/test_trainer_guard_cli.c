@@ -28,6 +28,12 @@
 static const char *const dir = train_cli_dir;
 static const char *const prog = train_cli_prog;
 
+static int setup(void **state)
+{
+	(void)state;
+	return train_cli_setup_tokens("/tmp/sigma-test-guard.XXXXXX");
+}
+
 /* small config: 40 steps take well under a second */
 #define RUN                                                                    \
 	"'%s' --train train.tok --val val.tok --preset small --batch 2 "       \
@@ -68,23 +74,6 @@ static long metrics_last(const char *file, long step)
 	}
 	free(buf);
 	return v;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	if (train_cli_setup("/tmp/sigma-test-guard.XXXXXX"))
-		return -1;
-	return train_cli_run("'%s' prepare --train-out train.tok --val-out val.tok text.txt",
-			     prog) == 0
-		       ? 0
-		       : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return train_cli_teardown();
 }
 
 static void test_nan_skipped(void **state)
@@ -213,5 +202,5 @@ int main(void)
 	    cmocka_unit_test(test_bad_options),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, train_cli_group_teardown);
 }

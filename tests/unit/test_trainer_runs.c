@@ -29,24 +29,13 @@
 
 static const char *const prog = train_cli_prog;
 
-#define SMALL "--train train.tok --preset small --batch 2 --seq-len 16 --threads 2 --warmup 3 --log-every 5 --ckpt-every 10 "
-
 static int setup(void **state)
 {
 	(void)state;
-	if (train_cli_setup("/tmp/sigma-test-runs.XXXXXX"))
-		return -1;
-	return train_cli_run("%s prepare --train-out train.tok --val-out val.tok text.txt",
-			     prog) == 0
-		       ? 0
-		       : -1;
+	return train_cli_setup_tokens("/tmp/sigma-test-runs.XXXXXX");
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	return train_cli_teardown();
-}
+#define SMALL "--train train.tok --preset small --batch 2 --seq-len 16 --threads 2 --warmup 3 --log-every 5 --ckpt-every 10 "
 
 /* the run id that DIR/run names */
 static void run_of(const char *d, char *id, size_t len)
@@ -228,5 +217,5 @@ int main(void)
 		cmocka_unit_test(test_manifest_strict),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, train_cli_group_teardown);
 }

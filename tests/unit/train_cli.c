@@ -39,6 +39,22 @@ int train_cli_setup(const char *tmpl)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+int train_cli_setup_tokens(const char *tmpl)
+{
+	if (train_cli_setup(tmpl))
+		return -1;
+	return train_cli_run("'%s' prepare --train-out train.tok --val-out val.tok text.txt",
+			     train_cli_prog) == 0
+		       ? 0
+		       : -1;
+}
+
+int train_cli_group_teardown(void **state)
+{
+	(void)state;
+	return train_cli_teardown();
+}
+
 int train_cli_teardown(void)
 {
 	char cmd[PATH_MAX + 16];

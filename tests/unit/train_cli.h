@@ -19,6 +19,10 @@ extern char train_cli_prog[PATH_MAX]; /* $top_builddir/trainer/sigma-train */
  * in it, and find sigma-train. 0 or -1 (cmocka group setup).
  */
 int train_cli_setup(const char *tmpl);
+/* train_cli_setup, then train.tok and val.tok prepared from text.txt. */
+int train_cli_setup_tokens(const char *tmpl);
+/* cmocka group teardown: train_cli_teardown. */
+int train_cli_group_teardown(void **state);
 /* Remove the scratch directory. 0 or -1. */
 int train_cli_teardown(void);
 /* Run a shell command line in the directory, output to out; exit status. */

@@ -5,7 +5,9 @@
  * whole read (ckpt_read: seal, libhdf5, every check), from the page cache
  * and, as root, after dropping the file from it (posix_fadvise), and
  * prints min and median of each and the hash against the read less the
- * hash (what the read costs without the seal).
+ * hash (what the read costs without the seal). The hash runs on the
+ * OpenMP threads there are (OMP_NUM_THREADS), as a reader's does, and once
+ * on one thread, as a writer's does.
  *
  *   ckpt-seal [-D D] [-n RUNS] [DIR]     (default D 256, 5 runs, $TMPDIR)
  *
@@ -20,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "sigma.h"
 #include "ckpt.h"
@@ -127,6 +132,18 @@ int main(int argc, char **argv)
 	}
 	printf("ckpt-seal: %s, %zu parameters, %.1f MiB\n", path, m->nparams,
 	       (double)(3 * sizeof(float) * m->nparams) / (1 << 20));
+#ifdef _OPENMP
+	{
+		int all = omp_get_max_threads();
+		double h1;
+
+		omp_set_num_threads(1);
+		row("hash (seal), 1 thread, page cache", path, 0, 0, (int)runs,
+		    m, &h1);
+		omp_set_num_threads(all);
+		printf("(%d threads below)\n", all);
+	}
+#endif
 	row("hash (seal), page cache", path, 0, 0, (int)runs, m, &hw);
 	row("read (seal + libhdf5), page cache", path, 1, 0, (int)runs, m, &rw);
 	if (geteuid() == 0) {

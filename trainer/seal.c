@@ -17,48 +17,96 @@
 #include <unistd.h>
 
 #include <xxhash.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "sigma.h"
 #include "seal.h"
 
-#define SEAL_CHUNK ((size_t)256 << 10)
+#define SEAL_BLOCK SEAL_BLOCK_BYTES
 
 /*
  * Read, not mapped: a file truncated under a mapping would end the
  * process with SIGBUS, and a reader must lose nothing to a bad file.
  */
-int seal_hash_fd(int fd, uint64_t *hash, uint64_t *size)
+static int hash_block(int fd, uint64_t off, size_t want, unsigned char *buf,
+		      unsigned char out[8])
 {
-	XXH3_state_t *s = XXH3_createState();
-	unsigned char *buf = malloc(SEAL_CHUNK);
-	uint64_t total = 0;
-	int rc = 0;
+	size_t got = 0;
+	uint64_t h;
 
-	if (!s || !buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	XXH3_64bits_reset(s);
-	for (;;) {
-		ssize_t n = pread(fd, buf, SEAL_CHUNK, (off_t)total);
+	while (got < want) {
+		ssize_t n = pread(fd, buf + got, want - got, (off_t)(off + got));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
+		if (n < 0)
+			return -errno;
 		if (n == 0)
-			break;
-		XXH3_64bits_update(s, buf, (size_t)n);
-		total += (uint64_t)n;
+			return -ESTALE; /* shorter than when it was measured */
+		got += (size_t)n;
 	}
-	*hash = XXH3_64bits_digest(s);
-	*size = total;
-out:
-	free(buf);
-	XXH3_freeState(s);
+	h = XXH3_64bits(buf, want);
+	for (int i = 0; i < 8; i++)
+		out[i] = (unsigned char)(h >> (8 * i));
+	return 0;
+}
+
+/* as seal_hash_fd, on up to threads threads (OpenMP) */
+static int hash_fd(int fd, int threads, uint64_t *hash, uint64_t *size)
+{
+	struct stat st;
+	unsigned char *hs, extra;
+	size_t nb, len;
+	int rc = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	len = (size_t)st.st_size;
+	nb = (len + SEAL_BLOCK - 1) / SEAL_BLOCK;
+	hs = malloc(nb ? 8 * nb : 1);
+	if (!hs)
+		return -ENOMEM;
+	(void)threads;
+#pragma omp parallel num_threads(threads) if (nb > 1)
+	{
+		unsigned char *buf = malloc(len < SEAL_BLOCK ? len + 1 : SEAL_BLOCK);
+
+#pragma omp for schedule(dynamic, 1)
+		for (size_t b = 0; b < nb; b++) {
+			size_t off = b * SEAL_BLOCK;
+			size_t want = len - off < SEAL_BLOCK ? len - off
+							     : SEAL_BLOCK;
+			int r = buf ? hash_block(fd, off, want, buf, hs + 8 * b)
+				    : -ENOMEM;
+
+			if (r) {
+#pragma omp critical(seal_hash_error)
+				if (!rc)
+					rc = r;
+			}
+		}
+		free(buf);
+	}
+	/* nor longer than when it was measured */
+	if (rc == 0 && pread(fd, &extra, 1, (off_t)len) > 0)
+		rc = -ESTALE;
+	if (rc == 0) {
+		*hash = XXH3_64bits(hs, 8 * nb);
+		*size = len;
+	}
+	free(hs);
 	return rc;
+}
+
+int seal_hash_fd(int fd, uint64_t *hash, uint64_t *size)
+{
+#ifdef _OPENMP
+	return hash_fd(fd, omp_get_max_threads(), hash, size);
+#else
+	return hash_fd(fd, 1, hash, size);
+#endif
 }
 
 static int seal_name(char *buf, size_t len, const char *final)
@@ -80,12 +128,13 @@ int seal_write(const char *tmp, const char *final, char *err, size_t len)
 		return sigma_set_err(err, len, errno,
 				     "%s: cannot open to seal: %s", tmp,
 				     strerror(errno));
-	rc = seal_hash_fd(fd, &hash, &size);
+	/* one thread: a background write must not take the training's */
+	rc = hash_fd(fd, 1, &hash, &size);
 	close(fd);
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot read to seal: %s",
 				     tmp, strerror(-rc));
-	n = snprintf(line, sizeof(line), "%s %d xxh3-64 %016" PRIx64 " %" PRIu64 "\n",
+	n = snprintf(line, sizeof(line), "%s %d " SEAL_ALGORITHM " %016" PRIx64 " %" PRIu64 "\n",
 		     SEAL_MAGIC, SEAL_VERSION, hash, size);
 	rc = sigma_file_write_atomic(spath, line, (size_t)n, 0644);
 	if (rc)
@@ -120,14 +169,14 @@ static int check_owner(int fd, const char *path, bool strict, struct stat *st,
 }
 
 /*
- * The line exactly as seal_write makes it: "sigma-seal 1 xxh3-64 ", 16
+ * The line exactly as seal_write makes it: "sigma-seal 1 xxh3-64-4m ", 16
  * lowercase hex digits, a space, the size in decimal (no sign, no leading
  * zero), a newline, nothing after it.
  */
 static bool parse_line(const char *line, size_t n, uint64_t *hash,
 		       uint64_t *size)
 {
-	static const char head[] = SEAL_MAGIC " 1 xxh3-64 ";
+	static const char head[] = SEAL_MAGIC " 1 " SEAL_ALGORITHM " ";
 	const size_t hl = sizeof(head) - 1;
 	const char *p = line + hl, *end = line + n;
 	uint64_t h = 0, v = 0;
@@ -201,7 +250,7 @@ static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
 		return rc;
 	if (!parse_line(line, n, hash, size))
 		return sigma_set_err(err, len, EBADMSG,
-				     "%s: not a seal of version %d (one line: %s %d xxh3-64 HASH SIZE)",
+				     "%s: not a seal of version %d (one line: %s %d " SEAL_ALGORITHM " HASH SIZE)",
 				     spath, SEAL_VERSION, SEAL_MAGIC,
 				     SEAL_VERSION);
 	return 0;

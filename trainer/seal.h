@@ -4,9 +4,11 @@
  *
  * Publishing NAME.h5 first writes NAME.h5.seal beside it, one line:
  *
- *   sigma-seal 1 xxh3-64 <16 hex digits> <size in bytes>
+ *   sigma-seal 1 xxh3-64-4m <16 hex digits> <size in bytes>
  *
- * the XXH3 64-bit hash of every byte of the file as published. A reader
+ * the hash of every byte of the file as published: XXH3-64 of the
+ * XXH3-64 hashes (8 bytes each, little-endian) of its 4 MiB blocks in
+ * order, the last one shorter, so that blocks are hashed in parallel. A reader
  * opens the file once, checks that it is a regular file owned by the
  * running user or root and writable by neither group nor others, that
  * the seal (same checks) names its size and hash, and hands libhdf5 the
@@ -23,6 +25,8 @@
 #define SEAL_SUFFIX ".seal"
 #define SEAL_MAGIC "sigma-seal"
 #define SEAL_VERSION 1
+#define SEAL_ALGORITHM "xxh3-64-4m"
+#define SEAL_BLOCK_BYTES ((size_t)4 << 20)
 #define SEAL_LINE_MAX 128
 
 /* what a missing seal means to the reader */
@@ -67,7 +71,8 @@ int seal_read_small(const char *path, char *buf, size_t max, size_t *n,
 /* Remove the seal of final (pruning); a missing one is no error. */
 void seal_remove(const char *final);
 
-/* The XXH3 64-bit hash and size of the bytes of fd from offset 0. */
+/* The seal's hash (above) and size of the bytes of fd, on the OpenMP
+ * threads there are; -ESTALE when the file changes size meanwhile. */
 int seal_hash_fd(int fd, uint64_t *hash, uint64_t *size);
 
 #endif

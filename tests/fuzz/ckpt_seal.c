@@ -15,9 +15,10 @@
  *
  * Invariants:
  * - seal_open accepts exactly when an independent reader of the format
- *   (docs/checkpoint-format.md: "sigma-seal 1 xxh3-64 HEX16 SIZE\n", one
+ *   (docs/checkpoint-format.md: "sigma-seal 1 xxh3-64-4m HEX16 SIZE\n", one
  *   line, nothing after it) parses the seal and its hash and size are the
- *   file's (XXH3_64bits over the bytes, computed here); anything else is
+ *   file's (XXH3_64bits of the little-endian XXH3_64bits of each 4 MiB
+ *   block, computed here); anything else is
  *   -EBADMSG with a message, and leaves no descriptor open;
  * - an accepted file's descriptor reads the very bytes written, and a
  *   missing seal is refused unless the caller allows it (SEAL_IF_PRESENT).
@@ -38,11 +39,32 @@ FUZZ_INITIALIZE_QUIET
 static bool seal_ok(const char *line, size_t n, uint64_t hash, uint64_t size)
 {
 	char want[80];
-	int k = snprintf(want, sizeof(want), "sigma-seal 1 xxh3-64 %016" PRIx64
+	int k = snprintf(want, sizeof(want), "sigma-seal 1 xxh3-64-4m %016" PRIx64
 			 " %" PRIu64 "\n", hash, size);
 
 	/* one spelling of each value: the line must be exactly this one */
 	return n == (size_t)k && !memcmp(line, want, n);
+}
+
+/* the seal's hash, written out from its definition */
+static uint64_t blocks_hash(const uint8_t *b, size_t n)
+{
+	const size_t B = (size_t)4 << 20;
+	size_t nb = (n + B - 1) / B;
+	uint8_t *le = malloc(nb ? 8 * nb : 1);
+	uint64_t h;
+
+	CHECK(le != NULL);
+	for (size_t i = 0; i < nb; i++) {
+		size_t len = n - i * B < B ? n - i * B : B;
+
+		h = XXH3_64bits(b + i * B, len);
+		for (int k = 0; k < 8; k++)
+			le[8 * i + k] = (uint8_t)(h >> (8 * k));
+	}
+	h = XXH3_64bits(le, 8 * nb);
+	free(le);
+	return h;
 }
 
 /* fields 4 and 5 of line (space-separated) replaced as the flags ask */
@@ -97,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ln = nl ? (size_t)(nl - data) + 1 : size;
 	body = data + ln;
 	blen = size - ln;
-	hash = XXH3_64bits(body, blen);
+	hash = blocks_hash(body, blen);
 	o = repair(data, ln, flags, hash, blen, line, sizeof(line));
 	fuzz_write_file(h5, body, blen);
 	unlink(sealp);

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 #include <hdf5.h>
+#include <xxhash.h>
 
 #include "sigma.h"
 #include "scratch.h"
@@ -344,6 +345,49 @@ static void test_ckpt_hostile_attribute(void **state)
  * write, one of another owner, and a seal that is not one; --init-from
  * (ckpt_read_weights) takes a file without a seal, and says so.
  */
+/*
+ * The seal's hash over several blocks (the last one short), on however
+ * many threads, against its definition: XXH3-64 of the blocks' XXH3-64
+ * hashes, little-endian.
+ */
+static void test_seal_blocks(void **state)
+{
+	const size_t B = SEAL_BLOCK_BYTES, n = 2 * SEAL_BLOCK_BYTES + 12345;
+	unsigned char *buf = malloc(n), le[24];
+	char p[PATH_MAX + 16];
+	uint64_t h, sz, x = 88172645463325252ULL;
+	int fd;
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (unsigned char)x;
+	}
+	for (int b = 0; b < 3; b++) {
+		uint64_t v = XXH3_64bits(buf + (size_t)b * B,
+					 b < 2 ? B : n - 2 * B);
+
+		for (int k = 0; k < 8; k++)
+			le[8 * b + k] = (unsigned char)(v >> (8 * k));
+	}
+	snprintf(p, sizeof(p), "%s/seal-blocks", dir);
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+	assert_int_equal(seal_hash_fd(fd, &h, &sz), 0);
+	assert_true(h == XXH3_64bits(le, sizeof(le)));
+	assert_true(sz == n);
+	/* one block less: a different hash, not the plain XXH3 of the bytes */
+	assert_int_equal(ftruncate(fd, (off_t)(2 * B)), 0);
+	assert_int_equal(seal_hash_fd(fd, &h, &sz), 0);
+	assert_true(h == XXH3_64bits(le, 16) && sz == 2 * B);
+	assert_true(h != XXH3_64bits(buf, 2 * B));
+	close(fd);
+	free(buf);
+	unlink(p);
+}
+
 static void test_ckpt_seal(void **state)
 {
 	struct model *a = small(64), *b = small(64);
@@ -398,10 +442,10 @@ static void test_ckpt_seal(void **state)
 		int k[5];
 
 		k[0] = snprintf(v[0], 128, "sigma-seal 1 md5 %016" PRIx64 " %" PRIu64 "\n", h, n);
-		k[1] = snprintf(v[1], 128, "sigma-seal 1 xxh3-64 %016" PRIX64 " %" PRIu64 "\n", h, n);
-		k[2] = snprintf(v[2], 128, "sigma-seal 1 xxh3-64 %016" PRIx64 " 0%" PRIu64 "\n", h, n);
-		k[3] = snprintf(v[3], 128, "sigma-seal 1 xxh3-64 %016" PRIx64 " %" PRIu64 "\n\n", h, n);
-		k[4] = snprintf(v[4], 128, "sigma-seal  1 xxh3-64 %016" PRIx64 " %" PRIu64 "\n", h, n);
+		k[1] = snprintf(v[1], 128, "sigma-seal 1 xxh3-64-4m %016" PRIX64 " %" PRIu64 "\n", h, n);
+		k[2] = snprintf(v[2], 128, "sigma-seal 1 xxh3-64-4m %016" PRIx64 " 0%" PRIu64 "\n", h, n);
+		k[3] = snprintf(v[3], 128, "sigma-seal 1 xxh3-64-4m %016" PRIx64 " %" PRIu64 "\n\n", h, n);
+		k[4] = snprintf(v[4], 128, "sigma-seal  1 xxh3-64-4m %016" PRIx64 " %" PRIu64 "\n", h, n);
 		for (int i = 0; i < 5; i++) {
 			assert_int_equal(sigma_file_write_atomic(sp, v[i], (size_t)k[i], 0644), 0);
 			assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
@@ -711,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
 		cmocka_unit_test(test_ckpt_hostile_attribute),
+		cmocka_unit_test(test_seal_blocks),
 		cmocka_unit_test(test_ckpt_seal),
 		cmocka_unit_test(test_ckpt_async),
 		cmocka_unit_test(test_ckpt_attempts),

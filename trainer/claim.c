@@ -5,11 +5,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sigma.h"
 #include "ckpt.h"
@@ -174,8 +177,8 @@ static int claim_new(const char *dir, enum claim_how how, const char *job,
 	return 0;
 }
 
-int claim_shared(const char *dir, enum claim_how how, const char *job,
-		 int attempt, struct claim *c, char *err, size_t len)
+static int decide(const char *dir, enum claim_how how, const char *job,
+		  int attempt, struct claim *c, char *err, size_t len)
 {
 	struct run_manifest old = { "", "" }, now;
 	struct holding h = dir_holding(dir);
@@ -248,4 +251,46 @@ int claim_local(const char *dir, const char *id, const char *job, char *err,
 		sigma_strlcpy(rm.job, job, sizeof(rm.job));
 	rc = run_write(dir, &rm, err, len);
 	return rc ? rc : removed;
+}
+
+/*
+ * Two starts in one directory at the same moment (two jobs of one name)
+ * decide one after the other: an exclusive flock(2) on the directory,
+ * waited for up to CLAIM_LOCK_S. A file system that does not lock
+ * directories (some NFS) decides unlocked. The descriptor, or -1.
+ */
+#define CLAIM_LOCK_S 60
+
+static int lock_dir(const char *dir)
+{
+	int fd;
+
+	if (sigma_mkdir_p(dir, 0755))
+		return -1; /* decide() says why */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < CLAIM_LOCK_S * 10; i++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		usleep(100 * 1000);
+	}
+	if (errno == EWOULDBLOCK)
+		sigma_warn("%s: another start has held its lock for %d s; deciding without it",
+			   dir, CLAIM_LOCK_S);
+	close(fd);
+	return -1;
+}
+
+int claim_shared(const char *dir, enum claim_how how, const char *job,
+		 int attempt, struct claim *c, char *err, size_t len)
+{
+	int fd = lock_dir(dir);
+	int rc = decide(dir, how, job, attempt, c, err, len);
+
+	if (fd >= 0)
+		close(fd); /* and with it the lock */
+	return rc;
 }

@@ -29,7 +29,8 @@ struct claim {
 };
 
 /*
- * The shared directory dir (rank 0, before anything is read or written):
+ * The shared directory dir (rank 0, before anything is read or written),
+ * under an exclusive lock of dir against another start at the same time:
  * decide the run, write dir/run, and for CLAIM_BESIDE move the other
  * run's checkpoints into dir/run-ID. job: SLURM_JOB_ID or NULL; attempt:
  * SIGMA_ATTEMPT. The instance's attempt is attempt, or one more than the

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,6 +147,28 @@ static void test_restart_of_another_job(void **state)
 	assert_int_equal(train_cli_run("test -e J/ckpt-00000040-a2.h5"), 0);
 }
 
+/* a start decides under the directory's lock: it waits while it is held */
+static void test_start_waits_for_lock(void **state)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/L", train_cli_dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	fd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(train_cli_run("timeout 3 %s " SMALL "--ckpt-dir L --steps 5",
+				       prog),
+			 124);
+	assert_int_equal(train_cli_run("test -e L/run"), 1);
+	close(fd);
+	assert_int_equal(train_cli_run("%s " SMALL "--ckpt-dir L --steps 5", prog),
+			 0);
+	assert_int_equal(train_cli_run("test -e L/run"), 0);
+}
+
 static void write_at(const char *name, const char *text, mode_t mode)
 {
 	char p[PATH_MAX];
@@ -214,6 +238,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_never_mix),
 		cmocka_unit_test(test_restart_of_another_job),
+		cmocka_unit_test(test_start_waits_for_lock),
 		cmocka_unit_test(test_manifest_strict),
 	};
 

@@ -209,9 +209,11 @@ static int decide(const char *dir, enum claim_how how, const char *job,
 	}
 	if (rc)
 		return rc;
-	/* the attempt orders after everything this run wrote here */
-	h = dir_holding(dir);
-	if (h.any && h.attempt > c->attempt)
+	/*
+	 * The attempt orders after everything this run wrote here: h, as
+	 * read before, unless another run's files were just moved aside
+	 */
+	if (!*c->aside && h.any && h.attempt > c->attempt)
 		c->attempt = h.attempt + 1;
 	sigma_strlcpy(now.id, c->id, sizeof(now.id));
 	sigma_strlcpy(now.job, me, sizeof(now.job));

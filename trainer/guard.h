@@ -208,49 +208,6 @@ bool guard_inject_hits(const struct guard_inject *in, enum guard_fault kind,
 
 /* ---- the trainer's side ------------------------------------------------- */
 
-/* command-line options, for getopt_long's table (values past main's) */
-enum {
-	GUARD_OPT_PRECISION = 0x1000,
-	GUARD_OPT_GUARD,
-	GUARD_OPT_WINDOW,
-	GUARD_OPT_Z,
-	GUARD_OPT_FP32_STEPS,
-	GUARD_OPT_LR_STEPS,
-	GUARD_OPT_LR_FACTOR,
-	GUARD_OPT_ROLLBACK_AFTER,
-	GUARD_OPT_COLLAPSE,
-	GUARD_OPT_RECOMPUTE,
-};
-#define GUARD_OPT_FIRST GUARD_OPT_PRECISION
-#define GUARD_OPT_LAST	GUARD_OPT_RECOMPUTE
-/* clang-format off */
-#define GUARD_LONG_OPTIONS                                                    \
-	{ "precision", 1, NULL, GUARD_OPT_PRECISION },                        \
-	{ "guard", 1, NULL, GUARD_OPT_GUARD },                                \
-	{ "guard-window", 1, NULL, GUARD_OPT_WINDOW },                        \
-	{ "guard-z", 1, NULL, GUARD_OPT_Z },                                  \
-	{ "guard-fp32-steps", 1, NULL, GUARD_OPT_FP32_STEPS },                \
-	{ "guard-lr-steps", 1, NULL, GUARD_OPT_LR_STEPS },                    \
-	{ "guard-lr-factor", 1, NULL, GUARD_OPT_LR_FACTOR },                  \
-	{ "guard-rollback-after", 1, NULL, GUARD_OPT_ROLLBACK_AFTER },        \
-	{ "guard-collapse", 1, NULL, GUARD_OPT_COLLAPSE },                    \
-	{ "guard-recompute", 1, NULL, GUARD_OPT_RECOMPUTE }
-#define GUARD_USAGE                                                           \
-	"Precision and guardrails (docs/guardrails.md):\n"                    \
-	"  --precision fp32|bf16 forward matrix products (default fp32)\n"     \
-	"  --guard on|off        numerical guardrails (default on)\n"          \
-	"  --guard-window N      running window of the detectors (50)\n"       \
-	"  --guard-z Z           spike threshold in standard deviations (6)\n" \
-	"  --guard-fp32-steps N  steps an overflowing layer stays fp32 (50)\n" \
-	"  --guard-lr-steps N --guard-lr-factor F  lowered LR window (50, 0.5)\n" \
-	"  --guard-rollback-after N  troubles within 50 steps before a rollback (3)\n" \
-	"  --guard-collapse U    router imbalance 0..1 that counts as collapse (0.8)\n" \
-	"  --guard-recompute on|off  recompute a bad step: the hardware check (on)\n"
-/* clang-format on */
-
-/* one option of the table above; 0 or -EINVAL after printing why */
-int guard_option(struct guard_config *c, bool *bf16, int opt, const char *val);
-
 struct model;
 
 /* the guard attached to a model */

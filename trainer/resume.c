@@ -26,6 +26,7 @@
 #include "comm.h"
 #include "resume.h"
 #include "claim.h"
+#include "exitcodes.h"
 
 #define PER_DIR	  16  /* newest names listed per directory */
 #define MAX_REC	  128 /* records per rank */
@@ -475,4 +476,120 @@ out:
 	free(loc);
 	free(all);
 	return rc;
+}
+
+/* ---- a start that continues a run ---------------------------------------- */
+
+/* what a start takes over from the checkpoint it resumes */
+static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
+{
+	st->seed = rs->seed;
+	st->rng = rs->rng;
+	st->nguard = rs->nguard;
+	memcpy(st->guard, rs->guard, sizeof(st->guard));
+	memcpy(st->win_n, rs->win_n, sizeof(st->win_n));
+	memcpy(st->win_head, rs->win_head, sizeof(st->win_head));
+	memcpy(st->win, rs->win, sizeof(st->win));
+}
+
+/* tier 1 on: the planner chooses the step and the tier */
+static int resume_tiers(struct dist *d, struct model *m,
+			const struct resume_from *f, struct ckpt_state *st,
+			struct resume_to *to)
+{
+	struct ckpt_state rs = *st; /* overwritten by what is read */
+	struct resume_args a = { f->node_dir, f->shared_dir, st->layout,
+				 st->run };
+	struct resume_result r;
+	char err[1024];
+	int rc = resume_restore(d, m, &a, &rs, &r, err, sizeof(err));
+
+	if (rc) {
+		sigma_error("resume: %s", err);
+		return exit_code_of(rc, PHASE_RESUME);
+	}
+	/* after every attempt that left a copy anywhere */
+	if (r.max_attempt > st->attempt)
+		st->attempt = r.max_attempt + 1;
+	to->start = r.tier == RESTORE_NONE ? 0 : rs.step;
+	/* a full shared checkpoint is the differentials' base */
+	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
+		sigma_strlcpy(to->full, r.path, sizeof(to->full));
+	if (to->start > 0)
+		adopt(st, &rs);
+	if (r.tier == RESTORE_TIER1 && r.nshards == 1)
+		printf("resume: tier 1, step %ld from rank 0's %s (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r.step, r.self_replica ? "replica" : "own copy",
+		       r.shared_newest, r.lost, to->start);
+	else if (r.tier == RESTORE_TIER1)
+		printf("resume: tier 1, step %ld (attempt %d): %d shards, %d from a buddy's replica, %d moved to their rank (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r.step, r.attempt, r.nshards, r.from_replica, r.nxfer,
+		       r.shared_newest, r.lost, to->start);
+	else if (r.tier == RESTORE_TIER2)
+		printf("resume: tier 2, %s (%s); %ld checkpointed steps lost; continuing at step %ld\n",
+		       d->rank == 0 ? r.path : "rank 0's checkpoint", r.why,
+		       r.lost, to->start);
+	else
+		printf("resume: no valid checkpoint in either tier (%s), starting at step 0\n",
+		       *r.why ? r.why : "none there");
+	return 0;
+}
+
+/* the shared tier only: rank 0 reads, every rank gets the tensors and
+ * state (whatever layout wrote them: tensors are whole) */
+static int resume_shared(struct dist *d, struct model *m,
+			 const struct resume_from *f, struct ckpt_state *st,
+			 struct resume_to *to)
+{
+	char path[PATH_MAX] = "rank 0's checkpoint", err[1024];
+	struct ckpt_state rs;
+	int rc;
+
+	memset(&rs, 0, sizeof(rs));
+	rc = d->rank == 0 ? ckpt_load_latest_diff(f->shared_dir, m, &rs, path,
+						   sizeof(path), err,
+						   sizeof(err))
+			  : 0;
+	if (dist_bcast_int(d, &rc) ||
+	    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs))))
+		return TRAIN_EXIT_PEER;
+	if (rc == -ENOENT) {
+		printf("resume: no checkpoint in %s, starting at step 0\n",
+		       f->shared_dir);
+		return 0;
+	}
+	if (rc) {
+		sigma_error("resume: %s",
+			    d->rank == 0 ? err
+					 : "rank 0 found no valid checkpoint there");
+		return exit_code_of(rc, PHASE_RESUME_SHARED);
+	}
+	if (rs.batch != f->batch || rs.seed != f->seed)
+		sigma_warn("resume: %s was written with batch %d seed %llu; continuing with its seed",
+			   path, rs.batch, (unsigned long long)rs.seed);
+	if (rs.data_checksum != f->data_checksum)
+		sigma_warn("resume: %s was written for another training file (checksum differs)",
+			   path);
+	to->start = rs.step;
+	adopt(st, &rs);
+	printf("resume: %s, continuing at step %ld\n", path, to->start);
+	if (d->rank == 0 && !ckpt_is_diff(path))
+		sigma_strlcpy(to->full, path, sizeof(to->full));
+	return 0;
+}
+
+int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
+	       struct ckpt_state *st, struct resume_to *to)
+{
+	int code;
+
+	to->start = 0;
+	to->full[0] = '\0';
+	to->full_step = -1;
+	code = f->node_dir ? resume_tiers(d, m, f, st, to)
+			   : resume_shared(d, m, f, st, to);
+	if (code == 0 && *to->full)
+		to->full_step = to->start;
+	fflush(stdout);
+	return code;
 }

@@ -1,5 +1,7 @@
 /*
- * resume.h - restore after a requeue with the node-local tier: the ranks
+ * resume.h - a start that continues a run, from whichever tier holds its
+ * newest valid step (resume_run), and the restore planner of the
+ * node-local tier beneath it (resume_restore): the ranks
  * of the new allocation list what their nodes hold, exchange the table,
  * each computes the same plan (restore.h), the sources read and verify
  * their copies, missing shards move to their owners, and a copy found
@@ -11,7 +13,9 @@
 #ifndef SIGMA_TRAIN_RESUME_H
 #define SIGMA_TRAIN_RESUME_H
 
+#include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ckpt.h"
 #include "dist.h"
@@ -48,5 +52,34 @@ struct resume_result {
 int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
 		   struct ckpt_state *st, struct resume_result *res, char *err,
 		   size_t len);
+
+/* ---- a start that continues a run: every tier ---------------------------- */
+
+struct resume_from {
+	const char *node_dir;	/* LOCAL/NODE with tier 1 on, else NULL */
+	const char *shared_dir; /* the shared tier */
+	int batch;		/* this start's --batch and --seed: told when */
+	uint64_t seed;		/* the checkpoint differs */
+	uint64_t data_checksum; /* of this start's training file */
+};
+
+struct resume_to {
+	long start;	      /* the first step to run (0: from scratch) */
+	char full[PATH_MAX]; /* rank 0: the full shared checkpoint read, if */
+	long full_step;	      /* any (the differentials' base), -1 none */
+};
+
+/*
+ * Every rank calls it when the start continues a run. With tier 1 on,
+ * the planner above chooses the step and the tier (and may raise
+ * st->attempt past the newest attempt any copy names); without, rank 0
+ * reads the shared tier's newest valid checkpoint, full or differential,
+ * and every rank gets its tensors. The log says which, and how many
+ * checkpointed steps were lost. st holds this start's state on entry
+ * (its layout and run say which copies count) and the checkpoint's
+ * seed, data position and guard state after. 0 or an exit code.
+ */
+int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
+	       struct ckpt_state *st, struct resume_to *to);
 
 #endif /* SIGMA_TRAIN_RESUME_H */

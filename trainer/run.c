@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -29,6 +30,13 @@ static bool digits(const char *s, size_t n)
 bool run_job_valid(const char *job)
 {
 	return job && digits(job, strlen(job));
+}
+
+const char *run_slurm_job(void)
+{
+	const char *j = getenv("SLURM_JOB_ID");
+
+	return run_job_valid(j) ? j : NULL;
 }
 
 bool run_id_valid(const char *id)

@@ -38,6 +38,9 @@ struct run_manifest {
  */
 int run_new_id(char *id, size_t len, const char *job);
 
+/* SLURM_JOB_ID when it names a job (run_job_valid), else NULL */
+const char *run_slurm_job(void);
+
 /* PREFIX-HEX16: PREFIX "local" or 1 to 20 digits, HEX16 lowercase */
 bool run_id_valid(const char *id);
 

@@ -1,0 +1,184 @@
+/*
+ * report.c - sigma-train's configuration lines, progress line and metrics
+ * CSV (report.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sigma.h"
+#include "exitcodes.h"
+#include "report.h"
+#include "train.h"
+
+/* ---- at start ------------------------------------------------------------ */
+
+static double unigram_entropy(const struct data_file *df)
+{
+	uint64_t *cnt = calloc(df->vocab, sizeof(uint64_t));
+	double h = 0.0;
+
+	if (!cnt)
+		return NAN;
+	for (uint64_t i = 0; i < df->ntokens; i++)
+		cnt[data_token(df, i)]++;
+	for (uint32_t v = 0; v < df->vocab; v++) {
+		if (cnt[v]) {
+			double p = (double)cnt[v] / (double)df->ntokens;
+
+			h -= p * log(p);
+		}
+	}
+	free(cnt);
+	return h;
+}
+
+void report_config(const struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	const struct model *m = t->m;
+	const struct data_file *train = &t->train_df;
+	const struct model_config *c = &m->cfg;
+	double entropy = unigram_entropy(train);
+	char be[256], hv[64];
+
+	m->ops->describe(be, sizeof(be));
+	ckpt_library_version(hv, sizeof(hv));
+	printf("sigma-train %s (git %s), %s, %s\n", PACKAGE_VERSION,
+	       SIGMA_GIT_REVISION, be, hv);
+	printf("config: V=%d D=%d L=%d H=%d T=%d E=%d K=%d F=%d aux_coef=%g\n",
+	       c->V, c->D, c->L, c->H, c->T, c->E, c->K, c->F,
+	       (double)c->aux_coef);
+	printf("config: batch=%d (%d per micro-batch and rank) steps=%ld lr=%g warmup=%ld lr_min_ratio=%g weight_decay=%g clip=%g seed=%llu\n",
+	       o->batch, m->B, o->optim.steps, (double)o->optim.lr, o->optim.warmup,
+	       (double)o->optim.lr_min_ratio, (double)o->optim.weight_decay,
+	       (double)o->optim.clip, (unsigned long long)o->seed);
+	printf("config: params=%zu active_params/token=%.0f flops/token=%.4g arena=%.1f MiB\n",
+	       m->nparams, model_active_params(c), model_flops_per_token(c),
+	       (double)m->arena_bytes / (1 << 20));
+	printf("config: train=%s (%llu tokens, unigram entropy %.4f nats) val=%s\n",
+	       o->train_path, (unsigned long long)train->ntokens, entropy,
+	       *o->val_path ? o->val_path : "none");
+	printf("config: ckpt_dir=%s ckpt_every=%ld ckpt_keep=%d eval_every=%ld log_every=%ld metrics=%s resume=%s\n",
+	       *o->ckpt_dir ? o->ckpt_dir : "none", o->ckpt_every,
+	       o->ckpt_keep, o->eval_every, o->log_every,
+	       *o->metrics_path ? o->metrics_path : "none",
+	       o->resume ? "yes" : "no");
+	fflush(stdout);
+}
+
+int report_metrics_open(struct trainer *t)
+{
+	const char *path = t->o->metrics_path;
+	bool fresh;
+
+	if (!*path || t->d->rank != 0)
+		return 0;
+	fresh = access(path, F_OK) != 0 || t->start == 0;
+	t->metrics = fopen(path, fresh ? "w" : "a");
+	if (!t->metrics) {
+		sigma_error("%s: cannot open for writing: %s", path,
+			    strerror(errno));
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	if (fresh)
+		fprintf(t->metrics,
+			"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
+			GUARD_METRICS_HEADER "\n");
+	return 0;
+}
+
+/* ---- every --log-every steps --------------------------------------------- */
+
+static void fmt_eta(char *buf, size_t len, double sec)
+{
+	long s = (long)(sec + 0.5);
+
+	if (!(sec >= 0) || sec > 1e8)
+		snprintf(buf, len, "--:--:--");
+	else
+		snprintf(buf, len, "%02ld:%02ld:%02ld", s / 3600,
+			 s / 60 % 60, s % 60);
+}
+
+/* aw: the shared tier's writer, a1: this rank's tier-1 one (or NULL) */
+static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
+			 struct ckpt_async *a1, struct ckpt_times *ct)
+{
+	struct ckpt_async_stats cs;
+
+	if (aw) {
+		ckpt_async_stats(aw, &cs);
+		if (cs.writes + cs.lost > ct->finished) {
+			ct->write_ms = cs.write_ms;
+			ct->finished = cs.writes + cs.lost;
+		}
+	}
+	if (a1) {
+		ckpt_async_stats(a1, &cs);
+		if (cs.writes + cs.lost > ct->finished1) {
+			if (isnan(ct->write_ms) || cs.write_ms > ct->write_ms)
+				ct->write_ms = cs.write_ms;
+			ct->finished1 = cs.writes + cs.lost;
+		}
+	}
+	fputc(',', f);
+	if (!isnan(ct->stall_ms))
+		fprintf(f, "%.3f", ct->stall_ms);
+	fputc(',', f);
+	if (!isnan(ct->write_ms))
+		fprintf(f, "%.3f", ct->write_ms);
+	ct->stall_ms = ct->write_ms = NAN;
+}
+
+void report_step(struct trainer *t, long done, double gn, float lr,
+		 float scale, double val_ce)
+{
+	const struct train_opts *o = t->o;
+	const struct model *m = t->m;
+	const struct dist *d = t->d;
+	uint64_t now = sigma_now_ms();
+	double dt = (now - t->t_last) / 1000.0;
+	/* this rank's tokens (its data-parallel share) */
+	double tps = dt > 0 ? (double)(done - t->s_last) * d->micro * m->B *
+				      m->cfg.T / dt
+			    : 0.0;
+	double el = (now - t->t_start) / 1000.0;
+	double eta = done > t->start ? el / (done - t->start) *
+					       (o->optim.steps - done)
+				     : NAN;
+	/* per step over the interval: wall time and the part spent waiting
+	 * for communication (this rank) */
+	double nst = done > t->s_last ? (double)(done - t->s_last) : 1;
+	double step_ms = dt * 1000.0 / nst;
+	double comm_ms = (double)(d->comm_ns - t->comm_last) / 1e6 / nst;
+	char etas[32];
+
+	fmt_eta(etas, sizeof(etas), eta);
+	printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s step_ms %.1f comm_ms %.1f\n",
+	       done, o->optim.steps, m->loss, m->ce, m->aux, (double)lr, gn,
+	       tps, tps * t->flops_tok / 1e9, etas, step_ms, comm_ms);
+	fflush(stdout);
+	if (t->metrics) {
+		FILE *f = t->metrics;
+
+		fprintf(f, "%ld,%.6f,%.6f,%.6f,%.6e,%.6f,%.6f,%.1f,%.3f,",
+			done, m->loss, m->ce, m->aux, (double)lr, gn,
+			(double)scale, tps, tps * t->flops_tok / 1e9);
+		if (!isnan(val_ce))
+			fprintf(f, "%.6f", val_ce);
+		fprintf(f, ",%.3f,%.3f,%.3f", el, step_ms, comm_ms);
+		metrics_ckpt(f, t->aw, t->t1.own, &t->ct);
+		guard_run_metrics(&t->gr, f);
+		fputc('\n', f);
+		fflush(f);
+	}
+	t->comm_last = d->comm_ns;
+	t->t_last = now;
+	t->s_last = done;
+}

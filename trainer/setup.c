@@ -1,0 +1,432 @@
+/*
+ * setup.c - a training run from its settings to its first step, and back
+ * (train.h): the token files, the kernels and the model on the parallel
+ * layout, the run a checkpoint directory holds, the tiers, the resume,
+ * the guard, the signals and the outputs; teardown undoes it in reverse.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "bf16.h"
+#include "claim.h"
+#include "exitcodes.h"
+#include "report.h"
+#include "resume.h"
+#include "run.h"
+#include "select.h"
+#include "train.h"
+
+/* ---- data and model ------------------------------------------------------ */
+
+static int setup_data(struct trainer *t)
+{
+	struct train_opts *o = t->o;
+	char err[1024];
+	int rc;
+
+	rc = data_open(&t->train_df, o->train_path, err, sizeof(err));
+	if (rc == 0) {
+		t->have_train = true;
+		if (*o->val_path) {
+			rc = data_open(&t->val_df, o->val_path, err,
+				       sizeof(err));
+			t->have_val = rc == 0;
+		}
+	}
+	if (rc) {
+		sigma_error("%s", err);
+		return exit_code_of(rc, PHASE_DATA);
+	}
+	if (!o->vocab_set)
+		o->model.V = (int)t->train_df.vocab;
+	if ((uint32_t)o->model.V < t->train_df.vocab ||
+	    (t->have_val && (uint32_t)o->model.V < t->val_df.vocab)) {
+		sigma_error("vocabulary %d is smaller than the token file's %u",
+			    o->model.V, t->train_df.vocab);
+		return TRAIN_EXIT_DATAERR;
+	}
+	if (data_check_len(&t->train_df, o->model.T, err, sizeof(err)) ||
+	    (t->have_val &&
+	     data_check_len(&t->val_df, o->model.T, err, sizeof(err)))) {
+		sigma_error("%s", err);
+		return TRAIN_EXIT_DATAERR;
+	}
+	return 0;
+}
+
+/* the kernels, the model on this rank's share of the layout, its weights */
+static int setup_model(struct trainer *t)
+{
+	struct train_opts *o = t->o;
+	struct dist *d = t->d;
+	const char *dev = *o->device ? o->device : "cpu";
+	const struct sigma_ops *ops;
+	char err[1024];
+	/* sequences per micro-batch; dist_init checked that they divide */
+	int B = (int)(o->batch / d->lp.dp / d->micro), rc;
+
+	rc = model_config_check(&o->model, err, sizeof(err));
+	if (rc) {
+		sigma_error("model: %s", err);
+		return TRAIN_EXIT_USAGE;
+	}
+	ops = sigma_ops_select(dev, err, sizeof(err));
+	if (!ops) {
+		sigma_error("--device: %s", err);
+		return TRAIN_EXIT_USAGE;
+	}
+	rc = ops->init(o->threads);
+	if (rc) {
+		sigma_error("--device %s: cannot initialise the %s kernels: %s",
+			    dev, ops->name, strerror(-rc));
+		return TRAIN_EXIT_USAGE;
+	}
+	rc = model_create_acts(&t->m, &o->model, B, d->micro, ops, err,
+			       sizeof(err));
+	if (rc) {
+		sigma_error("model: %s", err);
+		return exit_code_of(rc, PHASE_CONFIG);
+	}
+	t->m->bf16 = sigma_bf16_select(ops); /* for --precision bf16 */
+	model_init_weights(t->m, o->seed);
+	rc = dist_attach(d, t->m, err, sizeof(err));
+	if (rc) {
+		sigma_error("cannot set up the parallel layout: %s", err);
+		return exit_code_of(rc, PHASE_LAYOUT);
+	}
+	return 0;
+}
+
+/* --init-from: rank 0 reads the weights, every rank gets them */
+static int setup_init_from(struct trainer *t)
+{
+	struct dist *d = t->d;
+	char err[1024];
+	int rc = d->rank == 0 ? ckpt_read_weights(t->o->init_from, t->m, err,
+						   sizeof(err))
+			      : 0;
+
+	if (dist_bcast_int(d, &rc) ||
+	    (rc == 0 && dist_sync_model(d, t->m, NULL, 0)))
+		return TRAIN_EXIT_PEER;
+	if (rc) {
+		sigma_error("--init-from: %s",
+			    d->rank == 0 ? err
+					 : "rank 0 could not read the file");
+		return exit_code_of(rc, PHASE_INIT_FROM);
+	}
+	printf("weights from %s\n", t->o->init_from);
+	return 0;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+/*
+ * Which run this start continues or begins (claim.h): rank 0 decides on
+ * the shared directory, every rank learns the run id and the attempt
+ * (st). 0 or an exit code: 64 for a start that would mix two runs, 65
+ * for a damaged manifest.
+ */
+static int claim_run(struct train_opts *o, struct dist *d,
+		     struct ckpt_state *st)
+{
+	const char *rq = getenv("SLURM_RESTART_COUNT");
+	long requeues = 0;
+	/* a requeue by Slurm (its own count), or an attempt set by hand */
+	enum claim_how how =
+	    o->attempt > 0 && rq && !sigma_parse_long(rq, 1, LONG_MAX, &requeues)
+		? CLAIM_RESTART
+	    : o->attempt > 0 || (o->resume && !o->new_run) ? CLAIM_RESUME
+	    : o->new_run			     ? CLAIM_BESIDE
+						     : CLAIM_FRESH;
+	struct claim c;
+	char err[PATH_MAX + 1024];
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	if (d->rank == 0)
+		rc = claim_shared(o->ckpt_dir, how, run_slurm_job(), o->attempt,
+				  &c, err, sizeof(err));
+	if (dist_bcast_int(d, &rc))
+		return TRAIN_EXIT_PEER;
+	if (rc) {
+		if (d->rank == 0)
+			sigma_error("%s", err);
+		return exit_code_of(rc, PHASE_CLAIM);
+	}
+	if (dist_bcast_bytes(d, &c, sizeof(c)))
+		return TRAIN_EXIT_PEER;
+	if (d->rank == 0)
+		printf("%s (attempt %d)\n", c.note, c.attempt);
+	sigma_strlcpy(st->run, c.id, sizeof(st->run));
+	st->attempt = o->attempt = c.attempt;
+	/* the run continues: resume, also where an attempt was implied */
+	o->resume |= how == CLAIM_RESUME || how == CLAIM_RESTART;
+	return 0;
+}
+
+/* the state a checkpoint of this start holds, before any resume */
+static void setup_state(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	const struct dist *d = t->d;
+	struct ckpt_state *st = &t->st;
+
+	st->seed = o->seed;
+	st->rng = o->seed;
+	st->batch = o->batch;
+	st->optim = o->optim;
+	st->data_ntokens = t->train_df.ntokens;
+	st->data_checksum = t->train_df.checksum;
+	st->attempt = o->attempt;
+	snprintf(st->layout, sizeof(st->layout), "ranks=%d dp=%d ep=%d pp=%d",
+		 d->size, d->lp.dp, d->lp.ep, d->lp.pp);
+}
+
+/* the run, tier 1's directories, and where this start begins */
+static int setup_run(struct trainer *t)
+{
+	struct train_opts *o = t->o;
+	struct resume_from from;
+	struct resume_to to;
+	int code;
+
+	if (*o->ckpt_dir) {
+		code = claim_run(o, t->d, &t->st);
+		if (code)
+			return code;
+	}
+	if (*o->local_dir) {
+		if (!*o->ckpt_dir) {
+			sigma_error("--local-ckpt-dir: needs --ckpt-dir");
+			return TRAIN_EXIT_USAGE;
+		}
+		if (tier1_open(&t->t1, o, t->d, t->m, t->st.run))
+			return TRAIN_EXIT_CANTCREAT;
+		t->use_t1 = true;
+	}
+	if (o->resume && !*o->ckpt_dir)
+		sigma_warn("--resume without a checkpoint directory: starting at step 0");
+	if (!o->resume || !*o->ckpt_dir)
+		return 0;
+	from = (struct resume_from){ t->use_t1 ? t->t1.node_dir : NULL,
+				     o->ckpt_dir, o->batch, o->seed,
+				     t->train_df.checksum };
+	code = resume_run(t->d, t->m, &from, &t->st, &to);
+	if (code)
+		return code;
+	t->start = to.start;
+	if (to.full_step >= 0) {
+		t->resumed_step = to.full_step;
+		sigma_strlcpy(t->resumed_full, to.full,
+			      sizeof(t->resumed_full));
+	}
+	o->seed = t->st.seed;
+	return 0;
+}
+
+/* ---- the guard, the signals, the writers --------------------------------- */
+
+/* the guard's per-rank observations, averaged over the ranks */
+static int guard_agree(void *ctx, double *v, int n)
+{
+	return dist_world_mean(ctx, v, n);
+}
+
+static int guard_agree_max(void *ctx, double *v)
+{
+	return dist_world_max(ctx, v);
+}
+
+static int setup_guard(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	char err[1024];
+	int rc = guard_run_init(&t->gr, &o->guard, o->bf16, t->m, err,
+				sizeof(err));
+
+	if (rc) {
+		sigma_error("%s", err);
+		return exit_code_of(rc, PHASE_CONFIG);
+	}
+	t->gr_ready = true;
+	if (t->st.nguard == GUARD_STATE_N) {
+		guard_state_import(&t->gr.g, t->st.guard);
+		guard_windows_import(&t->gr.g, &t->st);
+	}
+	if (t->d->size > 1) {
+		t->gr.agree = guard_agree;
+		t->gr.agree_max = guard_agree_max;
+		t->gr.agree_ctx = t->d;
+		t->gr.agree_size = t->d->size;
+	}
+	printf("guard: %s, precision %s%s\n", o->guard.enabled ? "on" : "off",
+	       o->bf16 ? "bf16" : "fp32",
+	       o->bf16 ? (sigma_bf16_native() ? " (AVX-512 BF16)"
+					      : " (emulated)")
+		       : "");
+	return 0;
+}
+
+static void on_stop(int sig)
+{
+	train_stop_signal = sig;
+}
+
+/* SIGUSR1 and SIGTERM ask for a checkpoint and a stop (exit 75) */
+static void setup_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* the batch buffers, rank 0's shared-tier writer, the differentials */
+static int setup_writers(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	size_t n = (size_t)t->d->micro * t->m->B * t->m->cfg.T;
+	bool r0 = t->d->rank == 0;
+	char err[1024];
+	long fe = t->use_t1 ? o->ckpt_full_every : o->ckpt_every;
+	int rc;
+
+	t->tok = malloc(sizeof(int32_t) * n);
+	t->tgt = malloc(sizeof(int32_t) * n);
+	if (!t->tok || !t->tgt)
+		return TRAIN_EXIT_OSERR;
+	/* every rank holds the whole model: rank 0 writes, in the
+	 * background unless asked otherwise */
+	if (*o->ckpt_dir && r0 && !o->ckpt_sync) {
+		rc = ckpt_async_create(&t->aw, o->ckpt_dir, o->ckpt_keep, 3,
+				       200, t->m, err, sizeof(err));
+		if (rc) {
+			sigma_error("%s", err);
+			return TRAIN_EXIT_OSERR;
+		}
+	}
+	if (o->ckpt_diff_every <= 0)
+		return 0;
+	if (fe > 0 && o->ckpt_diff_every >= fe) {
+		sigma_error("--ckpt-diff-every %ld: differentials come between full checkpoints, every %ld steps here: use a smaller interval",
+			    o->ckpt_diff_every, fe);
+		return TRAIN_EXIT_USAGE;
+	}
+	rc = !r0     ? 0
+	     : t->aw ? ckpt_async_enable_diff(t->aw, t->m, err, sizeof(err))
+		     : ckpt_base_init(&t->sync_base, t->m, err, sizeof(err));
+	if (rc) {
+		sigma_error("%s", err);
+		return TRAIN_EXIT_OSERR;
+	}
+	/* resumed from a full checkpoint: it is the base */
+	if (t->resumed_step >= 0 && t->aw)
+		ckpt_async_set_base(t->aw, t->m, t->resumed_step,
+				    t->resumed_full);
+	else if (t->resumed_step >= 0 && t->sync_base.state)
+		ckpt_base_set(&t->sync_base, t->m, NULL, t->resumed_step,
+			      t->resumed_full);
+	printf("config: ckpt_diff_every=%ld (differential checkpoints against the newest full one)\n",
+	       o->ckpt_diff_every);
+	return 0;
+}
+
+/* ---- in order, and back -------------------------------------------------- */
+
+int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
+{
+	int code;
+
+	memset(t, 0, sizeof(*t));
+	t->o = o;
+	t->d = d;
+	t->ct = (struct ckpt_times){ NAN, NAN, 0, 0 };
+	t->t1.buddy = t->t1.from = -1;
+	t->sync_base.step = -1;
+	t->resumed_step = -1;
+	if ((code = setup_data(t)) || (code = setup_model(t)))
+		return code;
+	setup_state(t);
+	if (*o->init_from && (code = setup_init_from(t)))
+		return code;
+	if ((code = setup_run(t)))
+		return code;
+	report_config(t);
+	if ((code = setup_guard(t)))
+		return code;
+	setup_signals();
+	if ((code = report_metrics_open(t)) || (code = setup_writers(t)))
+		return code;
+	t->sched = (struct ckpt_sched){ *o->ckpt_dir != '\0', t->use_t1,
+					o->ckpt_every, o->ckpt_full_every,
+					o->ckpt_diff_every, o->optim.steps };
+	t->flops_tok = model_flops_per_token(&t->m->cfg);
+	t->t_start = t->t_last = sigma_now_ms();
+	t->s_last = t->start;
+	return 0;
+}
+
+/* each rank's own split of its step time, on stderr: ranks of different
+ * stages and expert groups wait differently */
+static void rank_summary(const struct trainer *t)
+{
+	const struct dist *d = t->d;
+	double n = (double)(t->st.step - t->start);
+	double ms = (double)(sigma_now_ms() - t->t_start) / n;
+	double cm = (double)d->comm_ns / 1e6 / n;
+
+	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%)",
+		   d->rank, d->me.stage, d->me.dp_index, t->st.step - t->start,
+		   ms, ms - cm, cm, ms > 0 ? 100.0 * cm / ms : 0.0);
+}
+
+int trainer_teardown(struct trainer *t, int code)
+{
+	/*
+	 * The run is over (its last checkpoint, if any, is complete: every
+	 * rank passed the barrier after it). From here a SIGTERM, Slurm
+	 * ending the step while this rank still waits for peers that have
+	 * left, ends the process at once instead of asking for a checkpoint
+	 * again; the slurmstepd is then gone before a requeued attempt of
+	 * the job starts the same step on this node.
+	 */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGUSR1, SIG_IGN);
+	if (t->d->size > 1 && t->t_start && t->st.step > t->start)
+		rank_summary(t);
+	/* whatever happened, a write in flight is finished (or reported) */
+	if (tier2_wait(t->aw) && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	ckpt_async_destroy(t->aw);
+	ckpt_base_fini(&t->sync_base);
+	if (tier1_wait(&t->t1) && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	tier1_close(&t->t1);
+	if (t->gr_ready) {
+		guard_summary(stdout, &t->gr.g);
+		guard_run_free(&t->gr);
+	}
+	if (t->metrics && fclose(t->metrics) != 0 && code == TRAIN_EXIT_OK)
+		code = TRAIN_EXIT_CANTCREAT;
+	free(t->tok);
+	free(t->tgt);
+	model_destroy(t->m);
+	if (t->have_val)
+		data_close(&t->val_df);
+	if (t->have_train)
+		data_close(&t->train_df);
+	fflush(stdout);
+	return code;
+}

@@ -1,0 +1,129 @@
+/*
+ * tier1.c - the node-local tier from the training loop (tier1.h): where
+ * a rank's copies live, its buddy, and one save: the local write in the
+ * background and the exchange of replicas.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "claim.h"
+#include "exitcodes.h"
+#include "run.h"
+#include "tier1.h"
+
+/*
+ * LOCAL/NODE/rank-R and LOCAL/NODE/replica-F; the buddy is the rank at
+ * the same place on the next node (ranks placed node by node, as srun
+ * does by default), so it is on another node whenever there is one.
+ */
+int tier1_open(struct tier1 *t, const struct train_opts *o,
+	       const struct dist *d, const struct model *m, const char *run)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1;
+	char err[1024];
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (!node || !*node)
+		node = *d->boot.node ? d->boot.node : "localhost";
+	t->buddy = t->from = -1;
+	if (d->size > ls) {
+		t->buddy = (d->rank + ls) % d->size;
+		t->from = (d->rank - ls + d->size) % d->size;
+	}
+	if (sigma_snprintf(t->node_dir, sizeof(t->node_dir), "%s/%s",
+			   o->local_dir, node) ||
+	    sigma_snprintf(t->own_dir, sizeof(t->own_dir), "%s/%s/rank-%d",
+			   o->local_dir, node, d->rank) ||
+	    sigma_snprintf(t->rep_dir, sizeof(t->rep_dir),
+			   "%s/%s/replica-%d", o->local_dir, node,
+			   t->from < 0 ? d->rank : t->from)) {
+		sigma_error("--local-ckpt-dir %s: path too long", o->local_dir);
+		return -ENAMETOOLONG;
+	}
+	/* this run's directories: another run's copies go */
+	for (int i = 0; i < (t->buddy >= 0 ? 2 : 1); i++) {
+		const char *dir = i ? t->rep_dir : t->own_dir;
+
+		rc = claim_local(dir, run, run_slurm_job(), err, sizeof(err));
+		if (rc < 0) {
+			sigma_error("tier 1: %s", err);
+			return rc;
+		}
+		if (rc > 0)
+			printf("tier 1: %s held another run's copies: removed\n",
+			       dir);
+	}
+	rc = ckpt_async_create(&t->own, t->own_dir, o->local_keep, 3, 200, m,
+			       err, sizeof(err));
+	if (rc == 0 && t->buddy >= 0)
+		rc = ckpt_async_create(&t->rep, t->rep_dir, o->local_keep, 3,
+				       200, m, err, sizeof(err));
+	if (rc)
+		sigma_error("tier 1: %s", err);
+	return rc;
+}
+
+int tier1_wait(struct tier1 *t)
+{
+	int a = tier2_wait(t->own), b = tier2_wait(t->rep);
+
+	return a ?: b;
+}
+
+void tier1_close(struct tier1 *t)
+{
+	tier1_wait(t);
+	ckpt_async_destroy(t->own);
+	ckpt_async_destroy(t->rep);
+	t->own = t->rep = NULL;
+}
+
+/* stage, write locally in the background, and send a copy to the buddy
+ * while keeping the one from's buddy sends; an exit code or 0 */
+int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+	       const struct ckpt_state *st, struct ckpt_times *ct)
+{
+	struct ckpt_async_stats cs;
+	uint64_t t0 = sigma_now_ms();
+	const size_t n3 = 3 * m->nparams;
+	struct ckpt_state rst;
+	char err[1024];
+	float *r;
+	int rc;
+
+	rc = ckpt_async_submit(t->own, m, st, err, sizeof(err));
+	if (rc) {
+		sigma_error("tier 1: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	ckpt_async_stats(t->own, &cs);
+	ct->stall_ms = cs.stall_ms;
+	if (t->buddy < 0)
+		return 0;
+	r = ckpt_async_claim(t->rep, err, sizeof(err));
+	if (!r) {
+		sigma_error("tier 1: replica: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	rc = comm_sendrecv(d->world, ckpt_async_staged(t->own), n3, t->buddy,
+			   r, n3, t->from, COMM_F32, 7101);
+	if (rc == 0)
+		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,
+				   sizeof(rst), t->from, COMM_U8, 7102);
+	if (rc) {
+		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
+			    st->step, t->buddy, strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
+	ckpt_async_commit(t->rep, &rst);
+	/* the replica's exchange stalls training too */
+	ct->stall_ms = (double)(sigma_now_ms() - t0);
+	return 0;
+}

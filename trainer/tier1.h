@@ -1,0 +1,41 @@
+/*
+ * tier1.h - the node-local tier (docs/checkpoint-format.md, "Tiers"):
+ * every --ckpt-every steps each rank writes its state to
+ * LOCAL/NODE/rank-R in the background and sends a copy to its buddy, the
+ * rank at the same place on the next node, which keeps it in
+ * LOCAL/NODE/replica-F. resume.c reads them back.
+ */
+#ifndef SIGMA_TRAIN_TIER1_H
+#define SIGMA_TRAIN_TIER1_H
+
+#include <limits.h>
+
+#include "ckpt.h"
+#include "dist.h"
+#include "opts.h"
+#include "tier2.h"
+
+struct tier1 {
+	struct ckpt_async *own, *rep; /* this rank's shard, the replica */
+	char own_dir[PATH_MAX], rep_dir[PATH_MAX];
+	char node_dir[PATH_MAX]; /* LOCAL/NODE: what resume lists */
+	int buddy, from; /* sends to buddy, keeps from's replica; -1: none */
+};
+
+/* this rank's directories, cleared of another run's copies, and their
+ * writers; 0 or -errno after printing why */
+int tier1_open(struct tier1 *t, const struct train_opts *o,
+	       const struct dist *d, const struct model *m, const char *run);
+
+/* stage, write locally in the background, and swap copies with the
+ * buddies; 0 or an exit code after printing why */
+int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+	       const struct ckpt_state *st, struct ckpt_times *ct);
+
+/* both writes in flight are on disk (or reported): 0 or -errno */
+int tier1_wait(struct tier1 *t);
+
+/* waits, then frees the writers; t may never have been opened */
+void tier1_close(struct tier1 *t);
+
+#endif /* SIGMA_TRAIN_TIER1_H */

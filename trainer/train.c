@@ -1,0 +1,303 @@
+/*
+ * train.c - the training loop of sigma-train (train.h). One step:
+ *
+ *   train_step        the batch, forward and backward, the all-reduce,
+ *                     the guard's verdict, the optimizer
+ *   step_eval         the validation loss, when due
+ *   report_step       the progress line and the metrics row (report.c)
+ *   step_checkpoint   tier 1, full and differential checkpoints (ckpt_due)
+ *   step_stop         a requested stop, after its checkpoint
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "sigma.h"
+#include "exitcodes.h"
+#include "report.h"
+#include "train.h"
+
+volatile sig_atomic_t train_stop_signal;
+
+/* what train_step did */
+enum step_act {
+	STEP_DONE,     /* the step ran: evaluate, report, checkpoint */
+	STEP_SKIPPED,  /* a skipped data window: nothing ran */
+	STEP_ROLLBACK, /* back to the newest checkpoint, step to */
+};
+
+struct step_out {
+	enum step_act act;
+	long to;      /* STEP_ROLLBACK: the checkpoint's step */
+	double gn;    /* the gradient norm */
+	float lr, scale;
+	int stop; /* 0; a signal; -1 --stop-at; -2 another rank's signal */
+};
+
+/*
+ * Forward and backward over this rank's share of the global batch of step
+ * s (micro-batch i of every data-parallel rank together is the i-th slice
+ * of the batch, as with one rank), then gradients and losses averaged over
+ * the data-parallel ranks, and red[2] whether any rank was asked to stop.
+ */
+static int step_compute(struct trainer *t, long s, double red[3], int *sig)
+{
+	struct dist *d = t->d;
+	struct model *m = t->m;
+	int rc;
+
+	for (int i = 0; i < d->micro; i++) {
+		size_t off = (size_t)i * m->B * m->cfg.T;
+
+		data_batch_range(&t->train_df, t->st.seed, (uint64_t)s,
+				 ((long)i * d->lp.dp + d->me.dp_index) * m->B,
+				 m->B, m->cfg.T, t->tok + off, t->tgt + off);
+	}
+	rc = dist_step(d, m, t->tok, t->tgt);
+	if (rc == 0)
+		rc = dist_forward_error(d);
+	red[0] = m->ce;
+	red[1] = m->aux;
+	/* every rank decides on the same flag: a signal arriving after this
+	 * point counts at the next step */
+	*sig = train_stop_signal;
+	red[2] = *sig ? 1.0 : 0.0;
+	if (rc == 0)
+		rc = dist_grad_finish(d);
+	if (rc == 0)
+		rc = dist_stage_mean(d, red, 3);
+	if (rc) {
+		sigma_error("step %ld: gradient all-reduce failed: %s", s + 1,
+			    strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
+	m->ce = red[0];
+	m->aux = red[1];
+	m->loss = m->ce + m->cfg.aux_coef * m->aux;
+	return 0;
+}
+
+/* the guard asked for a rollback: 0 with *to, or an exit code */
+static int step_rollback(struct trainer *t, long done, long *to)
+{
+	/* the newest checkpoint is on disk before any rank reads it */
+	if (tier2_wait(t->aw))
+		return TRAIN_EXIT_CANTCREAT;
+	if (t->d->size > 1 && dist_barrier(t->d))
+		return TRAIN_EXIT_PEER;
+	*to = guard_run_rollback(&t->gr, t->o->ckpt_dir, done);
+	if (*to < 0)
+		return TRAIN_EXIT_DIVERGED;
+	/* differentials after it belong to the abandoned run */
+	if (t->d->rank == 0 && t->o->ckpt_diff_every > 0) {
+		int nr = ckpt_diff_discard_after(t->o->ckpt_dir, *to);
+
+		if (nr > 0)
+			printf("guard: %d differential checkpoint%s newer than step %ld removed\n",
+			       nr, nr == 1 ? "" : "s", *to);
+	}
+	return 0;
+}
+
+/* one step s (0-based): 0 with out filled, or an exit code */
+static int train_step(struct trainer *t, long s, struct step_out *out)
+{
+	struct model *m = t->m;
+	long done = s + 1;
+	bool recomputed = false;
+	double red[3];
+	unsigned gact;
+	int sig, code;
+
+	memset(out, 0, sizeof(*out));
+	if (guard_skip_data(&t->gr.g, done)) {
+		printf("guard: step %ld: data-window: skip\n", done);
+		t->st.step = done;
+		out->act = STEP_SKIPPED;
+		return 0;
+	}
+	for (;;) {
+		guard_run_begin(&t->gr, done);
+		code = step_compute(t, s, red, &sig);
+		if (code)
+			return code;
+		out->gn = model_grad_norm(m);
+		gact = guard_run_check(&t->gr, done, &out->gn, recomputed);
+		if (!(gact & GUARD_ACT_RECOMPUTE))
+			break;
+		recomputed = true;
+	}
+	if (t->gr.agree_rc)
+		return TRAIN_EXIT_PEER;
+	if (gact & (GUARD_ACT_REQUEUE | GUARD_ACT_STOP)) {
+		bool hw = gact & GUARD_ACT_REQUEUE;
+
+		sigma_error("step %ld: %s: exit %d", done,
+			    hw ? "the recomputed step differs, the hardware is suspect (requeue on other nodes)"
+			       : "repeated numerical trouble",
+			    hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED);
+		return hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED;
+	}
+	if (gact & GUARD_ACT_ROLLBACK) {
+		out->act = STEP_ROLLBACK;
+		return step_rollback(t, done, &out->to);
+	}
+	if (!(gact & GUARD_ACT_SKIP) && (!isfinite(m->loss) || !isfinite(out->gn))) {
+		sigma_error("step %ld: loss %g, gradient norm %g: diverged", done,
+			    m->loss, out->gn);
+		return TRAIN_EXIT_DIVERGED;
+	}
+	out->lr = optim_lr(&t->o->optim, s) *
+		  (float)guard_lr_scale(&t->gr.g, done);
+	out->scale = (gact & GUARD_ACT_SKIP)
+			     ? 0.0f
+			     : optim_step(m, &t->o->optim, out->gn, out->lr,
+					  done);
+	t->st.step = done;
+	out->act = STEP_DONE;
+	out->stop = red[2] > 0 ? (sig ? sig : -2)
+			       : (t->o->stop_at == done ? -1 : 0);
+	return 0;
+}
+
+/*
+ * Mean validation cross-entropy; a data-parallel rank evaluates its share
+ * of each batch, the same batches every time (a fixed stream of the
+ * seed). NAN when the ranks cannot agree (a peer failed).
+ */
+static double evaluate(struct trainer *t)
+{
+	struct model *m = t->m;
+	struct dist *d = t->d;
+	int nb = t->o->eval_batches;
+	double s = 0.0;
+
+	for (int i = 0; i < nb; i++) {
+		data_batch_range(&t->val_df, t->st.seed ^ 0x76616c69646174ULL,
+				 (uint64_t)i, d->me.dp_index * m->B, m->B,
+				 m->cfg.T, t->tok, t->tgt);
+		if (dist_forward(d, m, t->tok, t->tgt))
+			return NAN;
+		s += m->ce; /* 0 but on the last stage */
+	}
+	s /= nb;
+	if (dist_forward_error(d) || dist_stage_mean(d, &s, 1))
+		return NAN;
+	return s;
+}
+
+/* the validation loss when due (else NAN); the step's losses kept */
+static int step_eval(struct trainer *t, long done, double *val_ce)
+{
+	const struct train_opts *o = t->o;
+	struct model *m = t->m;
+	double ce = m->ce, aux = m->aux, loss = m->loss;
+
+	*val_ce = NAN;
+	if (!t->have_val || o->eval_every <= 0 ||
+	    (done % o->eval_every != 0 && done != o->optim.steps))
+		return 0;
+	*val_ce = evaluate(t);
+	if (isnan(*val_ce))
+		return TRAIN_EXIT_PEER;
+	printf("step %ld val_ce %.4f\n", done, *val_ce);
+	m->ce = ce, m->aux = aux, m->loss = loss;
+	return 0;
+}
+
+/* the checkpoints due after step done; 0 or an exit code */
+static int step_checkpoint(struct trainer *t, long done, int stop)
+{
+	struct ckpt_due due = ckpt_due(done, stop != 0, &t->sched);
+	bool last = stop || done == t->o->optim.steps;
+	struct dist *d = t->d;
+	int code;
+
+	if (due.tier1 || due.full || due.diff) {
+		guard_state_export(&t->gr.g, t->st.guard);
+		guard_windows_export(&t->gr.g, &t->st);
+		t->st.nguard = GUARD_STATE_N;
+	}
+	if (due.tier1) {
+		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
+		if (code)
+			return code;
+	}
+	if (due.full) {
+		/* every rank holds the whole model: rank 0 writes */
+		if (d->rank == 0 &&
+		    tier2_save(t->o, t->aw,
+			       t->sync_base.state ? &t->sync_base : NULL, t->m,
+			       &t->st, &t->ct))
+			return TRAIN_EXIT_CANTCREAT;
+		/* at the end or a stop the files are on disk first, and no
+		 * rank ends before the checkpoint is complete */
+		if (last && (tier2_wait(t->aw) || tier1_wait(&t->t1)))
+			return TRAIN_EXIT_CANTCREAT;
+		if (last && dist_barrier(d))
+			return TRAIN_EXIT_PEER;
+	}
+	if (due.diff && d->rank == 0 &&
+	    tier2_save_diff(t->o, t->aw, &t->sync_base, t->m, &t->st, &t->ct))
+		return TRAIN_EXIT_CANTCREAT;
+	return 0;
+}
+
+/* a stop before the last step, after its checkpoint: the exit code */
+static int step_stop(const struct trainer *t, long done, int stop)
+{
+	const char *why = stop > 0    ? strsignal(stop)
+			  : stop == -1 ? "--stop-at"
+				       : "a signal to another rank";
+
+	if (!*t->o->ckpt_dir) {
+		sigma_error("stopped by %s at step %ld with no checkpoint directory: nothing saved",
+			    why, done);
+		return TRAIN_EXIT_UNAVAILABLE;
+	}
+	printf("stopped by %s at step %ld after a checkpoint: exit %d (requeue)\n",
+	       why, done, TRAIN_EXIT_REQUEUE);
+	return TRAIN_EXIT_REQUEUE;
+}
+
+int trainer_loop(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	struct step_out so;
+	struct rusage ru;
+	int code;
+
+	for (long s = t->start; s < o->optim.steps; s++) {
+		long done = s + 1;
+		double val_ce;
+
+		code = train_step(t, s, &so);
+		if (code)
+			return code;
+		if (so.act == STEP_SKIPPED)
+			continue;
+		if (so.act == STEP_ROLLBACK) {
+			s = so.to - 1; /* the loop continues at step to + 1 */
+			continue;
+		}
+		code = step_eval(t, done, &val_ce);
+		if (code)
+			return code;
+		if (done % o->log_every == 0 || done == o->optim.steps ||
+		    !isnan(val_ce) || so.stop)
+			report_step(t, done, so.gn, so.lr, so.scale, val_ce);
+		code = step_checkpoint(t, done, so.stop);
+		if (code)
+			return code;
+		if (so.stop && done < o->optim.steps)
+			return step_stop(t, done, so.stop);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	printf("done: %ld steps, final loss %.4f ce %.4f, peak RSS %.1f MiB\n",
+	       o->optim.steps, t->m->loss, t->m->ce, ru.ru_maxrss / 1024.0);
+	return 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * train.h - one training run of sigma-train, as main.c reads it:
+ *
+ *   trainer_setup      data, kernels, model, layout, run, tiers, resume
+ *   trainer_loop       the steps (train.c), each one train_step
+ *   trainer_teardown   everything setup made, in reverse
+ *
+ * struct trainer is the run's state; the loop's parts share it.
+ */
+#ifndef SIGMA_TRAIN_TRAIN_H
+#define SIGMA_TRAIN_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ckpt.h"
+#include "ckpt_due.h"
+#include "data.h"
+#include "dist.h"
+#include "guard.h"
+#include "model.h"
+#include "opts.h"
+#include "tier1.h"
+#include "tier2.h"
+
+struct trainer {
+	struct train_opts *o;
+	struct dist *d;
+	struct data_file train_df, val_df;
+	bool have_train, have_val;
+	struct model *m;
+	struct ckpt_state st; /* what a checkpoint of the next step holds */
+	struct guard_run gr;
+	bool gr_ready;
+	struct ckpt_sched sched;
+	struct ckpt_async *aw; /* rank 0's shared-tier writer, or NULL */
+	struct ckpt_base sync_base; /* --ckpt-sync: the differentials' base */
+	struct tier1 t1;
+	bool use_t1;
+	struct ckpt_times ct;
+	FILE *metrics; /* rank 0, with --metrics */
+	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
+	long start; /* the first step this start runs */
+	long resumed_step; /* resumed from a full shared checkpoint: its */
+	char resumed_full[PATH_MAX]; /* step and file (rank 0), else -1 */
+	/* the progress line's interval */
+	double flops_tok;
+	uint64_t t_start, t_last, comm_last;
+	long s_last;
+};
+
+/* the signal that asks for a checkpoint and a stop (SIGUSR1, SIGTERM) */
+extern volatile sig_atomic_t train_stop_signal;
+
+/* 0, or an exit code after printing why; teardown is due either way */
+int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d);
+
+/* the steps from t->start: an exit code (0: all done) */
+int trainer_loop(struct trainer *t);
+
+/* after setup, whatever it returned; code: the run's so far, returned
+ * unless a write still in flight fails */
+int trainer_teardown(struct trainer *t, int code);
+
+#endif /* SIGMA_TRAIN_TRAIN_H */

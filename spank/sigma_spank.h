@@ -38,7 +38,7 @@ enum sigma_probe_level {
 
 extern const char *const sigma_epilog_level_names[]; /* ... and job */
 
-/* ---- plugstack.conf arguments (config.c) ----------------------------------
+/* ---- plugstack.conf arguments (plugstack.c) -------------------------------
  */
 
 #define SIGMA_PROBE_TIMEOUT_MAX 3600

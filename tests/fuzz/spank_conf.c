@@ -1,9 +1,9 @@
 /*
  * spank_conf.c - the plugstack.conf arguments of sigma.so
- * (spank/config.c sigma_spank_conf_parse). The input is split at '\n'
+ * (spank/plugstack.c sigma_spank_conf_parse). The input is split at '\n'
  * into up to 16 argument words.
  *
- * FUZZ_SOURCES: spank/config.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: spank/plugstack.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
  *
  * Invariants, whatever the words:
  * - every string of the settings is terminated inside its array (on

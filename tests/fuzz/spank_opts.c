@@ -4,7 +4,7 @@
  * sigma_ckpt_path, sigma_ckpt_path_allowed, sigma_path_component) and the
  * AdminComment block the plugin writes from the options.
  *
- * FUZZ_SOURCES: spank/options.c spank/job.c spank/config.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: spank/options.c spank/job.c spank/plugstack.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
  *
  * The input is lines:
  *   1  option: its first byte the option ('1' probe, '2' ckpt-dir,

@@ -1,5 +1,5 @@
 /*
- * config.c - the plugstack.conf arguments of sigma.so, parsed by one pure
+ * plugstack.c - the plugstack.conf arguments of sigma.so, parsed by one pure
  * function: defaults first, then "key=value" words only; an unknown key, a
  * bad value or a relative path fails closed with a message naming it.
  */

@@ -14,7 +14,6 @@
 #include "sigma.h"
 #include "exitcodes.h"
 #include "report.h"
-#include "train.h"
 
 /* ---- at start ------------------------------------------------------------ */
 
@@ -38,11 +37,9 @@ static double unigram_entropy(const struct data_file *df)
 	return h;
 }
 
-void report_config(const struct trainer *t)
+void report_config(const struct train_opts *o, const struct model *m,
+		   const struct data_file *train)
 {
-	const struct train_opts *o = t->o;
-	const struct model *m = t->m;
-	const struct data_file *train = &t->train_df;
 	const struct model_config *c = &m->cfg;
 	double entropy = unigram_entropy(train);
 	char be[256], hv[64];
@@ -72,25 +69,38 @@ void report_config(const struct trainer *t)
 	fflush(stdout);
 }
 
-int report_metrics_open(struct trainer *t)
+int report_open(struct report *r, const struct train_opts *o,
+		const struct model *m, const struct dist *d, long start)
 {
-	const char *path = t->o->metrics_path;
+	const char *path = o->metrics_path;
 	bool fresh;
 
-	if (!*path || t->d->rank != 0)
+	memset(r, 0, sizeof(*r));
+	r->flops_tok = model_flops_per_token(&m->cfg);
+	r->start = r->s_last = start;
+	r->t_start = r->t_last = sigma_now_ms();
+	if (!*path || d->rank != 0)
 		return 0;
-	fresh = access(path, F_OK) != 0 || t->start == 0;
-	t->metrics = fopen(path, fresh ? "w" : "a");
-	if (!t->metrics) {
+	fresh = access(path, F_OK) != 0 || start == 0;
+	r->metrics = fopen(path, fresh ? "w" : "a");
+	if (!r->metrics) {
 		sigma_error("%s: cannot open for writing: %s", path,
 			    strerror(errno));
 		return TRAIN_EXIT_CANTCREAT;
 	}
 	if (fresh)
-		fprintf(t->metrics,
+		fprintf(r->metrics,
 			"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
 			GUARD_METRICS_HEADER "\n");
 	return 0;
+}
+
+int report_close(struct report *r)
+{
+	int rc = r->metrics && fclose(r->metrics) != 0;
+
+	r->metrics = NULL;
+	return rc ? TRAIN_EXIT_CANTCREAT : 0;
 }
 
 /* ---- every --log-every steps --------------------------------------------- */
@@ -136,49 +146,51 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 	ct->stall_ms = ct->write_ms = NAN;
 }
 
-void report_step(struct trainer *t, long done, double gn, float lr,
-		 float scale, double val_ce)
+void report_step(struct report *r, const struct report_row *row,
+		 const struct train_opts *o, const struct model *m,
+		 const struct dist *d, const struct guard_run *gr,
+		 struct ckpt_async *aw, struct ckpt_async *a1,
+		 struct ckpt_times *ct)
 {
-	const struct train_opts *o = t->o;
-	const struct model *m = t->m;
-	const struct dist *d = t->d;
+	long done = row->done;
 	uint64_t now = sigma_now_ms();
-	double dt = (now - t->t_last) / 1000.0;
+	double dt = (now - r->t_last) / 1000.0;
 	/* this rank's tokens (its data-parallel share) */
-	double tps = dt > 0 ? (double)(done - t->s_last) * d->micro * m->B *
+	double tps = dt > 0 ? (double)(done - r->s_last) * d->micro * m->B *
 				      m->cfg.T / dt
 			    : 0.0;
-	double el = (now - t->t_start) / 1000.0;
-	double eta = done > t->start ? el / (done - t->start) *
+	double gfs = tps * r->flops_tok / 1e9;
+	double el = (now - r->t_start) / 1000.0;
+	double eta = done > r->start ? el / (done - r->start) *
 					       (o->optim.steps - done)
 				     : NAN;
 	/* per step over the interval: wall time and the part spent waiting
 	 * for communication (this rank) */
-	double nst = done > t->s_last ? (double)(done - t->s_last) : 1;
+	double nst = done > r->s_last ? (double)(done - r->s_last) : 1;
 	double step_ms = dt * 1000.0 / nst;
-	double comm_ms = (double)(d->comm_ns - t->comm_last) / 1e6 / nst;
+	double comm_ms = (double)(d->comm_ns - r->comm_last) / 1e6 / nst;
 	char etas[32];
 
 	fmt_eta(etas, sizeof(etas), eta);
 	printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s step_ms %.1f comm_ms %.1f\n",
-	       done, o->optim.steps, m->loss, m->ce, m->aux, (double)lr, gn,
-	       tps, tps * t->flops_tok / 1e9, etas, step_ms, comm_ms);
+	       done, o->optim.steps, m->loss, m->ce, m->aux, (double)row->lr,
+	       row->gn, tps, gfs, etas, step_ms, comm_ms);
 	fflush(stdout);
-	if (t->metrics) {
-		FILE *f = t->metrics;
+	if (r->metrics) {
+		FILE *f = r->metrics;
 
 		fprintf(f, "%ld,%.6f,%.6f,%.6f,%.6e,%.6f,%.6f,%.1f,%.3f,",
-			done, m->loss, m->ce, m->aux, (double)lr, gn,
-			(double)scale, tps, tps * t->flops_tok / 1e9);
-		if (!isnan(val_ce))
-			fprintf(f, "%.6f", val_ce);
+			done, m->loss, m->ce, m->aux, (double)row->lr, row->gn,
+			(double)row->scale, tps, gfs);
+		if (!isnan(row->val_ce))
+			fprintf(f, "%.6f", row->val_ce);
 		fprintf(f, ",%.3f,%.3f,%.3f", el, step_ms, comm_ms);
-		metrics_ckpt(f, t->aw, t->t1.own, &t->ct);
-		guard_run_metrics(&t->gr, f);
+		metrics_ckpt(f, aw, a1, ct);
+		guard_run_metrics(gr, f);
 		fputc('\n', f);
 		fflush(f);
 	}
-	t->comm_last = d->comm_ns;
-	t->t_last = now;
-	t->s_last = done;
+	r->comm_last = d->comm_ns;
+	r->t_last = now;
+	r->s_last = done;
 }

@@ -6,18 +6,55 @@
 #ifndef SIGMA_TRAIN_REPORT_H
 #define SIGMA_TRAIN_REPORT_H
 
-struct trainer;
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ckpt.h"
+#include "data.h"
+#include "dist.h"
+#include "guard.h"
+#include "model.h"
+#include "opts.h"
+#include "tier2.h"
+
+/* the progress series: its file and the interval since the last row */
+struct report {
+	FILE *metrics; /* rank 0, with --metrics */
+	double flops_tok;
+	long start; /* the first step of this start */
+	uint64_t t_start, t_last, comm_last;
+	long s_last;
+};
+
+/* one row: step done and what its update did */
+struct report_row {
+	long done;
+	double gn;
+	float lr, scale;
+	double val_ce; /* NAN: not evaluated at this step */
+};
 
 /* the config: lines, after the resume decided where the run starts */
-void report_config(const struct trainer *t);
+void report_config(const struct train_opts *o, const struct model *m,
+		   const struct data_file *train);
 
-/* rank 0 with --metrics: open the CSV (a new one, with its header, at step
- * 0 or when there is none; else appended to). 0 or an exit code. */
-int report_metrics_open(struct trainer *t);
+/*
+ * The series from step start on: rank 0 with --metrics opens the CSV (a
+ * new one, with its header, at step 0 or when there is none; else
+ * appended to). 0 or an exit code.
+ */
+int report_open(struct report *r, const struct train_opts *o,
+		const struct model *m, const struct dist *d, long start);
 
-/* the progress line and metrics row of step done, over the interval
- * since the last one */
-void report_step(struct trainer *t, long done, double gn, float lr,
-		 float scale, double val_ce);
+/* the progress line and metrics row of a step; aw and a1: the shared
+ * and tier-1 writers (or NULL), whose timings the row carries */
+void report_step(struct report *r, const struct report_row *row,
+		 const struct train_opts *o, const struct model *m,
+		 const struct dist *d, const struct guard_run *gr,
+		 struct ckpt_async *aw, struct ckpt_async *a1,
+		 struct ckpt_times *ct);
+
+/* 0, or an exit code when the metrics file could not be written */
+int report_close(struct report *r);
 
 #endif /* SIGMA_TRAIN_REPORT_H */

@@ -18,7 +18,6 @@
 #include "bf16.h"
 #include "claim.h"
 #include "exitcodes.h"
-#include "report.h"
 #include "resume.h"
 #include "run.h"
 #include "select.h"
@@ -363,18 +362,18 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 		return code;
 	if ((code = setup_run(t)))
 		return code;
-	report_config(t);
+	report_config(o, t->m, &t->train_df);
 	if ((code = setup_guard(t)))
 		return code;
 	setup_signals();
-	if ((code = report_metrics_open(t)) || (code = setup_writers(t)))
+	if ((code = report_open(&t->rep, o, t->m, d, t->start)) ||
+	    (code = setup_writers(t)))
 		return code;
 	t->sched = (struct ckpt_sched){ *o->ckpt_dir != '\0', t->use_t1,
 					o->ckpt_every, o->ckpt_full_every,
 					o->ckpt_diff_every, o->optim.steps };
-	t->flops_tok = model_flops_per_token(&t->m->cfg);
-	t->t_start = t->t_last = sigma_now_ms();
-	t->s_last = t->start;
+	/* the clock of the progress series starts with the first step */
+	t->rep.t_start = t->rep.t_last = sigma_now_ms();
 	return 0;
 }
 
@@ -384,7 +383,7 @@ static void rank_summary(const struct trainer *t)
 {
 	const struct dist *d = t->d;
 	double n = (double)(t->st.step - t->start);
-	double ms = (double)(sigma_now_ms() - t->t_start) / n;
+	double ms = (double)(sigma_now_ms() - t->rep.t_start) / n;
 	double cm = (double)d->comm_ns / 1e6 / n;
 
 	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%)",
@@ -404,7 +403,7 @@ int trainer_teardown(struct trainer *t, int code)
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGUSR1, SIG_IGN);
-	if (t->d->size > 1 && t->t_start && t->st.step > t->start)
+	if (t->d->size > 1 && t->rep.t_start && t->st.step > t->start)
 		rank_summary(t);
 	/* whatever happened, a write in flight is finished (or reported) */
 	if (tier2_wait(t->aw) && code == TRAIN_EXIT_OK)
@@ -418,7 +417,7 @@ int trainer_teardown(struct trainer *t, int code)
 		guard_summary(stdout, &t->gr.g);
 		guard_run_free(&t->gr);
 	}
-	if (t->metrics && fclose(t->metrics) != 0 && code == TRAIN_EXIT_OK)
+	if (report_close(&t->rep) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(t->tok);
 	free(t->tgt);

@@ -18,7 +18,6 @@
 
 #include "sigma.h"
 #include "exitcodes.h"
-#include "report.h"
 #include "train.h"
 
 volatile sig_atomic_t train_stop_signal;
@@ -289,7 +288,11 @@ int trainer_loop(struct trainer *t)
 			return code;
 		if (done % o->log_every == 0 || done == o->optim.steps ||
 		    !isnan(val_ce) || so.stop)
-			report_step(t, done, so.gn, so.lr, so.scale, val_ce);
+			report_step(&t->rep,
+				    &(struct report_row){ done, so.gn, so.lr,
+							  so.scale, val_ce },
+				    o, t->m, t->d, &t->gr, t->aw, t->t1.own,
+				    &t->ct);
 		code = step_checkpoint(t, done, so.stop);
 		if (code)
 			return code;

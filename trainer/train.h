@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "model.h"
 #include "opts.h"
+#include "report.h"
 #include "tier1.h"
 #include "tier2.h"
 
@@ -40,15 +41,11 @@ struct trainer {
 	struct tier1 t1;
 	bool use_t1;
 	struct ckpt_times ct;
-	FILE *metrics; /* rank 0, with --metrics */
+	struct report rep; /* the progress line and the metrics file */
 	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
 	long start; /* the first step this start runs */
 	long resumed_step; /* resumed from a full shared checkpoint: its */
 	char resumed_full[PATH_MAX]; /* step and file (rank 0), else -1 */
-	/* the progress line's interval */
-	double flops_tok;
-	uint64_t t_start, t_last, comm_last;
-	long s_last;
 };
 
 /* the signal that asks for a checkpoint and a stop (SIGUSR1, SIGTERM) */

@@ -57,9 +57,11 @@ static int pipe_xfer(struct dist *d, struct model *m,
 		return comm_send(d->tpp, x->x + l1 * ND, ND, COMM_F32, s + 1,
 				 SIGMA_TAG_PIPE);
 	case PIPE_RECV_GRAD:
-		return comm_recv(d->tpp, x->dx, ND, COMM_F32, s + 1, SIGMA_TAG_PIPE);
+		return comm_recv(d->tpp, x->dx, ND, COMM_F32, s + 1,
+				 SIGMA_TAG_PIPE);
 	case PIPE_SEND_GRAD:
-		return comm_send(d->tpp, x->dx, ND, COMM_F32, s - 1, SIGMA_TAG_PIPE);
+		return comm_send(d->tpp, x->dx, ND, COMM_F32, s - 1,
+				 SIGMA_TAG_PIPE);
 	case PIPE_SEND_ACT_RECV_GRAD:
 		return comm_sendrecv(d->tpp, x->x + l1 * ND, ND, s + 1, y->dx,
 				     ND, s + 1, COMM_F32, SIGMA_TAG_PIPE);

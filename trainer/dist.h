@@ -31,6 +31,10 @@
  * A job of one process uses the self back end and costs nothing. Every
  * function that communicates returns 0 or -errno; -EIO and -ETIMEDOUT
  * mean a peer failed: the caller exits TRAIN_EXIT_PEER (76).
+ *
+ * Implemented in dist.c (boot, communicators, buckets, reductions),
+ * dist_ep.c (the expert exchange) and dist_pipe.c (dist_step and
+ * dist_forward on the 1F1B schedule), which share dist_impl.h.
  */
 #ifndef SIGMA_TRAIN_DIST_H
 #define SIGMA_TRAIN_DIST_H

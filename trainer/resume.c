@@ -27,12 +27,10 @@
 #include "resume.h"
 #include "claim.h"
 #include "exitcodes.h"
+#include "tags.h"
 
 #define PER_DIR	  16  /* newest names listed per directory */
 #define MAX_REC	  128 /* records per rank */
-#define TAG_FLAG  7201
-#define TAG_STAGE 7202
-#define TAG_STATE 7203
 
 enum {
 	F_USED = 1,
@@ -290,22 +288,22 @@ static int run_tier1(struct dist *d, struct model *m,
 				(*fails)++;
 			}
 			rc = comm_send(d->world, &ok, 1, COMM_I32, tr->to,
-				       TAG_FLAG);
+				       SIGMA_TAG_RESUME_FLAG);
 			if (!rc && ok)
 				rc = comm_send(d->world, buf, n3, COMM_F32,
-					       tr->to, TAG_STAGE)
+					       tr->to, SIGMA_TAG_RESUME_STAGE)
 					 ?: comm_send(d->world, &xs, sizeof(xs),
 						      COMM_U8, tr->to,
-						      TAG_STATE);
+						      SIGMA_TAG_RESUME_STATE);
 		} else {
 			rc = comm_recv(d->world, &ok, 1, COMM_I32, tr->from,
-				       TAG_FLAG);
+				       SIGMA_TAG_RESUME_FLAG);
 			if (!rc && ok) {
 				rc = comm_recv(d->world, buf, n3, COMM_F32,
-					       tr->from, TAG_STAGE)
+					       tr->from, SIGMA_TAG_RESUME_STAGE)
 					 ?: comm_recv(d->world, st, sizeof(*st),
 						      COMM_U8, tr->from,
-						      TAG_STATE);
+						      SIGMA_TAG_RESUME_STATE);
 				got = rc == 0;
 			}
 		}

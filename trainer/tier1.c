@@ -14,6 +14,7 @@
 #include "claim.h"
 #include "exitcodes.h"
 #include "run.h"
+#include "tags.h"
 #include "tier1.h"
 
 /*
@@ -113,10 +114,12 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 		return TRAIN_EXIT_CANTCREAT;
 	}
 	rc = comm_sendrecv(d->world, ckpt_async_staged(t->own), n3, t->buddy,
-			   r, n3, t->from, COMM_F32, 7101);
+			   r, n3, t->from, COMM_F32,
+			   SIGMA_TAG_REPLICA_SHARD);
 	if (rc == 0)
 		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,
-				   sizeof(rst), t->from, COMM_U8, 7102);
+				   sizeof(rst), t->from, COMM_U8,
+				   SIGMA_TAG_REPLICA_STATE);
 	if (rc) {
 		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
 			    st->step, t->buddy, strerror(-rc));

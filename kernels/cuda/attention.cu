@@ -24,7 +24,6 @@
  */
 #include <cmath>
 #include <cstdio>
-#include <cuda_runtime.h>
 
 #include "cuda_internal.h"
 

@@ -1,7 +1,9 @@
 /*
- * cuda_internal.h - what the .cu files of the CUDA path share: error checks,
- * the stream, scratch workspace, warp reductions. Not part of the C view
- * (sigma_cuda.h); included only by the .cu files here.
+ * cuda_internal.h - what the .cu files of the CUDA path share: the CUDA
+ * runtime (the one header of the tree that includes cuda_runtime.h; the
+ * .cu files include this one instead), error checks, the stream, the
+ * device's owner, scratch workspace, warp reductions. Not part of the C
+ * view (sigma_cuda.h); included only by the .cu files here.
  *
  * Every op runs on one stream (the legacy default stream), in issue order,
  * so a scratch buffer handed out by cuda_workspace() may be reused by the
@@ -30,8 +32,17 @@ void cuda_fatal(const char *file, int line, const char *what, const char *msg);
 /* after a kernel launch: a bad configuration shows up here */
 #define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
 
-/* the stream every op uses */
+/* the stream every op uses (sigma_cuda_stream() hands it to the
+ * collectives) */
 #define CUDA_STREAM ((cudaStream_t)0)
+
+/*
+ * Make dev this process's device (device.cu), for sigma_ops_cuda's init:
+ * the only cudaSetDevice of the ops; sigma_cuda_device_claim then hands
+ * the collectives the same device. 0, or -ENODEV (the runtime's error
+ * cleared).
+ */
+int cuda_device_own(int dev);
 
 /*
  * Scratch device memory of at least bytes, valid until the next call

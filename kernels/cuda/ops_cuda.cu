@@ -29,7 +29,6 @@
 #include <cublas_v2.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_bf16.h>
-#include <cuda_runtime.h>
 
 #define HAVE_CUDA 1
 #include "sigma_cuda.h"
@@ -253,10 +252,8 @@ static int cuda_init(int threads)
 	dev = cuda_pick_device(n);
 	if (dev < 0)
 		return -EINVAL;
-	if (cudaSetDevice(dev) != cudaSuccess) {
-		(void)cudaGetLastError();
+	if (cuda_device_own(dev))
 		return -ENODEV;
-	}
 	cuda_dev = dev;
 	if (cublasCreate(&cuda_blas) != CUBLAS_STATUS_SUCCESS)
 		return -ENODEV;

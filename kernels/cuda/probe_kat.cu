@@ -6,7 +6,8 @@
  */
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
+
+#include "cuda_internal.h"
 
 #define HAVE_CUDA 1
 #include "probe_kat.h"

@@ -100,6 +100,48 @@ int sigma_cuda_set_attention(enum sigma_cuda_attention a);
 enum sigma_cuda_attention sigma_cuda_get_attention(void);
 /* Parse "fp32" or "bf16"; 0 or -EINVAL. */
 int sigma_cuda_parse_precision(const char *s, enum sigma_cuda_precision *p);
+
+/*
+ * The device and streams of the collectives (trainer/comm/comm_nccl.c),
+ * which make no CUDA call of their own (kernels/cuda/device.cu). The
+ * device is made current once, on the calling thread: by sigma_ops_cuda's
+ * init, or here in a program without the ops (sigma-comm-test).
+ * Streams and events are opaque pointers to cudaStream_t and cudaEvent_t
+ * values; NULL is the legacy default stream. A call that fails returns
+ * -EIO and leaves the runtime's message for sigma_cuda_error().
+ */
+
+/*
+ * This process's device: the one the ops' init made current; else want
+ * (>= 0) or local_rank modulo the visible devices, made current now.
+ * Returns the device, or -ENODEV (no device, or want beyond the visible
+ * ones), -EINVAL (want is not the ops' device), -EIO; why (len bytes)
+ * says which.
+ */
+int sigma_cuda_device_claim(int want, int local_rank, char *why,
+			    size_t len);
+/* The stream every op of sigma_ops_cuda runs on. */
+void *sigma_cuda_stream(void);
+/* The runtime's message of the last failed call here. */
+const char *sigma_cuda_error(void);
+/* A stream that does not wait for the legacy default one
+ * (cudaStreamNonBlocking) and an event without timing to order it. */
+int sigma_cuda_side_create(void **stream, void **event);
+void sigma_cuda_side_destroy(void *stream, void *event);
+/* Make stream wait for what is queued on after now (through event),
+ * without stopping the host. */
+int sigma_cuda_side_after(void *stream, void *event, void *after);
+/* 0 when everything queued on stream is done, -EAGAIN while not, or
+ * -EIO. */
+int sigma_cuda_side_query(void *stream);
+/* n bytes of device memory (NULL on failure), zeroed with zalloc; and
+ * its release. */
+void *sigma_cuda_malloc(size_t n);
+void *sigma_cuda_zalloc(size_t n);
+void sigma_cuda_release(void *p);
+/* Copies between device and host memory, done when they return. */
+int sigma_cuda_to_host(void *host, const void *src, size_t n);
+int sigma_cuda_from_host(void *dst, const void *host, size_t n);
 #else
 static inline const struct sigma_ops *sigma_cuda_ops(void)
 {

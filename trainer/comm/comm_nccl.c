@@ -7,16 +7,24 @@
  * sub-communicators with ncclCommSplit. Every communicator is
  * non-blocking (config.blocking = 0) so that no NCCL call can hold the
  * host forever: a call that answers ncclInProgress is polled with
- * ncclCommGetAsyncError, and the stream with cudaStreamQuery, both until
- * the timeout; then the communicator is aborted (ncclCommAbort, which also
- * stops the kernels waiting on the device) and the call returns
- * -ETIMEDOUT. An asynchronous error (a peer's connection lost) aborts and
- * returns -EIO.
+ * ncclCommGetAsyncError, and the stream with sigma_cuda_side_query, both
+ * until the timeout; then the communicator is aborted (ncclCommAbort,
+ * which also stops the kernels waiting on the device) and the call
+ * returns -ETIMEDOUT. An asynchronous error (a peer's connection lost)
+ * aborts and returns -EIO.
  *
  * Each call first makes the communicator's stream wait for the work the
- * caller queued on its stream (options.stream, default the legacy default
- * stream) through an event, and returns when the communicator's stream
- * is idle, so the result is in place for whatever runs next.
+ * caller queued on its stream (options.stream, default the stream of the
+ * ops: sigma_cuda_stream(), the legacy default stream) through an event,
+ * and returns when the communicator's stream is idle, so the result is in
+ * place for whatever runs next.
+ *
+ * The GPU belongs to kernels/cuda: the device is the one its ops made
+ * current (or that sigma_cuda_device_claim makes current, once, in a
+ * program without them), and the streams, events, device memory and
+ * copies come from there (sigma_cuda.h). This file makes no CUDA call;
+ * it names cudaStream_t only to hand NCCL a stream, a type that nccl.h
+ * declares (nccl.h itself includes cuda_runtime.h).
  */
 #include "config.h"
 
@@ -29,12 +37,12 @@
 /* nccl.h declares ncclGroupStart() and others without a prototype */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda_runtime.h>
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
 #include "sigma.h"
 #include "comm_impl.h"
+#include "cuda/sigma_cuda.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error                                                                         \
@@ -42,13 +50,19 @@
 #endif
 
 struct nccl_state {
-	ncclComm_t comm;     /* NULL once aborted */
-	cudaStream_t stream; /* the communicator's own stream */
-	cudaEvent_t ready;   /* recorded on the caller's stream */
-	cudaStream_t user;   /* the caller's stream (options.stream) */
+	ncclComm_t comm; /* NULL once aborted */
+	void *stream;	 /* the communicator's own stream (cudaStream_t) */
+	void *ready;	 /* recorded on the caller's stream (cudaEvent_t) */
+	void *user;	 /* the caller's stream (options.stream) */
 	int device;
 	float *scratch; /* one float on the device, for the barrier */
 };
+
+/* the stream NCCL enqueues on */
+static cudaStream_t nccl_stream(const struct nccl_state *st)
+{
+	return (cudaStream_t)st->stream;
+}
 
 static ncclDataType_t nccl_type(enum comm_dtype t)
 {
@@ -93,9 +107,9 @@ static int nccl_fail(struct nccl_state *st, const char *what, ncclResult_t r)
 	return -EIO;
 }
 
-static int cuda_fail(const char *what, cudaError_t e)
+static int cuda_fail(const char *what)
 {
-	sigma_error("%s: %s", what, cudaGetErrorString(e));
+	sigma_error("%s: %s", what, sigma_cuda_error());
 	return -EIO;
 }
 
@@ -138,15 +152,15 @@ static int nccl_sync(struct comm *c, struct nccl_state *st, const char *what)
 {
 	uint64_t deadline = nccl_deadline(c);
 	ncclResult_t ae;
-	cudaError_t e;
+	int e;
 
 	for (;;) {
-		e = cudaStreamQuery(st->stream);
-		if (e == cudaSuccess)
+		e = sigma_cuda_side_query(st->stream);
+		if (e == 0)
 			return 0;
-		if (e != cudaErrorNotReady) {
+		if (e != -EAGAIN) {
 			nccl_abort(st);
-			return cuda_fail(what, e);
+			return cuda_fail(what);
 		}
 		if (ncclCommGetAsyncError(st->comm, &ae) != ncclSuccess)
 			ae = ncclSystemError;
@@ -166,17 +180,10 @@ static int nccl_sync(struct comm *c, struct nccl_state *st, const char *what)
 /* Order the communicator's stream after the caller's queued work. */
 static int nccl_prepare(struct nccl_state *st)
 {
-	cudaError_t e;
-
 	if (!st->comm)
 		return -EIO;
-	e = cudaSetDevice(st->device);
-	if (e == cudaSuccess)
-		e = cudaEventRecord(st->ready, st->user);
-	if (e == cudaSuccess)
-		e = cudaStreamWaitEvent(st->stream, st->ready, 0);
-	if (e != cudaSuccess)
-		return cuda_fail("ordering after the caller's stream", e);
+	if (sigma_cuda_side_after(st->stream, st->ready, st->user))
+		return cuda_fail("ordering after the caller's stream");
 	return 0;
 }
 
@@ -184,40 +191,32 @@ static int nccl_state_new(struct comm *c, ncclComm_t comm, int device,
 			  struct nccl_state **out)
 {
 	struct nccl_state *st = calloc(1, sizeof(*st));
-	cudaError_t e;
 
 	*out = NULL;
 	if (!st)
 		return -ENOMEM;
 	st->comm = comm;
 	st->device = device;
-	st->user = (cudaStream_t)c->opt.stream;
-	e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
-	if (e != cudaSuccess)
+	st->user = c->opt.stream ? c->opt.stream : sigma_cuda_stream();
+	if (sigma_cuda_side_create(&st->stream, &st->ready))
 		goto out_free;
-	e = cudaEventCreateWithFlags(&st->ready, cudaEventDisableTiming);
-	if (e != cudaSuccess)
-		goto out_stream;
-	e = cudaMalloc((void **)&st->scratch, sizeof(float));
-	if (e != cudaSuccess)
-		goto out_event;
+	st->scratch = sigma_cuda_malloc(sizeof(float));
+	if (!st->scratch)
+		goto out_side;
 	*out = st;
 	return 0;
 
-out_event:
-	cudaEventDestroy(st->ready);
-out_stream:
-	cudaStreamDestroy(st->stream);
+out_side:
+	sigma_cuda_side_destroy(st->stream, st->ready);
 out_free:
 	free(st);
-	return cuda_fail("NCCL communicator stream and event", e);
+	return cuda_fail("NCCL communicator stream and event");
 }
 
 static void nccl_state_free(struct nccl_state *st)
 {
-	cudaFree(st->scratch);
-	cudaEventDestroy(st->ready);
-	cudaStreamDestroy(st->stream);
+	sigma_cuda_release(st->scratch);
+	sigma_cuda_side_destroy(st->stream, st->ready);
 	free(st);
 }
 
@@ -278,7 +277,6 @@ static void nccl_destroy(struct comm *c)
 
 	if (!st)
 		return;
-	cudaSetDevice(st->device);
 	if (st->comm && !c->broken) {
 		/* flush, wait until every peer is done, then free */
 		r = ncclCommFinalize(st->comm);
@@ -312,7 +310,7 @@ static int nccl_allreduce(struct comm *c, float *buf, size_t n)
 		return rc;
 	return nccl_run(c, "ncclAllReduce",
 			ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum,
-				      st->comm, st->stream));
+				      st->comm, nccl_stream(st)));
 }
 
 static int nccl_iallreduce(struct comm *c, float *buf, size_t n,
@@ -326,7 +324,7 @@ static int nccl_iallreduce(struct comm *c, float *buf, size_t n,
 	if ((rc = nccl_prepare(st)) < 0)
 		return rc;
 	r = ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, st->comm,
-			  st->stream);
+			  nccl_stream(st));
 	if (r != ncclSuccess && r != ncclInProgress)
 		return nccl_fail(st, "ncclAllReduce", r);
 	return nccl_settle(c, st, st->comm, r, "ncclAllReduce");
@@ -336,7 +334,6 @@ static int nccl_wait(struct comm_request *req)
 {
 	struct comm *c = req->c;
 
-	cudaSetDevice(((struct nccl_state *)c->impl)->device);
 	return nccl_sync(c, c->impl, "ncclAllReduce (wait)");
 }
 
@@ -350,7 +347,7 @@ static int nccl_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 		return rc;
 	return nccl_run(c, "ncclBroadcast",
 			ncclBroadcast(buf, buf, n, nccl_type(t), root, st->comm,
-				      st->stream));
+				      nccl_stream(st)));
 }
 
 /* End the group opened for r's calls (always), settle, wait. */
@@ -383,10 +380,11 @@ static int nccl_alltoallv(struct comm *c, const void *send,
 		if (scounts[p])
 			r = ncclSend((const char *)send + sdispls[p] * es,
 				     scounts[p], nccl_type(t), p, st->comm,
-				     st->stream);
+				     nccl_stream(st));
 		if (rcounts[p] && (r == ncclSuccess || r == ncclInProgress))
 			r = ncclRecv((char *)recv + rdispls[p] * es, rcounts[p],
-				     nccl_type(t), p, st->comm, st->stream);
+				     nccl_type(t), p, st->comm,
+				     nccl_stream(st));
 	}
 	return nccl_group_end(c, "all-to-all (ncclSend/ncclRecv)", r);
 }
@@ -402,7 +400,7 @@ static int nccl_send(struct comm *c, const void *buf, size_t n,
 		return rc;
 	return nccl_run(
 	    c, "ncclSend",
-	    ncclSend(buf, n, nccl_type(t), peer, st->comm, st->stream));
+	    ncclSend(buf, n, nccl_type(t), peer, st->comm, nccl_stream(st)));
 }
 
 static int nccl_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
@@ -416,7 +414,7 @@ static int nccl_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 		return rc;
 	return nccl_run(
 	    c, "ncclRecv",
-	    ncclRecv(buf, n, nccl_type(t), peer, st->comm, st->stream));
+	    ncclRecv(buf, n, nccl_type(t), peer, st->comm, nccl_stream(st)));
 }
 
 static int nccl_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
@@ -433,10 +431,11 @@ static int nccl_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 	r = ncclGroupStart();
 	if (r != ncclSuccess)
 		return nccl_fail(st, "ncclGroupStart", r);
-	r = ncclSend(sbuf, sn, nccl_type(t), speer, st->comm, st->stream);
+	r = ncclSend(sbuf, sn, nccl_type(t), speer, st->comm,
+		     nccl_stream(st));
 	if (r == ncclSuccess || r == ncclInProgress)
 		r = ncclRecv(rbuf, rn, nccl_type(t), rpeer, st->comm,
-			     st->stream);
+			     nccl_stream(st));
 	return nccl_group_end(c, "sendrecv (ncclSend/ncclRecv)", r);
 }
 
@@ -450,50 +449,34 @@ static int nccl_barrier(struct comm *c)
 		return rc;
 	return nccl_run(c, "ncclAllReduce (barrier)",
 			ncclAllReduce(st->scratch, st->scratch, 1, ncclFloat32,
-				      ncclSum, st->comm, st->stream));
+				      ncclSum, st->comm, nccl_stream(st)));
 }
 
 static void *nccl_alloc(struct comm *c, size_t n)
 {
-	struct nccl_state *st = c->impl;
-	void *p = NULL;
-
-	if (cudaSetDevice(st->device) != cudaSuccess ||
-	    cudaMalloc(&p, n ? n : 1) != cudaSuccess)
-		return NULL;
-	if (cudaMemset(p, 0, n ? n : 1) != cudaSuccess) {
-		cudaFree(p);
-		return NULL;
-	}
-	return p;
+	(void)c;
+	return sigma_cuda_zalloc(n ? n : 1);
 }
 
 static void nccl_free(struct comm *c, void *p)
 {
-	struct nccl_state *st = c->impl;
-
-	cudaSetDevice(st->device);
-	cudaFree(p);
+	(void)c;
+	sigma_cuda_release(p);
 }
 
 static int nccl_to_host(struct comm *c, void *host, const void *src, size_t n)
 {
-	struct nccl_state *st = c->impl;
-	cudaError_t e = cudaSetDevice(st->device);
-
-	if (e == cudaSuccess)
-		e = cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost);
-	return e == cudaSuccess ? 0 : cuda_fail("cudaMemcpy to host", e);
+	(void)c;
+	return sigma_cuda_to_host(host, src, n) ? cuda_fail("cudaMemcpy to host")
+						: 0;
 }
 
 static int nccl_from_host(struct comm *c, void *dst, const void *host, size_t n)
 {
-	struct nccl_state *st = c->impl;
-	cudaError_t e = cudaSetDevice(st->device);
-
-	if (e == cudaSuccess)
-		e = cudaMemcpy(dst, host, n, cudaMemcpyHostToDevice);
-	return e == cudaSuccess ? 0 : cuda_fail("cudaMemcpy from host", e);
+	(void)c;
+	return sigma_cuda_from_host(dst, host, n)
+		   ? cuda_fail("cudaMemcpy from host")
+		   : 0;
 }
 
 static const struct comm_ops nccl_ops = {
@@ -521,24 +504,15 @@ int comm_nccl_init(struct comm *c, struct boot *b, char *err, size_t len)
 	ncclUniqueId id;
 	ncclComm_t nc = NULL;
 	ncclResult_t r;
-	cudaError_t e;
-	int ndev = 0, dev, rc;
+	char why[256];
+	int dev, rc;
 
-	e = cudaGetDeviceCount(&ndev);
-	if (e != cudaSuccess || ndev < 1)
-		return sigma_set_err(
-		    err, len, ENODEV, "NCCL back end: no CUDA device (%s)",
-		    e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-	dev = c->opt.device >= 0 ? c->opt.device : b->local_rank % ndev;
-	if (dev >= ndev)
-		return sigma_set_err(
-		    err, len, ENODEV,
-		    "NCCL back end: device %d asked for, %d visible", dev,
-		    ndev);
-	e = cudaSetDevice(dev);
-	if (e != cudaSuccess)
-		return sigma_set_err(err, len, EIO, "cudaSetDevice(%d): %s",
-				     dev, cudaGetErrorString(e));
+	/* the ops' device, or (no ops in this program) the one asked for
+	 * or the local rank's, made current on this thread before NCCL */
+	dev = sigma_cuda_device_claim(c->opt.device, b->local_rank, why,
+				      sizeof(why));
+	if (dev < 0)
+		return sigma_set_err(err, len, -dev, "NCCL back end: %s", why);
 
 	/* rank 0 draws the id, PMIx hands it to every rank */
 	memset(&id, 0, sizeof(id));

@@ -25,7 +25,7 @@
 #include "ckpt.h"
 #include "seal.h"
 #include "delta.h"
-#include "guard.h"
+#include "guard_state.h"
 
 #ifndef SIGMA_BUILD_CFLAGS
 #define SIGMA_BUILD_CFLAGS "unknown"
@@ -388,29 +388,25 @@ out:
 
 /* ---- the guard's windows -------------------------------------------------- */
 
-static const char *const window_names[CKPT_GUARD_WINDOWS] = {
-	"window_loss", "window_gnorm", "window_imbalance"
-};
-
 /* /guard/window_*: float64 [n], the ring's storage, attribute head */
 static int write_window(struct ctx *c, hid_t g, int i,
-			const struct ckpt_state *st)
+			const struct guard_ring *r)
 {
-	hsize_t n = (hsize_t)st->win_n[i];
+	const char *name = guard_state_window_name(i);
+	hsize_t n = (hsize_t)r->n;
 	hid_t sp = H5Screate_simple(1, &n, NULL);
 	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
 	int rc = 0;
 
 	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, &n) < 0 ||
 	    H5Pset_fletcher32(dcpl) < 0 ||
-	    (d = H5Dcreate2(g, window_names[i], H5T_IEEE_F64LE, sp,
-			    H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0 ||
+	    (d = H5Dcreate2(g, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl,
+			    H5P_DEFAULT)) < 0 ||
 	    H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-		     st->win[i]) < 0)
-		rc = fail(c, EIO, "cannot write dataset guard/%s",
-			  window_names[i]);
+		     r->v) < 0)
+		rc = fail(c, EIO, "cannot write dataset guard/%s", name);
 	if (rc == 0)
-		rc = attr_i32(c, d, "head", st->win_head[i]);
+		rc = attr_i32(c, d, "head", r->head);
 	if (d >= 0)
 		H5Dclose(d);
 	if (dcpl >= 0)
@@ -421,15 +417,15 @@ static int write_window(struct ctx *c, hid_t g, int i,
 }
 
 /* optional: absent reads as an empty window */
-static int read_window(struct ctx *c, hid_t g, int i, struct ckpt_state *st)
+static int read_window(struct ctx *c, hid_t g, int i, struct guard_ring *r)
 {
-	const char *name = window_names[i];
+	const char *name = guard_state_window_name(i);
 	hsize_t n = 0;
 	hid_t d, sp = -1, ty = -1;
 	int64_t head = 0;
 	int rc = 0;
 
-	st->win_n[i] = st->win_head[i] = 0;
+	r->n = r->head = 0;
 	if (H5Lexists(g, name, H5P_DEFAULT) <= 0)
 		return 0;
 	d = H5Dopen2(g, name, H5P_DEFAULT);
@@ -440,10 +436,10 @@ static int read_window(struct ctx *c, hid_t g, int i, struct ckpt_state *st)
 	if (sp < 0 || ty < 0 || H5Tget_class(ty) != H5T_FLOAT ||
 	    H5Tget_size(ty) != 8 || H5Sget_simple_extent_ndims(sp) != 1 ||
 	    H5Sget_simple_extent_dims(sp, &n, NULL) < 0 || n < 1 ||
-	    n > CKPT_GUARD_WINDOW) {
+	    n > GUARD_MAX_WINDOW) {
 		rc = fail(c, EBADMSG,
 			  "dataset guard/%s is not float64 [1..%d]", name,
-			  CKPT_GUARD_WINDOW);
+			  GUARD_MAX_WINDOW);
 		goto out;
 	}
 	rc = read_i64(c, d, "head", &head);
@@ -455,14 +451,14 @@ static int read_window(struct ctx *c, hid_t g, int i, struct ckpt_state *st)
 		goto out;
 	}
 	if (H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-		    st->win[i]) < 0) {
+		    r->v) < 0) {
 		rc = fail(c, EBADMSG,
 			  "cannot read dataset guard/%s (checksum failure or damaged file)",
 			  name);
 		goto out;
 	}
-	st->win_n[i] = (int32_t)n;
-	st->win_head[i] = (int32_t)head;
+	r->n = (int)n;
+	r->head = (int)head;
 out:
 	if (ty >= 0)
 		H5Tclose(ty);
@@ -518,16 +514,16 @@ static int write_state(struct ctx *c, hid_t f, const struct ckpt_state *st)
 	rc = attr_str(c, g, "algorithm", "splitmix64") ?:
 	     attr_u64(c, g, "state", st->rng);
 	H5Gclose(g);
-	if (rc || st->nguard <= 0)
+	if (rc || st->guard.n <= 0)
 		return rc;
 	g = H5Gcreate2(f, "guard", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	if (g < 0)
 		return fail(c, EIO, "cannot create group guard");
-	for (int i = 0; !rc && i < st->nguard && i < CKPT_GUARD_MAX; i++)
-		rc = attr_i64(c, g, guard_state_name(i), st->guard[i]);
-	for (int i = 0; !rc && i < CKPT_GUARD_WINDOWS; i++)
-		if (st->win_n[i] > 0)
-			rc = write_window(c, g, i, st);
+	for (int i = 0; !rc && i < st->guard.n && i < GUARD_STATE_N; i++)
+		rc = attr_i64(c, g, guard_state_name(i), st->guard.v[i]);
+	for (int i = 0; !rc && i < GUARD_STATE_WINDOWS; i++)
+		if (st->guard.win[i].n > 0)
+			rc = write_window(c, g, i, &st->guard.win[i]);
 	H5Gclose(g);
 	return rc;
 }
@@ -1080,24 +1076,24 @@ static int read_state(struct ctx *c, hid_t f, struct ckpt_state *st)
 	rc = read_u64(c, g, "state", &st->rng);
 	H5Gclose(g);
 	/* the guard group is optional; values it lacks read as 0 */
-	st->nguard = 0;
-	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++)
-		st->win_n[i] = st->win_head[i] = 0;
+	st->guard.n = 0;
+	for (int i = 0; i < GUARD_STATE_WINDOWS; i++)
+		st->guard.win[i].n = st->guard.win[i].head = 0;
 	if (rc || H5Lexists(f, "guard", H5P_DEFAULT) <= 0)
 		return rc;
 	g = H5Gopen2(f, "guard", H5P_DEFAULT);
 	if (g < 0)
 		return fail(c, EBADMSG, "cannot open group guard");
-	for (int i = 0; !rc && i < GUARD_STATE_N && i < CKPT_GUARD_MAX; i++) {
-		st->guard[i] = 0;
+	for (int i = 0; !rc && i < GUARD_STATE_N; i++) {
+		st->guard.v[i] = 0;
 		if (H5Aexists(g, guard_state_name(i)) > 0)
 			rc = read_i64(c, g, guard_state_name(i),
-				      &st->guard[i]);
+				      &st->guard.v[i]);
 	}
-	for (int i = 0; !rc && i < CKPT_GUARD_WINDOWS; i++)
-		rc = read_window(c, g, i, st);
+	for (int i = 0; !rc && i < GUARD_STATE_WINDOWS; i++)
+		rc = read_window(c, g, i, &st->guard.win[i]);
 	H5Gclose(g);
-	st->nguard = rc ? 0 : GUARD_STATE_N;
+	st->guard.n = rc ? 0 : GUARD_STATE_N;
 	return rc;
 }
 

@@ -30,6 +30,7 @@
 #include "guard.h"
 #include "model.h"
 #include "resume.h"
+#include "rollback.h"
 #include "claim.h"
 #include "rng.h"
 #include "select.h"
@@ -1238,11 +1239,7 @@ static int train(struct train_opts *o, struct dist *d)
 		if (start > 0) {
 			st.seed = rs.seed;
 			st.rng = rs.rng;
-			st.nguard = rs.nguard;
-			memcpy(st.guard, rs.guard, sizeof(st.guard));
-			memcpy(st.win_n, rs.win_n, sizeof(st.win_n));
-			memcpy(st.win_head, rs.win_head, sizeof(st.win_head));
-			memcpy(st.win, rs.win, sizeof(st.win));
+			st.guard = rs.guard;
 			o->seed = rs.seed;
 		}
 		t1_resumed = true;
@@ -1285,11 +1282,7 @@ static int train(struct train_opts *o, struct dist *d)
 			start = rs.step;
 			st.seed = rs.seed;
 			st.rng = rs.rng;
-			st.nguard = rs.nguard;
-			memcpy(st.guard, rs.guard, sizeof(st.guard));
-			memcpy(st.win_n, rs.win_n, sizeof(st.win_n));
-			memcpy(st.win_head, rs.win_head, sizeof(st.win_head));
-			memcpy(st.win, rs.win, sizeof(st.win));
+			st.guard = rs.guard;
 			o->seed = rs.seed;
 			printf("resume: %s, continuing at step %ld\n", path,
 			       start);
@@ -1311,10 +1304,7 @@ static int train(struct train_opts *o, struct dist *d)
 		goto out;
 	}
 	gr_ready = true;
-	if (st.nguard == GUARD_STATE_N) {
-		guard_state_import(&gr.g, st.guard);
-		guard_windows_import(&gr.g, &st);
-	}
+	guard_state_import(&gr.g, &st.guard);
 	if (d->size > 1) {
 		gr.agree = guard_agree;
 		gr.agree_max = guard_agree_max;
@@ -1479,7 +1469,7 @@ recompute:
 				code = TRAIN_EXIT_PEER;
 				goto out;
 			}
-			to = guard_run_rollback(&gr, o->ckpt_dir, done);
+			to = rollback_to_latest(&gr, o->ckpt_dir, done);
 
 			if (to < 0) {
 				code = TRAIN_EXIT_DIVERGED;
@@ -1581,11 +1571,8 @@ recompute:
 		bool diff_now = o->ckpt_diff_every > 0 && !full_now &&
 				done % o->ckpt_diff_every == 0;
 
-		if (t1_now || full_now || diff_now) {
-			guard_state_export(&gr.g, st.guard);
-			guard_windows_export(&gr.g, &st);
-			st.nguard = GUARD_STATE_N;
-		}
+		if (t1_now || full_now || diff_now)
+			guard_state_export(&gr.g, &st.guard);
 		if (t1_now) {
 			int c1 = tier1_save(&t1, d, m, &st, &ct);
 

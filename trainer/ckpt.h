@@ -1,6 +1,8 @@
 /*
- * ckpt.h - full checkpoints in HDF5 (docs/checkpoint-format.md). This is
- * the only part of the trainer that sees hdf5.h.
+ * ckpt.h - checkpoints in HDF5 (docs/checkpoint-format.md): full ones
+ * (ckpt_full.c), differential ones (ckpt_diff.c), what a directory holds
+ * (ckpt_dir.c) and the background writer (ckpt_async.c). Only
+ * ckpt_h5.c, behind them, sees hdf5.h.
  *
  * A checkpoint holds every tensor of docs/model.md under its canonical
  * name, both AdamW moments, the step, the data position, the RNG state,

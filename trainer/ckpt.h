@@ -1,6 +1,8 @@
 /*
- * ckpt.h - full checkpoints in HDF5 (docs/checkpoint-format.md). This is
- * the only part of the trainer that sees hdf5.h.
+ * ckpt.h - checkpoints in HDF5 (docs/checkpoint-format.md): full ones
+ * (ckpt_full.c), differential ones (ckpt_diff.c), what a directory holds
+ * (ckpt_dir.c) and the background writer (ckpt_async.c). Only
+ * ckpt_h5.c, behind them, sees hdf5.h.
  *
  * A checkpoint holds every tensor of docs/model.md under its canonical
  * name, both AdamW moments, the step, the data position, the RNG state,
@@ -15,15 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard_state.h"
 #include "model.h"
 #include "run.h"
 
 #define CKPT_FORMAT "sigma-checkpoint"
 #define CKPT_VERSION 1
-#define CKPT_GUARD_MAX 32
-/* the guard's windows: loss, gradient norm, expert imbalance */
-#define CKPT_GUARD_WINDOWS 3
-#define CKPT_GUARD_WINDOW 1024
 #define CKPT_LAYOUT_MAX 48
 #define CKPT_ATTEMPT_MAX 1000000
 
@@ -36,15 +35,10 @@ struct ckpt_state {
 	uint64_t data_ntokens; /* identity of the training file */
 	uint64_t data_checksum;
 	struct optim_config optim;
-	/* the guard's counters and windows (guard.h): the /guard group,
-	 * written when nguard > 0; nguard 0 after reading a file without */
-	int nguard;
-	int64_t guard[CKPT_GUARD_MAX];
-	/* the guard's windows as it holds them (ring storage v[0, n) and the
-	 * next slot head), so that a resumed run judges as the one that
-	 * never stopped: /guard/window_*; n 0 when absent */
-	int32_t win_n[CKPT_GUARD_WINDOWS], win_head[CKPT_GUARD_WINDOWS];
-	double win[CKPT_GUARD_WINDOWS][CKPT_GUARD_WINDOW];
+	/* the guard's counters and windows (guard_state.h): the /guard
+	 * group, written when guard.n > 0 (a window: when its n > 0);
+	 * guard.n 0 after reading a file without */
+	struct guard_state guard;
 	/* the job's attempt (SIGMA_ATTEMPT) that wrote it: part of the
 	 * name, and orders checkpoints before the step does (restore.h) */
 	int attempt;

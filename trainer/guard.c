@@ -1,6 +1,8 @@
 /*
  * guard.c - numerical guardrails: detectors, the escalation state
- * machine, fault injection (guard.h, docs/guardrails.md).
+ * machine, fault injection, and the guard attached to a model in the
+ * trainer (guard.h, docs/guardrails.md). It reads and writes no file: the
+ * saved state is guard_state.c's, a rollback's checkpoint rollback.c's.
  */
 #include <errno.h>
 #include <math.h>
@@ -11,7 +13,6 @@
 
 #include "sigma.h"
 #include "bf16.h"
-#include "ckpt.h"
 #include "guard.h"
 #include "model.h"
 
@@ -429,113 +430,6 @@ void guard_summary(FILE *f, const struct guard *g)
 	fflush(f);
 }
 
-/* ---- persistent state ---------------------------------------------------- */
-
-_Static_assert(GUARD_STATE_N <= CKPT_GUARD_MAX,
-	       "the checkpoint's guard group is too small");
-
-static const char *const state_names[GUARD_STATE_N] = {
-    "lr_until",
-    "skip_lo",
-    "skip_hi",
-    "rollbacks",
-    "overflow_outputs",
-    "last_trouble",
-    /* causes, in enum guard_cause order */
-    "cause_none",
-    "cause_nonfinite",
-    "cause_loss_spike",
-    "cause_gnorm_spike",
-    "cause_overflow",
-    "cause_collapse",
-    "cause_hardware",
-    "cause_restore",
-    "cause_data",
-    /* actions, in bit order */
-    "action_recompute",
-    "action_skip",
-    "action_fp32",
-    "action_lower_lr",
-    "action_rollback",
-    "action_requeue",
-    "action_stop",
-    "action_bf16",
-};
-
-const char *guard_state_name(int i)
-{
-	return i >= 0 && i < GUARD_STATE_N ? state_names[i] : "?";
-}
-
-void guard_state_export(const struct guard *g, int64_t *v)
-{
-	int k = 0;
-
-	v[k++] = g->lr_until;
-	v[k++] = g->skip_lo;
-	v[k++] = g->skip_hi;
-	v[k++] = g->rollbacks;
-	v[k++] = (int64_t)g->overflows;
-	v[k++] = g->ntrouble ? g->trouble[g->ntrouble - 1] : 0;
-	for (int i = 0; i < GUARD_NCAUSES; i++)
-		v[k++] = (int64_t)g->causes[i];
-	for (int i = 0; i < GUARD_NACTS; i++)
-		v[k++] = (int64_t)g->acts[i];
-}
-
-void guard_state_import(struct guard *g, const int64_t *v)
-{
-	int k = 0;
-
-	g->lr_until = (long)v[k++];
-	g->skip_lo = (long)v[k++];
-	g->skip_hi = (long)v[k++];
-	g->rollbacks = (int)v[k++];
-	g->overflows = (uint64_t)v[k++];
-	k++; /* the last trouble step: informative */
-	for (int i = 0; i < GUARD_NCAUSES; i++)
-		g->causes[i] = (uint64_t)v[k++];
-	for (int i = 0; i < GUARD_NACTS; i++)
-		g->acts[i] = (uint64_t)v[k++];
-}
-
-_Static_assert(GUARD_MAX_WINDOW <= CKPT_GUARD_WINDOW,
-	       "a checkpoint holds the guard's largest window");
-
-static struct guard_ring *window_of(struct guard *g, int i)
-{
-	return i == 0 ? &g->loss : i == 1 ? &g->gnorm : &g->imb;
-}
-
-void guard_windows_export(const struct guard *g, struct ckpt_state *st)
-{
-	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
-		const struct guard_ring *r =
-		    window_of((struct guard *)g, i);
-
-		st->win_n[i] = r->n;
-		st->win_head[i] = r->head;
-		memcpy(st->win[i], r->v, sizeof(double) * (size_t)r->n);
-	}
-}
-
-void guard_windows_import(struct guard *g, const struct ckpt_state *st)
-{
-	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
-		struct guard_ring *r = window_of(g, i);
-		int n = st->win_n[i], head = st->win_head[i];
-
-		r->n = r->head = 0;
-		/* a ring of another window size does not map: start empty */
-		if (n < 1 || n > g->cfg.window || head < 0 ||
-		    head >= g->cfg.window || (n < g->cfg.window && head != n))
-			continue;
-		memcpy(r->v, st->win[i], sizeof(double) * (size_t)n);
-		r->n = n;
-		r->head = head;
-	}
-}
-
 /* ---- fault injection ----------------------------------------------------- */
 
 int guard_inject_parse(struct guard_inject *in, const char *spec, int nlayers,
@@ -792,34 +686,6 @@ unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 	r->g.time_ns += now_ns() - t0;
 	r->g.checks++;
 	return acts;
-}
-
-long guard_run_rollback(struct guard_run *r, const char *dir, long step)
-{
-	struct ckpt_state st;
-	char path[4096], err[1024];
-	int rc;
-
-	if (!dir || !*dir) {
-		sigma_error(
-		    "guard: step %ld: repeated trouble and no checkpoint directory to roll back to",
-		    step);
-		return -1;
-	}
-	rc = ckpt_load_latest(dir, r->m, &st, path, sizeof(path), err,
-			      sizeof(err));
-	if (rc) {
-		sigma_error(
-		    "guard: step %ld: repeated trouble and no checkpoint to roll back to: %s",
-		    step, rc == -ENOENT ? "none written yet" : err);
-		return -1;
-	}
-	guard_rolled_back(&r->g, st.step, step);
-	printf(
-	    "guard: step %ld: rolled back to %s (step %ld); data steps %ld-%ld skipped\n",
-	    step, path, st.step, r->g.skip_lo, r->g.skip_hi);
-	fflush(stdout);
-	return st.step;
 }
 
 void guard_run_metrics(const struct guard_run *r, FILE *f)

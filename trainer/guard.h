@@ -15,7 +15,10 @@
  * with TRAIN_EXIT_HARDWARE so the controller requeues elsewhere.
  *
  * guard_check is a pure state machine over the observations of a step:
- * no I/O, no model, so that it is tested on synthetic series.
+ * no I/O, no model, so that it is tested on synthetic series. The guard
+ * reads no checkpoint either: a rollback is the caller's (rollback.h),
+ * which then tells the guard (guard_rolled_back); what a checkpoint keeps
+ * of the guard is guard_state.h.
  */
 #ifndef SIGMA_TRAIN_GUARD_H
 #define SIGMA_TRAIN_GUARD_H
@@ -25,7 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define GUARD_MAX_WINDOW 1024
+#include "guard_state.h" /* GUARD_MAX_WINDOW, struct guard_ring */
+
 #define GUARD_MAX_INJECT 32
 
 struct guard_config {
@@ -89,11 +93,6 @@ struct guard_obs {
 	bool recomputed;	  /* the second computation of this step */
 };
 
-struct guard_ring {
-	double v[GUARD_MAX_WINDOW];
-	int n, head;
-};
-
 struct guard {
 	struct guard_config cfg;
 	int nslots; /* precision slots: layers + the output head */
@@ -127,8 +126,8 @@ void guard_free(struct guard *g);
 /*
  * Judge step o. Fills ev (cause NONE when all is well) and returns its
  * actions; 0: apply the update. With RECOMPUTE, run the step again and
- * call guard_check with recomputed set. With ROLLBACK, reload and call
- * guard_rolled_back.
+ * call guard_check with recomputed set. With ROLLBACK, reload (rollback.h
+ * does) and call guard_rolled_back.
  */
 unsigned guard_check(struct guard *g, const struct guard_obs *o,
 		     struct guard_event *ev);
@@ -163,20 +162,16 @@ void guard_summary(FILE *f, const struct guard *g);
 
 /* ---- persistent state (the checkpoint's guard group) --------------------- */
 
-#define GUARD_STATE_N (6 + GUARD_NCAUSES + GUARD_NACTS)
-/* the counters and windows as int64 values, in a fixed order */
-void guard_state_export(const struct guard *g, int64_t *v);
-void guard_state_import(struct guard *g, const int64_t *v);
 /*
- * The windows (loss, gradient norm, expert imbalance) into or out of a
- * checkpoint's state exactly as held (ring storage and next slot), so a
- * resumed run judges its next steps as the uninterrupted run does. Import
- * leaves a window empty when it does not fit this run's --guard-window.
+ * The counters and the windows (loss, gradient norm, expert imbalance)
+ * into or out of the saved state (guard_state.h) exactly as held (ring
+ * storage and next slot), so a resumed run judges its next steps as the
+ * uninterrupted run does. Import does nothing when s holds no counters,
+ * and leaves a window empty when it does not fit this run's
+ * --guard-window.
  */
-void guard_windows_export(const struct guard *g, struct ckpt_state *st);
-void guard_windows_import(struct guard *g, const struct ckpt_state *st);
-/* the name of value i in the checkpoint, e.g. "skip_lo", "cause_nonfinite" */
-const char *guard_state_name(int i);
+void guard_state_export(const struct guard *g, struct guard_state *s);
+void guard_state_import(struct guard *g, const struct guard_state *s);
 
 /* ---- fault injection (SIGMA_GUARD_INJECT) -------------------------------- */
 
@@ -255,11 +250,6 @@ void guard_run_begin(struct guard_run *r, long step);
  */
 unsigned guard_run_check(struct guard_run *r, long step, double *gn,
 			 bool recomputed);
-/*
- * Roll m back to the newest valid checkpoint of dir; the steps since the
- * trouble began are skipped. Returns the checkpoint's step, or -1.
- */
-long guard_run_rollback(struct guard_run *r, const char *dir, long step);
 /* ",skipped,rollbacks,overflows,fp32_layers" for the metrics row */
 void guard_run_metrics(const struct guard_run *r, FILE *f);
 #define GUARD_METRICS_HEADER                                                   \

@@ -483,11 +483,7 @@ static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
 {
 	st->seed = rs->seed;
 	st->rng = rs->rng;
-	st->nguard = rs->nguard;
-	memcpy(st->guard, rs->guard, sizeof(st->guard));
-	memcpy(st->win_n, rs->win_n, sizeof(st->win_n));
-	memcpy(st->win_head, rs->win_head, sizeof(st->win_head));
-	memcpy(st->win, rs->win, sizeof(st->win));
+	st->guard = rs->guard;
 }
 
 /* tier 1 on: the planner chooses the step and the tier */

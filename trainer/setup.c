@@ -257,10 +257,7 @@ static int setup_guard(struct trainer *t)
 		return exit_code_of(rc, PHASE_CONFIG);
 	}
 	t->gr_ready = true;
-	if (t->st.nguard == GUARD_STATE_N) {
-		guard_state_import(&t->gr.g, t->st.guard);
-		guard_windows_import(&t->gr.g, &t->st);
-	}
+	guard_state_import(&t->gr.g, &t->st.guard);
 	if (t->d->size > 1) {
 		t->gr.agree = guard_agree;
 		t->gr.agree_max = guard_agree_max;

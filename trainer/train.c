@@ -18,6 +18,7 @@
 
 #include "sigma.h"
 #include "exitcodes.h"
+#include "rollback.h"
 #include "train.h"
 
 volatile sig_atomic_t train_stop_signal;
@@ -88,7 +89,7 @@ static int step_rollback(struct trainer *t, long done, long *to)
 		return TRAIN_EXIT_CANTCREAT;
 	if (t->d->size > 1 && dist_barrier(t->d))
 		return TRAIN_EXIT_PEER;
-	*to = guard_run_rollback(&t->gr, t->o->ckpt_dir, done);
+	*to = rollback_to_latest(&t->gr, t->o->ckpt_dir, done);
 	if (*to < 0)
 		return TRAIN_EXIT_DIVERGED;
 	/* differentials after it belong to the abandoned run */
@@ -216,11 +217,8 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	struct dist *d = t->d;
 	int code;
 
-	if (due.tier1 || due.full || due.diff) {
-		guard_state_export(&t->gr.g, t->st.guard);
-		guard_windows_export(&t->gr.g, &t->st);
-		t->st.nguard = GUARD_STATE_N;
-	}
+	if (due.tier1 || due.full || due.diff)
+		guard_state_export(&t->gr.g, &t->st.guard);
 	if (due.tier1) {
 		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
 		if (code)

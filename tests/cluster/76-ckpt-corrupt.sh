@@ -6,7 +6,7 @@
 # objects). The resumed run must refuse that file before libhdf5 reads it,
 # by its seal, with a message naming it, continue from step 8, and end
 # bitwise equal to an uninterrupted run. (Fletcher32 still stands behind
-# the seal: test_trainer_io re-seals a damaged file and sees it refused.)
+# the seal: test_trainer_ckpt re-seals a damaged file and sees it refused.)
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 need_train
 command -v h5diff >/dev/null || skip "h5diff not installed"

@@ -2,9 +2,10 @@
  * hdf5_open.c - libhdf5 itself on bytes that no seal vouches for: what a
  * reader without the gate (trainer/seal.c) would hand it. The input is
  * written as a file and opened, and the calls the checkpoint reader makes
- * before it trusts anything (trainer/ckpt.c check_header, read_str) are
- * made on it: H5Fis_hdf5, H5Fopen, H5Aexists, H5Aopen, the attribute's
- * type, class, size and dataspace, and the groups "model" and "config".
+ * before it trusts anything (trainer/ckpt_full.c ckpt_check_header,
+ * trainer/ckpt_h5.c ckpt_h5_get_str) are made on it: H5Fis_hdf5, H5Fopen,
+ * H5Aexists, H5Aopen, the attribute's type, class, size and dataspace,
+ * and the groups "model" and "config".
  *
  * FUZZ_SOURCES: lib/str.c lib/log.c lib/file.c
  * FUZZ_PKG: hdf5

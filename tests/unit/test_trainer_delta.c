@@ -342,7 +342,7 @@ static void fill_state(struct model *m, struct ckpt_state *st, long step)
 	st->rng = 0x123456789abcdefULL;
 	st->data_ntokens = 1000;
 	st->data_checksum = 42;
-	st->nguard = 0;
+	st->guard.n = 0;
 	optim_config_default(&st->optim);
 }
 

@@ -347,7 +347,7 @@ static void test_state_roundtrip(void **state)
 {
 	struct guard_event ev;
 	struct guard other;
-	int64_t v[GUARD_STATE_N], w[GUARD_STATE_N];
+	struct guard_state v, w;
 
 	(void)state;
 	feed_normal(1, 20);
@@ -355,11 +355,11 @@ static void test_state_roundtrip(void **state)
 	step(22, NAN, NAN, &ev);
 	step(23, NAN, NAN, &ev);
 	guard_rolled_back(&g, 10, 23);
-	guard_state_export(&g, v);
+	guard_state_export(&g, &v);
 	assert_int_equal(guard_init(&other, &g.cfg, NSLOTS, true), 0);
-	guard_state_import(&other, v);
-	guard_state_export(&other, w);
-	assert_memory_equal(v, w, sizeof(v));
+	guard_state_import(&other, &v);
+	guard_state_export(&other, &w);
+	assert_memory_equal(v.v, w.v, sizeof(v.v));
 	assert_int_equal(other.skip_lo, 21);
 	assert_int_equal(other.skip_hi, 23);
 	assert_int_equal(other.rollbacks, 1);
@@ -399,24 +399,23 @@ static void test_windows_roundtrip(void **state)
 	}
 	s->step = 70;
 	s->batch = 1;
-	guard_state_export(&g, s->guard);
-	s->nguard = GUARD_STATE_N;
-	guard_windows_export(&g, s);
-	assert_int_equal(s->win_n[0], g.cfg.window);
-	assert_int_equal(s->win_n[2], g.cfg.window);
+	guard_state_export(&g, &s->guard);
+	assert_int_equal(s->guard.win[0].n, g.cfg.window);
+	assert_int_equal(s->guard.win[2].n, g.cfg.window);
 	assert_int_equal(g.causes[GUARD_CAUSE_COLLAPSE], 0);
 	assert_int_equal(ckpt_write(dir, m, s, path, sizeof(path), err,
 				    sizeof(err)), 0);
 	assert_int_equal(ckpt_read(path, m, r, err, sizeof(err)), 0);
-	for (int i = 0; i < CKPT_GUARD_WINDOWS; i++) {
-		assert_int_equal(r->win_n[i], s->win_n[i]);
-		assert_int_equal(r->win_head[i], s->win_head[i]);
-		assert_memory_equal(r->win[i], s->win[i],
-				    sizeof(double) * (size_t)s->win_n[i]);
+	for (int i = 0; i < GUARD_STATE_WINDOWS; i++) {
+		const struct guard_ring *rw = &r->guard.win[i];
+		const struct guard_ring *sw = &s->guard.win[i];
+
+		assert_int_equal(rw->n, sw->n);
+		assert_int_equal(rw->head, sw->head);
+		assert_memory_equal(rw->v, sw->v, sizeof(double) * (size_t)sw->n);
 	}
 	assert_int_equal(guard_init(&other, &c, NSLOTS, true), 0);
-	guard_state_import(&other, r->guard);
-	guard_windows_import(&other, r);
+	guard_state_import(&other, &r->guard);
 	/* the same observations from here: the same actions, the same step */
 	for (long i = 71; i <= 130; i++) {
 		struct guard_obs o = {.step = i, .imbalance = 0.95};
@@ -434,7 +433,7 @@ static void test_windows_roundtrip(void **state)
 	/* a run with a smaller window cannot use them: it starts empty */
 	c.window = 20;
 	assert_int_equal(guard_init(&small, &c, NSLOTS, true), 0);
-	guard_windows_import(&small, r);
+	guard_state_import(&small, &r->guard);
 	assert_int_equal(small.loss.n, 0);
 	assert_int_equal(small.imb.n, 0);
 	guard_free(&small);

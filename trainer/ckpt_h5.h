@@ -1,0 +1,180 @@
+/*
+ * ckpt_h5.h - the HDF5 layer under the checkpoints, in sigma's own types:
+ * opening a sealed file, typed attributes, datasets (tensors and the
+ * guard's windows), and the atomic publish of a new file (temporary name,
+ * completion marker, fsync, seal, rename). Private to trainer/ckpt_*.c;
+ * ckpt_h5.c is the only file of the trainer that includes hdf5.h.
+ *
+ * An HDF5 object (file, group, dataset) is an int64_t handle here, < 0
+ * for none. Every function that can fail says which object in the
+ * caller's error context (struct ckpt_ctx) and returns 0 or -errno;
+ * EBADMSG for a file that is not as it should be, EIO for a write.
+ */
+#ifndef SIGMA_TRAIN_CKPT_H5_H
+#define SIGMA_TRAIN_CKPT_H5_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sigma.h"
+#include "ckpt.h"
+#include "seal.h"
+
+/* error context: which file, where to write the message */
+struct ckpt_ctx {
+	const char *path;
+	char *err;
+	size_t len;
+};
+
+/* "PATH: what" into c->err; returns -code */
+int ckpt_fail(struct ckpt_ctx *c, int code, const char *fmt, ...)
+	SIGMA_PRINTF(3, 4);
+
+/* HDF5 prints no error stack of its own (our messages name the object) */
+void ckpt_h5_quiet(void);
+
+/* ---- files --------------------------------------------------------------- */
+
+/*
+ * The one way a checkpoint is opened for reading: the checks of seal.h on
+ * c->path, then libhdf5 on the descriptor they checked. *f and sf are the
+ * caller's to release with ckpt_h5_close_checked.
+ */
+int ckpt_h5_open(struct ckpt_ctx *c, enum seal_need need, struct seal_file *sf,
+		 int64_t *f);
+void ckpt_h5_close_checked(int64_t f, struct seal_file *sf);
+
+/*
+ * The start of every checkpoint write: tmp is .NAME.tmp-PID next to final
+ * in dir (made if missing), and *f a new HDF5 file there in the format of
+ * HDF5 1.8 and later (checksummed superblock and object headers, so damaged
+ * metadata is refused like damaged data).
+ */
+int ckpt_h5_create_tmp(struct ckpt_ctx *c, const char *dir, const char *final,
+		       char *tmp, size_t tlen, int64_t *f);
+
+/*
+ * The end of every checkpoint write, c->path the temporary: the completion
+ * marker last, flush, close, fsync, a last check that no newer instance
+ * published meanwhile (stale), the seal, the rename to final and the fsync
+ * of dir. *f is -1 once closed; a file whose close failed is left to
+ * ckpt_h5_finish_failed.
+ */
+int ckpt_h5_publish(struct ckpt_ctx *c, int64_t *f, const char *dir,
+		    const char *final, const struct ckpt_state *st,
+		    int (*stale)(const char *, const struct ckpt_state *,
+				 char *, size_t));
+
+/*
+ * The end of a failed write (rc 0: none failed, returned as it is): the
+ * file closed (emptied first if its close failed), the temporary removed,
+ * and a failure that a full disk caused (errno saved, or less than a state
+ * of n floats free in dir) said as ENOSPC, naming what (e.g.
+ * "checkpoint") and the step.
+ */
+int ckpt_h5_finish_failed(int rc, int saved, int64_t f, const char *tmp,
+			  const char *dir, size_t n, const char *what,
+			  long step, char *err, size_t len);
+
+/*
+ * Room for a checkpoint of n floats (params and two moments) in dir,
+ * checked before the write so that a full disk is said plainly: 0 or
+ * -ENOSPC with err.
+ */
+int ckpt_h5_check_room(const char *dir, size_t n, long step, char *err,
+		       size_t len);
+
+/* ---- groups -------------------------------------------------------------- */
+
+/* a new or an existing group of loc, < 0 on failure (no message) */
+int64_t ckpt_h5_group_create(int64_t loc, const char *name);
+int64_t ckpt_h5_group_open(int64_t loc, const char *name);
+/* a group or dataset; < 0 is fine */
+void ckpt_h5_close(int64_t obj);
+/* whether loc has a link (group or dataset) or an attribute of that name */
+bool ckpt_h5_exists(int64_t loc, const char *name);
+bool ckpt_h5_has_attr(int64_t loc, const char *name);
+
+/* ---- attributes (scalars of loc, a file, group or dataset) ---------------- */
+
+int ckpt_h5_set_i64(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    int64_t v);
+int ckpt_h5_set_i32(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    int32_t v);
+int ckpt_h5_set_u64(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    uint64_t v);
+int ckpt_h5_set_f32(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    float v);
+int ckpt_h5_set_str(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    const char *s);
+
+/* missing, not one value, or not convertible: -EBADMSG */
+int ckpt_h5_get_i64(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    int64_t *v);
+int ckpt_h5_get_u64(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    uint64_t *v);
+int ckpt_h5_get_f32(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    float *v);
+/* one fixed-length string of at most 64 KiB, truncated to len */
+int ckpt_h5_get_str(struct ckpt_ctx *c, int64_t loc, const char *name,
+		    char *buf, size_t len);
+
+/* ---- datasets ------------------------------------------------------------ */
+
+/* element types, in the file little-endian */
+enum ckpt_h5_type {
+	CKPT_H5_F32,
+	CKPT_H5_F64,
+	CKPT_H5_U32,
+	CKPT_H5_OTHER, /* read only: anything else */
+};
+
+#define CKPT_H5_RANK_MAX 3
+/* shuffle and deflate (level CKPT_DIFF_DEFLATE) before the checksum */
+#define CKPT_H5_COMPRESS 1u
+
+/*
+ * Dataset name of loc: ndim axes of shape, chunked along the first axis so
+ * a chunk stays under 16 MiB, Fletcher32 on every chunk, after the
+ * filters of flags. what names it in messages (e.g. "model/layers.0.wq").
+ * d NULL: closed; else *d is the open dataset (for its attributes), the
+ * caller's to close, -1 on failure.
+ */
+int ckpt_h5_dataset_write(struct ckpt_ctx *c, int64_t loc, const char *name,
+			  const char *what, enum ckpt_h5_type type, int ndim,
+			  const uint64_t *shape, unsigned flags,
+			  const void *data, int64_t *d);
+/* a dataset that holds nothing (null dataspace), for its attributes */
+int ckpt_h5_dataset_empty(struct ckpt_ctx *c, int64_t loc, const char *name,
+			  const char *what, int64_t *d);
+/* the dataset name of loc, -EBADMSG when missing or unopenable */
+int ckpt_h5_dataset_open(struct ckpt_ctx *c, int64_t loc, const char *name,
+			 const char *what, int64_t *d);
+/*
+ * What d holds: its type, its rank (-1 unknown) and, when the rank is 1 ..
+ * CKPT_H5_RANK_MAX, dims[0, rank).
+ */
+void ckpt_h5_dataset_shape(int64_t d, enum ckpt_h5_type *type, int *ndim,
+			   uint64_t *dims);
+/* d is of type want (F32 or U32) and of rank ndim and shape, or -EBADMSG */
+int ckpt_h5_check_tensor(struct ckpt_ctx *c, int64_t d, const char *what,
+			 enum ckpt_h5_type want, int ndim,
+			 const uint64_t *shape);
+/* all of d into buf as type; -EBADMSG (checksum failure, damage) */
+int ckpt_h5_dataset_read(struct ckpt_ctx *c, int64_t d, const char *what,
+			 enum ckpt_h5_type type, void *buf);
+
+/* ---- compression --------------------------------------------------------- */
+
+/* whether this HDF5 library has the filters CKPT_H5_COMPRESS uses */
+bool ckpt_h5_can_compress(void);
+/*
+ * Compressed size of n words through those filters, measured by HDF5
+ * itself in a file that lives in memory only (a delta_size_fn; ctx
+ * unused); -EIO on failure.
+ */
+long ckpt_h5_estimate(void *ctx, const uint32_t *words, size_t n);
+
+#endif /* SIGMA_TRAIN_CKPT_H5_H */

@@ -21,7 +21,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "sigma.h"
-#include "slurm.h"
+#include "slurm_api.h"
 #include "view.h"
 
 #define CTL_LENT_S	    300 /* a released spare is not reclaimed this soon */

@@ -1,5 +1,5 @@
 /*
- * test_sigmad_ctl.c - the controller (ctl.c) over a fake slurmctld: the
+ * test_sigmad_ctl.c - the controller (ctl*.c) over a fake slurmctld: the
  * libslurm adapter (slurm_api.h) is replaced by an in-memory cluster of six
  * nodes (n5, n6 spares), and evlog_append is wrapped (-Wl,--wrap) so that a
  * "crash" can stop both Slurm calls and log writes at any point.

@@ -1,8 +1,10 @@
 /*
  * sigmactl - talk to sigmad: status, spares, history, drain, resume.
- * See sigmactl(8). Mutating commands are for root and SlurmUser (sigmad
- * checks the caller's uid on its socket); history shows a normal user their
- * own jobs only.
+ * See sigmactl(8). The commands, their words and their usage are sigmad's
+ * command table (cmd_table.h); sigmactl checks a command line against it
+ * before it sends the request. Mutating commands are for root and
+ * SlurmUser (sigmad checks the caller's uid on its socket); history shows
+ * a normal user their own jobs only.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -17,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_table.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "sigma.h"
@@ -27,14 +30,8 @@
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "usage: sigmactl [--socket PATH] [--config FILE] COMMAND\n"
-	    "  status                          spares, managed jobs, nodes in repair\n"
-	    "  spares [add|remove NODE]        the hot-spare pool\n"
-	    "  history [--job ID] [--node NAME] [--since TIME] [--json]\n"
-	    "  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
-	    "  resume NODE                     put it back (root, SlurmUser)\n");
+	fprintf(f, "usage: sigmactl [--socket PATH] [--config FILE] COMMAND\n");
+	cmd_usage(f);
 }
 
 /* Socket: --socket, else sigmad_socket of the config file, else default. */
@@ -210,36 +207,43 @@ static int ctl_request(const char *path, const char *req, bool history,
 	return rc;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 'S'},
-	    {"config", required_argument, NULL, 'c'},
-	    {"job", required_argument, NULL, 'j'},
-	    {"node", required_argument, NULL, 'n'},
-	    {"since", required_argument, NULL, 's'},
-	    {"reason", required_argument, NULL, 'r'},
-	    {"json", no_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *sock = NULL, *config = NULL, *node = NULL, *reason = NULL;
-	long job = 0, since = -1;
-	bool json = false;
-	char path[SIGMAD_SOCKET_MAX], req[4096];
-	const char *cmd;
-	int c, nargs;
-	char *const *args;
+/* what the command line says, besides the command's name */
+struct ctl_args {
+	const char *sock, *config, *node, *reason;
+	long job, since;
+	bool json;
+	char *pos[8]; /* the words that are no option */
+	int npos;
+};
 
-	/* options before the command; "+" stops at the command word */
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+static const struct option ctl_opts[] = {
+    {"socket", required_argument, NULL, 'S'},
+    {"config", required_argument, NULL, 'c'},
+    {"job", required_argument, NULL, 'j'},
+    {"node", required_argument, NULL, 'n'},
+    {"since", required_argument, NULL, 's'},
+    {"reason", required_argument, NULL, 'r'},
+    {"json", no_argument, NULL, 'J'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/*
+ * The options before the command ("+" stops at the command word): -1 to
+ * go on, else the exit code.
+ */
+static int ctl_parse_global(int argc, char **argv, struct ctl_args *a)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+h", ctl_opts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
-			sock = optarg;
+			a->sock = optarg;
 			break;
 		case 'c':
-			config = optarg;
+			a->config = optarg;
 			break;
 		case 'h':
 			ctl_usage(stdout);
@@ -257,129 +261,162 @@ int main(int argc, char **argv)
 		ctl_usage(stderr);
 		return 64;
 	}
-	cmd = argv[optind];
-	/* command options may follow the command: parse the rest again */
-	optind++;
-	{
-		int sub_argc = argc - optind + 1;
-		char **sub = calloc((size_t)sub_argc + 1, sizeof(*sub));
-		char *pos[8];
-		int npos = 0;
+	return -1;
+}
 
-		if (!sub)
-			return 70;
-		sub[0] = (char *)cmd;
-		for (int i = 1; i < sub_argc; i++)
-			sub[i] = argv[optind + i - 1];
-		optind = 0; /* 0: glibc starts afresh on a new argv */
-		for (;;) {
-			c = getopt_long(sub_argc, sub, "-h", opts, NULL);
-			if (c == -1)
-				break;
-			switch (c) {
-			case 1:
-				if (npos < 8)
-					pos[npos++] = optarg;
-				else {
-					fprintf(
-					    stderr,
-					    "sigmactl: too many arguments\n");
-					free(sub);
-					return 64;
-				}
-				break;
-			case 'S':
-				sock = optarg;
-				break;
-			case 'c':
-				config = optarg;
-				break;
-			case 'j':
-				if (sigma_parse_long(optarg, 1, UINT32_MAX,
-						     &job)) {
-					fprintf(
-					    stderr,
-					    "sigmactl: --job: '%s' is not a job id\n",
-					    optarg);
-					free(sub);
-					return 64;
-				}
-				break;
-			case 'n':
-				node = optarg;
-				break;
-			case 's':
-				if (ctl_parse_since(optarg, &since)) {
-					fprintf(
-					    stderr,
-					    "sigmactl: --since: '%s' is not epoch seconds, "
-					    "N[smhd] or YYYY-MM-DD[THH:MM[:SS]]\n",
-					    optarg);
-					free(sub);
-					return 64;
-				}
-				break;
-			case 'r':
-				reason = optarg;
-				break;
-			case 'J':
-				json = true;
-				break;
-			case 'h':
-				ctl_usage(stdout);
-				free(sub);
-				return 0;
-			default:
-				ctl_usage(stderr);
-				free(sub);
-				return 64;
-			}
-		}
-		free(sub);
-		args = pos;
-		nargs = npos;
-		if (ctl_socket_path(sock, config, path, sizeof(path)))
-			return 1;
-		if (!strcmp(cmd, "status") && nargs == 0)
-			snprintf(req, sizeof(req), "status");
-		else if (!strcmp(cmd, "spares") && nargs == 0)
-			snprintf(req, sizeof(req), "spares");
-		else if (!strcmp(cmd, "spares") && nargs == 2 &&
-			 (!strcmp(args[0], "add") ||
-			  !strcmp(args[0], "remove")))
-			snprintf(req, sizeof(req), "spares\t%s\t%s", args[0],
-				 args[1]);
-		else if (!strcmp(cmd, "history") && nargs == 0) {
-			int n = snprintf(req, sizeof(req), "history");
-
-			if (job)
-				n += snprintf(req + n, sizeof(req) - (size_t)n,
-					      "\tjob=%ld", job);
-			if (node && !strchr(node, '\t'))
-				n += snprintf(req + n, sizeof(req) - (size_t)n,
-					      "\tnode=%.64s", node);
-			if (since >= 0)
-				snprintf(req + n, sizeof(req) - (size_t)n,
-					 "\tsince=%ld", since);
-			return ctl_request(path, req, true, json);
-		} else if (!strcmp(cmd, "drain") && nargs == 1) {
-			if (!reason || !*reason || strpbrk(reason, "\t\n")) {
-				fprintf(
-				    stderr,
-				    "sigmactl: drain needs --reason TEXT (one line)\n");
-				return 64;
-			}
-			if (sigma_snprintf(req, sizeof(req), "drain\t%s\t%s",
-					   args[0], reason) < 0) {
-				fprintf(stderr, "sigmactl: reason too long\n");
-				return 64;
-			}
-		} else if (!strcmp(cmd, "resume") && nargs == 1)
-			snprintf(req, sizeof(req), "resume\t%.200s", args[0]);
-		else {
-			ctl_usage(stderr);
+/* One option or word after the command: -1 to go on, else the exit code. */
+static int ctl_parse_word(int c, struct ctl_args *a)
+{
+	switch (c) {
+	case 1:
+		if (a->npos == 8) {
+			fprintf(stderr, "sigmactl: too many arguments\n");
 			return 64;
 		}
+		a->pos[a->npos++] = optarg;
+		return -1;
+	case 'S':
+		a->sock = optarg;
+		return -1;
+	case 'c':
+		a->config = optarg;
+		return -1;
+	case 'j':
+		if (sigma_parse_long(optarg, 1, UINT32_MAX, &a->job)) {
+			fprintf(stderr,
+				"sigmactl: --job: '%s' is not a job id\n",
+				optarg);
+			return 64;
+		}
+		return -1;
+	case 'n':
+		a->node = optarg;
+		return -1;
+	case 's':
+		if (ctl_parse_since(optarg, &a->since)) {
+			fprintf(stderr,
+				"sigmactl: --since: '%s' is not epoch seconds, "
+				"N[smhd] or YYYY-MM-DD[THH:MM[:SS]]\n",
+				optarg);
+			return 64;
+		}
+		return -1;
+	case 'r':
+		a->reason = optarg;
+		return -1;
+	case 'J':
+		a->json = true;
+		return -1;
+	case 'h':
+		ctl_usage(stdout);
+		return 0;
+	default:
+		ctl_usage(stderr);
+		return 64;
 	}
-	return ctl_request(path, req, false, json);
+}
+
+/*
+ * The options and words after the command argv[optind]: they may follow
+ * it, so the rest is parsed again. -1 to go on, else the exit code.
+ */
+static int ctl_parse_command(int argc, char **argv, struct ctl_args *a)
+{
+	int sub_argc = argc - optind, rc = -1;
+	char **sub = calloc((size_t)sub_argc + 1, sizeof(*sub));
+
+	if (!sub)
+		return 70;
+	for (int i = 0; i < sub_argc; i++)
+		sub[i] = argv[optind + i];
+	optind = 0; /* 0: glibc starts afresh on a new argv */
+	while (rc < 0) {
+		int c = getopt_long(sub_argc, sub, "-h", ctl_opts, NULL);
+
+		if (c == -1)
+			break;
+		rc = ctl_parse_word(c, a);
+	}
+	free(sub);
+	return rc;
+}
+
+/*
+ * The request for cmd, as the command table says it goes on the wire:
+ * 0, or the exit code of a command line sigmad would refuse.
+ */
+static int ctl_format_request(const struct cmd_spec *cmd,
+			      const struct ctl_args *a, char *req, size_t size)
+{
+	int n;
+
+	switch (cmd->id) {
+	case CMD_STATUS:
+	case CMD_SPARES:
+		snprintf(req, size, "%s", cmd->name);
+		return 0;
+	case CMD_SPARE_ADD:
+	case CMD_SPARE_REMOVE:
+		snprintf(req, size, "spares\t%s\t%s", a->pos[0], a->pos[1]);
+		return 0;
+	case CMD_HISTORY:
+		n = snprintf(req, size, "history");
+		if (a->job)
+			n += snprintf(req + n, size - (size_t)n, "\tjob=%ld",
+				      a->job);
+		if (a->node && !strchr(a->node, '\t'))
+			n += snprintf(req + n, size - (size_t)n, "\tnode=%.64s",
+				      a->node);
+		if (a->since >= 0)
+			snprintf(req + n, size - (size_t)n, "\tsince=%ld",
+				 a->since);
+		return 0;
+	case CMD_DRAIN:
+		if (!a->reason || !*a->reason || strpbrk(a->reason, "\t\n")) {
+			fprintf(
+			    stderr,
+			    "sigmactl: drain needs --reason TEXT (one line)\n");
+			return 64;
+		}
+		if (sigma_snprintf(req, size, "drain\t%s\t%s", a->pos[0],
+				   a->reason) < 0) {
+			fprintf(stderr, "sigmactl: reason too long\n");
+			return 64;
+		}
+		return 0;
+	case CMD_RESUME:
+		snprintf(req, size, "resume\t%.200s", a->pos[0]);
+		return 0;
+	case CMD_COUNT:
+		break;
+	}
+	return 64;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_args a = {.since = -1};
+	const struct cmd_spec *cmd;
+	char path[SIGMAD_SOCKET_MAX], req[4096];
+	const char *name;
+	int rc;
+
+	rc = ctl_parse_global(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	name = argv[optind];
+	rc = ctl_parse_command(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (ctl_socket_path(a.sock, a.config, path, sizeof(path)))
+		return 1;
+	cmd = cmd_match_line(name, a.pos, a.npos);
+	if (!cmd) {
+		ctl_usage(stderr);
+		return 64;
+	}
+	rc = ctl_format_request(cmd, &a, req, sizeof(req));
+	if (rc)
+		return rc;
+	return ctl_request(path, req, cmd->id == CMD_HISTORY, a.json);
 }

@@ -25,7 +25,7 @@
 #include "ctl.h"
 #include "server.h"
 #include "sigma.h"
-#include "slurm.h"
+#include "slurm_api.h"
 
 #ifndef SIGMA_SYSCONFDIR
 #define SIGMA_SYSCONFDIR "/etc"

@@ -1,6 +1,10 @@
 /*
  * server.c - sigmad's socket for sigmactl (see server.h).
  *
+ * Requests are matched against the command table (cmd_table.h), which
+ * names the handler of each; the handlers below hand them to the
+ * controller (ctl.h), history aside: it is read from the event log here.
+ *
  * Every connection is a small state machine in one poll loop: reading the
  * request, then writing the reply, all without blocking, under one
  * deadline for the whole exchange. Connections are capped in number, in
@@ -19,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd_table.h"
 #include "eventlog.h"
 #include "server.h"
 #include "sigma.h"
@@ -126,13 +131,47 @@ static int history_fn(const struct evlog_event *ev, void *arg)
 	return 0;
 }
 
-static void srv_history(struct ctl *c, char **w, int n, bool all, uid_t uid,
-			FILE *out)
+/* one request, as the command table's handlers see it */
+struct srv_call {
+	struct ctl *c;
+	char **args; /* the words after the name (and its fixed second word) */
+	int nargs;
+	uid_t uid;
+	bool admin;	   /* root or SlurmUser */
+	bool see_all_jobs; /* no PrivateData=jobs */
+	FILE *out;
+};
+
+/* a handler of the command table: the reply goes to k->out */
+typedef void srv_cmd_fn(const struct srv_call *k);
+
+static void srv_cmd_status(const struct srv_call *k)
 {
-	struct history_arg h = {.out = out, .all = all, .uid = uid};
+	ctl_cmd_status(k->c, k->out, k->uid, k->admin || k->see_all_jobs);
+}
+
+static void srv_cmd_spares(const struct srv_call *k)
+{
+	ctl_cmd_spares(k->c, k->out);
+}
+
+static void srv_cmd_spare_add(const struct srv_call *k)
+{
+	ctl_cmd_spare_add(k->c, k->args[0], k->uid, k->out);
+}
+
+static void srv_cmd_spare_remove(const struct srv_call *k)
+{
+	ctl_cmd_spare_remove(k->c, k->args[0], k->uid, k->out);
+}
+
+static void srv_cmd_history(const struct srv_call *k)
+{
+	struct history_arg h = {.out = k->out, .all = k->admin, .uid = k->uid};
+	char *const *w = k->args;
 	long v;
 
-	for (int i = 1; i < n; i++) {
+	for (int i = 0; i < k->nargs; i++) {
 		if (!strncmp(w[i], "job=", 4) &&
 		    !sigma_parse_long(w[i] + 4, 1, UINT32_MAX, &v))
 			h.job = (uint32_t)v;
@@ -142,21 +181,39 @@ static void srv_history(struct ctl *c, char **w, int n, bool all, uid_t uid,
 			 !sigma_parse_long(w[i] + 6, 0, __LONG_MAX__, &v))
 			h.since = v;
 		else {
-			fprintf(out, "error: bad history argument '%s'\n",
+			fprintf(k->out, "error: bad history argument '%s'\n",
 				w[i]);
 			return;
 		}
 	}
-	int rc = evlog_read(ctl_event_log(c), history_fn, &h, NULL);
+	int rc = evlog_read(ctl_event_log(k->c), history_fn, &h, NULL);
 	if (rc)
-		fprintf(out, "error: event log: %s\n",
+		fprintf(k->out, "error: event log: %s\n",
 			strerror(rc < 0 ? -rc : EIO));
 }
+
+static void srv_cmd_drain(const struct srv_call *k)
+{
+	ctl_cmd_drain(k->c, k->args[0], k->args[1], k->uid, k->out);
+}
+
+static void srv_cmd_resume(const struct srv_call *k)
+{
+	ctl_cmd_resume(k->c, k->args[0], k->uid, k->out);
+}
+
+/* the handlers, as the command table names them */
+static srv_cmd_fn *const srv_cmds[CMD_COUNT] = {
+#define SRV_CMD(id, name, sub, nodes, tail, admin, handler, ...) [id] = handler,
+	CMD_TABLE(SRV_CMD)
+#undef SRV_CMD
+};
 
 static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 			 bool see_all_jobs, FILE *out)
 {
 	char *w[SRV_WORDS], *save = NULL, *tok;
+	const struct cmd_spec *cmd;
 	int n = 0;
 
 	for (tok = strtok_r(req, "\t", &save); tok && n < SRV_WORDS;
@@ -166,20 +223,23 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 		fprintf(out, "error: empty request\n");
 		return;
 	}
-	if (!strcmp(w[0], "status") && n == 1) {
-		ctl_cmd_status(c, out, uid, admin || see_all_jobs);
+	cmd = cmd_match_request(w, n);
+	if (cmd && (!cmd->admin || admin)) {
+		int skip = cmd->sub ? 2 : 1;
+		struct srv_call k = {
+		    .c = c,
+		    .args = w + skip,
+		    .nargs = n - skip,
+		    .uid = uid,
+		    .admin = admin,
+		    .see_all_jobs = see_all_jobs,
+		    .out = out,
+		};
+
+		srv_cmds[cmd->id](&k);
 		return;
 	}
-	if (!strcmp(w[0], "spares") && n == 1) {
-		ctl_cmd_spares(c, out);
-		return;
-	}
-	if (!strcmp(w[0], "history")) {
-		srv_history(c, w, n, admin, uid, out);
-		return;
-	}
-	if (strcmp(w[0], "drain") && strcmp(w[0], "resume") &&
-	    strcmp(w[0], "spares")) {
+	if (!cmd && !cmd_admin_only(w[0])) {
 		fprintf(out, "error: unknown request '%s'\n", w[0]);
 		return;
 	}
@@ -192,18 +252,8 @@ static void srv_dispatch(struct ctl *c, char *req, uid_t uid, bool admin,
 		    w[0]);
 		return;
 	}
-	if (!strcmp(w[0], "drain") && n == 3)
-		ctl_cmd_drain(c, w[1], w[2], uid, out);
-	else if (!strcmp(w[0], "resume") && n == 2)
-		ctl_cmd_resume(c, w[1], uid, out);
-	else if (!strcmp(w[0], "spares") && n == 3 && !strcmp(w[1], "add"))
-		ctl_cmd_spare_add(c, w[2], uid, out);
-	else if (!strcmp(w[0], "spares") && n == 3 && !strcmp(w[1], "remove"))
-		ctl_cmd_spare_remove(c, w[2], uid, out);
-	else
-		fprintf(out, "error: bad arguments to '%s'\n", w[0]);
+	fprintf(out, "error: bad arguments to '%s'\n", w[0]);
 }
-
 
 int srv_create(struct srv **out, const char *path, uid_t slurm_user,
 	       bool private_jobs)

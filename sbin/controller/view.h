@@ -1,6 +1,6 @@
 /*
  * view.h - what sigmad sees of the cluster at one moment, filled by the
- * libslurm adapter (slurm.c) and read by the daemon. No Slurm types here.
+ * libslurm adapter (slurm_api.c) and read by the daemon. No Slurm types here.
  */
 #ifndef SIGMAD_VIEW_H
 #define SIGMAD_VIEW_H

@@ -1,6 +1,6 @@
 /*
- * test_sigmad_ctl.c - the controller (ctl.c) over a fake slurmctld: the
- * libslurm adapter (slurm.h) is replaced by an in-memory cluster of six
+ * test_sigmad_ctl.c - the controller (ctl*.c) over a fake slurmctld: the
+ * libslurm adapter (slurm_api.h) is replaced by an in-memory cluster of six
  * nodes (n5, n6 spares), and evlog_append is wrapped (-Wl,--wrap) so that a
  * "crash" can stop both Slurm calls and log writes at any point.
  *
@@ -36,7 +36,7 @@
 #include "proc.h"
 #include "server.h"
 #include "sigma.h"
-#include "slurm.h"
+#include "slurm_api.h"
 #include "view.h"
 
 #define NNODES 6

@@ -1,11 +1,11 @@
 /*
- * slurm.h - sigmad's adapter to slurmctld: every libslurm call of the
- * controller is in slurm.c, so API drift between Slurm releases stays in one
- * file. Functions return 0 or a negative errno; failures are logged with
- * Slurm's own error text.
+ * slurm_api.h - sigmad's adapter to slurmctld: every libslurm call of the
+ * controller is in slurm_api.c, so API drift between Slurm releases stays
+ * in one file. Functions return 0 or a negative errno; failures are logged
+ * with Slurm's own error text.
  */
-#ifndef SIGMAD_SLURM_H
-#define SIGMAD_SLURM_H
+#ifndef SIGMAD_SLURM_API_H
+#define SIGMAD_SLURM_API_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,4 +41,4 @@ int ctl_slurm_signal(uint32_t job, int sig);
 /* SlurmUser's uid and PrivateData=jobs from slurmctld's configuration. */
 int ctl_slurm_user(uint32_t *uid, bool *private_jobs);
 
-#endif /* SIGMAD_SLURM_H */
+#endif /* SIGMAD_SLURM_API_H */

@@ -1,6 +1,6 @@
 /*
- * test_eventlog.c - the event log: round trip, escaping, a truncated last
- * line (crash mid-write), malformed lines, reopening after a crash.
+ * test_sigmad_eventlog.c - the event log: round trip, escaping, a truncated
+ * last line (crash mid-write), malformed lines, reopening after a crash.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,7 @@ static char path[128];
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/test_eventlog.XXXXXX");
+	strcpy(dir, "/tmp/test_sigmad_eventlog.XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/events.jsonl", dir);

@@ -1,5 +1,5 @@
 /*
- * test_policy.c - the controller's pure policy core over a table of
+ * test_sigmad_policy.c - the controller's pure policy core over a table of
  * scenarios: spare available or not, two failures at once, warning then
  * failure, max restarts reached, node back healthy or not.
  */

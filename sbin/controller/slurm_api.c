@@ -1,5 +1,5 @@
 /*
- * slurm.c - the controller's only libslurm file (see slurm.h).
+ * slurm_api.c - the controller's only libslurm file (see slurm_api.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 #include "sigma.h"
 #include "contract.h"
-#include "slurm.h"
+#include "slurm_api.h"
 
 static int slurm_fail(const char *what, const char *obj)
 {

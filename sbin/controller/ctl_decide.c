@@ -1,0 +1,359 @@
+/*
+ * ctl_decide.c - what sigmad sees happen to sigma jobs and what it decides
+ * to do about it: a failed or warned node under a running job, a job Slurm
+ * requeued or ended after a node failure, a job whose script asked to be
+ * requeued. A decision asks the policy core (policy.h) and is written to
+ * the event log before anything is done about it (ctl_recover.c does it).
+ * Also where each running job runs, remembered through the log.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "contract.h"
+#include "ctl_internal.h"
+#include "policy.h"
+#include "sigma.h"
+
+#define CTL_POOL_MAX 256
+
+/* the nodes one decision is about, and what happened to the first */
+struct ctl_blame {
+	char nodes[EVLOG_NODE_MAX];
+	size_t n;
+	char what[200];
+};
+
+static void ctl_blame_add(struct ctl_blame *b, const char *node,
+			  const char *what)
+{
+	if (!ctl_list_add(b->nodes, sizeof(b->nodes), node) && !b->n++)
+		sigma_strlcpy(b->what, what, sizeof(b->what));
+}
+
+/* A failed node: what happened, or NULL when it did not fail. */
+static const char *node_failed(const struct ctl_node *n)
+{
+	const char *what;
+
+	if (sigma_reason_parse(n->reason, NULL, &what) ==
+		SIGMA_REASON_FAILURE &&
+	    (n->flags & CTL_N_DRAIN))
+		return what;
+	if (n->flags & CTL_N_NO_RESPOND)
+		return "not responding";
+	if (n->flags & CTL_N_DOWN)
+		return n->reason[0] ? n->reason : "down";
+	if (n->flags & CTL_N_FAIL)
+		return n->reason[0] ? n->reason : "failing";
+	return NULL;
+}
+
+static const char *node_warned(const struct ctl_node *n)
+{
+	const char *what;
+
+	if ((n->flags & CTL_N_DRAIN) &&
+	    sigma_reason_parse(n->reason, NULL, &what) == SIGMA_REASON_WARNING)
+		return what;
+	return NULL;
+}
+
+/* ---- a decision ---------------------------------------------------------- */
+
+static uint32_t ctl_node_failures(const struct ctl *c, const char *node)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].verdict != POLICY_WATCH &&
+		    ctl_list_has(c->recs[i].bad, node))
+			n++;
+	return n;
+}
+
+/*
+ * The reserved spares free for job now, as the policy weighs them; idx
+ * says which node each is. A spare an earlier decision took (in this very
+ * poll, say: failures that come together) is not free for this one.
+ */
+static size_t ctl_free_spares(const struct ctl *c, const struct ctl_view *v,
+			      const struct ctl_job *job, const char *bad,
+			      struct policy_spare *spares, size_t *idx)
+{
+	size_t nsp = 0;
+
+	for (size_t i = 0; i < v->nnodes && nsp < CTL_POOL_MAX; i++) {
+		const struct ctl_node *n = &v->nodes[i];
+
+		if (!(n->flags & CTL_N_RESERVED) || !ctl_node_healthy(n) ||
+		    ctl_list_has(bad, n->name) || ctl_node_in_job(v, i) ||
+		    ctl_lent(c, v, n->name))
+			continue;
+		spares[nsp].failures = ctl_node_failures(c, n->name);
+		spares[nsp].since = 0;
+		spares[nsp].excluded = ctl_list_has(job->exc_nodes, n->name);
+		idx[nsp++] = i;
+	}
+	return nsp;
+}
+
+/*
+ * The spares job may get now: what it asked for, within the site's caps
+ * per job and per user (spares the user's running jobs already hold
+ * count against the second).
+ */
+static int ctl_spares_allowed(struct ctl *c, const struct ctl_view *v,
+			      const struct ctl_job *job, long asked)
+{
+	const struct sigma_site_caps *caps = &c->cfg.caps;
+	char members[SIGMAD_LIST_MAX];
+	long held = 0, n = asked;
+
+	ctl_members(c, v, members);
+	for (size_t j = 0; j < v->njobs; j++) {
+		const struct ctl_job *o = &v->jobs[j];
+
+		if (o->uid != job->uid || o->state == CTL_J_ENDED)
+			continue;
+		for (size_t k = 0; k < o->nnodes; k++)
+			if (ctl_list_has(members, v->nodes[o->nodes[k]].name))
+				held++;
+	}
+	if (n > caps->spares_per_job)
+		n = caps->spares_per_job;
+	if (n > caps->spares_per_user - held)
+		n = caps->spares_per_user - held;
+	if (n < asked)
+		sigma_info(
+		    "job %u: %ld of its %ld spares allowed (site caps: %ld a job, %ld a user, who holds %ld)",
+		    job->id, n > 0 ? n : 0, asked, caps->spares_per_job,
+		    caps->spares_per_user, held);
+	return n > 0 ? (int)n : 0;
+}
+
+/* what the policy plans for job, whose sigma[] block is opts */
+static int ctl_plan(struct ctl *c, const struct ctl_view *v,
+		    const struct ctl_job *job, const struct sigma_block *opts,
+		    int restarts, bool warning, size_t nbad,
+		    const struct policy_spare *spares, size_t nsp,
+		    struct policy_plan *plan)
+{
+	struct policy_job pj;
+
+	if (job->unprotected) {
+		/* no requeue, no spare: drain, and say what sigma cannot do */
+		memset(plan, 0, sizeof(*plan));
+		plan->verdict = POLICY_UNPROTECTED;
+		plan->attempt = restarts + 1;
+		plan->why = job->unprotected;
+		return 0;
+	}
+	pj.id = job->id;
+	pj.restarts = restarts;
+	pj.max_restarts = (int)(opts->max_restarts < c->cfg.caps.max_restarts
+				    ? opts->max_restarts
+				    : c->cfg.caps.max_restarts);
+	pj.spares = ctl_spares_allowed(c, v, job, opts->spares);
+	pj.spares_used = 0; /* each recovery may hold up to spares */
+	pj.on_warning = opts->on_warning;
+	if (warning)
+		return policy_plan_warning(&c->cfg.policy, &pj, nbad, spares,
+					   nsp, plan);
+	return policy_plan_failure(&c->cfg.policy, &pj, nbad, spares, nsp,
+				   plan);
+}
+
+/* the decision's "decide" line, which a new sigmad replays */
+static int ctl_log_decision(struct ctl *c, const struct ctl_rec *r,
+			    const struct policy_plan *plan)
+{
+	struct evlog_event ev;
+
+	ctl_ev_from_rec(&ev, "decide", r);
+	sigma_strlcpy(ev.kind, r->warning ? "warning" : "failure",
+		      sizeof(ev.kind));
+	sigma_strlcpy(ev.verdict, policy_verdict_name(plan->verdict),
+		      sizeof(ev.verdict));
+	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
+	if (plan->verdict == POLICY_WATCH && plan->why)
+		/* no account follows a watch: the history says why here */
+		(void)sigma_snprintf(ev.text, sizeof(ev.text), "%s; %s",
+				     r->what, plan->why);
+	else
+		sigma_strlcpy(ev.text, r->what, sizeof(ev.text));
+	sigma_info("job %u attempt %d: %s on %s (%s): %s%s%s (%s)", r->job,
+		   r->attempt, r->warning ? "warning" : "failure", r->bad,
+		   r->what, policy_verdict_name(plan->verdict),
+		   r->spares[0] ? " onto " : "", r->spares, plan->why);
+	return ctl_log(c, &ev);
+}
+
+static int ctl_decide(struct ctl *c, const struct ctl_view *v,
+		      const struct ctl_job *job, int restarts, bool warning,
+		      const struct ctl_blame *b)
+{
+	struct policy_spare spares[CTL_POOL_MAX];
+	size_t idx[CTL_POOL_MAX], nsp;
+	struct sigma_block opts;
+	struct policy_plan plan;
+	struct ctl_rec *r;
+	int rc;
+
+	if (sigma_block_parse(job->comment, &opts, NULL)) {
+		sigma_warn(
+		    "job %u: bad sigma[] block in AdminComment, not managed",
+		    job->id);
+		return 0;
+	}
+	nsp = ctl_free_spares(c, v, job, b->nodes, spares, idx);
+	rc = ctl_plan(c, v, job, &opts, restarts, warning, b->n, spares, nsp,
+		      &plan);
+	if (rc)
+		return rc;
+	r = ctl_rec_new(c);
+	if (!r)
+		return -ENOMEM;
+	r->job = job->id;
+	r->uid = job->uid;
+	r->attempt = plan.attempt;
+	r->verdict = plan.verdict;
+	r->warning = warning;
+	r->decided_at = v->now;
+	sigma_strlcpy(r->bad, b->nodes, sizeof(r->bad));
+	sigma_strlcpy(r->what, b->what, sizeof(r->what));
+	for (size_t k = 0; k < plan.npicked; k++)
+		ctl_list_add(r->spares, sizeof(r->spares),
+			     v->nodes[idx[plan.picked[k]]].name);
+	r->complete = plan.verdict == POLICY_WATCH;
+	/* the decision is on disk before anything is done about it */
+	rc = ctl_log_decision(c, r, &plan);
+	if (rc) {
+		c->nrecs--;
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- what happened ------------------------------------------------------- */
+
+/* a running job: a failed node, else a warned one not watched yet */
+static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
+			       const struct ctl_job *job)
+{
+	struct ctl_blame bad = {0}, warn = {0};
+	const struct ctl_rec *watch;
+	int R = job->restart_cnt;
+
+	if (ctl_decided(c, job))
+		return; /* handled, or given up at this attempt */
+	watch = ctl_rec_find(c, job->id, R + 2, REC_WATCH);
+	for (size_t k = 0; k < job->nnodes; k++) {
+		const struct ctl_node *n = &v->nodes[job->nodes[k]];
+		const char *w;
+
+		if ((w = node_failed(n)))
+			ctl_blame_add(&bad, n->name, w);
+		else if ((w = node_warned(n)) &&
+			 !(watch && ctl_list_has(watch->bad, n->name)))
+			ctl_blame_add(&warn, n->name, w);
+	}
+	if (bad.n)
+		ctl_decide(c, v, job, R, false, &bad);
+	else if (warn.n)
+		ctl_decide(c, v, job, R, true, &warn);
+}
+
+/*
+ * A job that does not run: Slurm requeued it after a node failure, take
+ * over from there. Or it ended NODE_FAIL and Slurm will not requeue it:
+ * do. Or its script failed with the trainer's "requeue me" codes (76: a
+ * peer rank died, 79: the trouble follows the hardware) and one of its
+ * nodes is now drained as failing: the probe (job epilog or health check)
+ * often drains the node a few seconds after the step ended, so an ended
+ * job is watched for a while (ctl_job_may_come_back). Its nodes are the
+ * last ones sigmad saw it on.
+ */
+static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
+			       const struct ctl_job *job)
+{
+	struct ctl_blame bad = {0};
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
+	int R = job->restart_cnt;
+	bool decided = ctl_decided(c, job);
+	/*
+	 * whenever it happened: sigmad may have been down then (its
+	 * last nodes come from the event log)
+	 */
+	bool slurm_requeued = job->state == CTL_J_PENDING && R >= 1 &&
+			      !ctl_rec_find(c, job->id, R + 1, REC_RECOVERY) &&
+			      !ctl_rec_find(c, job->id, R, REC_GIVE_UP);
+	bool node_failed_end =
+	    job->state == CTL_J_ENDED && job->node_fail && !decided;
+	bool script_failed_end = !decided && ctl_job_may_come_back(job, v->now);
+
+	if (!slurm_requeued && !node_failed_end && !script_failed_end)
+		return;
+	sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long i = ctl_view_node(v, tok);
+		const char *w;
+
+		if (i >= 0 && (w = node_failed(&v->nodes[i])))
+			ctl_blame_add(&bad, tok, w);
+	}
+	if (!bad.n)
+		return; /* not a node failure we can see */
+	ctl_decide(c, v, job, slurm_requeued ? R - 1 : R, false, &bad);
+}
+
+void ctl_detect(struct ctl *c, const struct ctl_view *v)
+{
+	for (size_t j = 0; j < v->njobs; j++) {
+		if (v->jobs[j].state == CTL_J_RUNNING)
+			ctl_detect_running(c, v, &v->jobs[j]);
+		else
+			ctl_detect_stopped(c, v, &v->jobs[j]);
+	}
+}
+
+/* ---- where jobs run ------------------------------------------------------ */
+
+/*
+ * The nodes each running sigma job runs on. They are what a recovery needs
+ * after Slurm requeued a job itself (a node failure while sigmad was down,
+ * say), so a new set is written to the event log ("run") and replayed at
+ * start: a restart or an upgrade of sigmad strands no job.
+ */
+void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v)
+{
+	size_t kept = 0;
+
+	/* a job slurmctld no longer knows needs nothing remembered */
+	for (size_t i = 0; i < c->nlast; i++)
+		if (ctl_view_job(v, c->last[i].job))
+			c->last[kept++] = c->last[i];
+	c->nlast = kept;
+	for (size_t j = 0; j < v->njobs; j++) {
+		const struct ctl_job *job = &v->jobs[j];
+		char nodes[CTL_LIST_MAX] = "";
+		struct evlog_event ev;
+
+		if (job->state != CTL_J_RUNNING)
+			continue; /* keep what we knew of it */
+		for (size_t k = 0; k < job->nnodes; k++)
+			ctl_list_add(nodes, sizeof(nodes),
+				     v->nodes[job->nodes[k]].name);
+		if (!strcmp(nodes, ctl_last_nodes(c, job->id)))
+			continue;
+		ctl_last_set(c, job->id, nodes);
+		ctl_ev_init(&ev, "run");
+		ev.job = job->id;
+		ev.uid = job->uid;
+		ev.attempt = job->restart_cnt + 1;
+		sigma_strlcpy(ev.node, nodes, sizeof(ev.node));
+		ctl_log(c, &ev);
+	}
+}

@@ -1,0 +1,166 @@
+/*
+ * ctl_internal.h - what the parts of sigmad's controller share, for its
+ * own files only (ctl.h is the contract with the daemon): the controller's
+ * state and its records of recoveries, and the helpers more than one part
+ * uses. Each part has a file:
+ *
+ *   ctl.c          lifecycle and the tick; the records, rebuilt from the
+ *                  event log at start; comma lists, node and job helpers
+ *   ctl_pool.c     the hot-spare pool and its reservation
+ *   ctl_decide.c   failures and warnings seen, and the decisions on them
+ *   ctl_recover.c  carrying a decision out, step by step
+ *   ctl_repair.c   return to service: repair probes of drained nodes
+ *   ctl_cmd.c      the commands of sigmactl
+ */
+#ifndef SIGMAD_CTL_INTERNAL_H
+#define SIGMAD_CTL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "ctl.h"
+#include "eventlog.h"
+#include "proc.h"
+#include "view.h"
+
+#define CTL_MAX_TRIES 64
+
+/* how a job sent SIGUSR1 stopped, for its account */
+enum ctl_stop { STOP_UNKNOWN = 0, STOP_EXIT, STOP_SIGNAL, STOP_RUNNING };
+
+/* the names of enum ctl_stop, in the event log */
+extern const char *const ctl_stop_names[];
+
+struct ctl_rec {
+	uint32_t job, uid;
+	int attempt;
+	int verdict; /* enum policy_verdict */
+	bool warning;
+	char bad[EVLOG_NODE_MAX];
+	char spares[EVLOG_NODE_MAX];
+	char what[200];
+	int64_t decided_at, signalled_at;
+	bool signalled, released, requeued, complete;
+	int errors; /* in memory: failed Slurm calls */
+	/* in memory: how a signalled job stopped, for its account */
+	enum ctl_stop stop;
+	int stop_code; /* its exit status, or the signal */
+};
+
+struct ctl_tries {
+	char node[CTL_NAME_MAX];
+	int tries;
+	int64_t last;
+	struct ctl_proc probe; /* the repair probe running now, if any */
+	bool done;	       /* it has ended: rc and out wait */
+	int rc;
+	char out[CTL_PROC_OUT_MAX];
+};
+
+struct ctl_last {
+	uint32_t job;
+	char nodes[CTL_LIST_MAX];
+};
+
+struct ctl {
+	struct sigmad_config cfg;
+	char config_path[4096];
+	char log_path[4096];
+	struct evlog log;
+	struct ctl_rec *recs;
+	size_t nrecs, caprecs;
+	char added[SIGMAD_LIST_MAX];   /* sigmactl spares add */
+	char removed[SIGMAD_LIST_MAX]; /* sigmactl spares remove */
+	struct ctl_tries tries[CTL_MAX_TRIES];
+	size_t ntries;
+	struct ctl_last *last;
+	size_t nlast;
+	struct ctl_view view; /* the latest look, for status */
+};
+
+/* ---- comma lists (ctl.c) ------------------------------------------------- */
+
+bool ctl_list_has(const char *list, const char *name);
+/* 0, or -ENAMETOOLONG when name does not fit; a name already there is kept */
+int ctl_list_add(char *list, size_t size, const char *name);
+void ctl_list_del(char *list, const char *name);
+size_t ctl_list_count(const char *list);
+
+/* ---- event log (ctl.c) --------------------------------------------------- */
+
+/* an event of type, stamped now */
+void ctl_ev_init(struct evlog_event *ev, const char *type);
+/* an event of type about r's job, attempt and bad node */
+void ctl_ev_from_rec(struct evlog_event *ev, const char *type,
+		     const struct ctl_rec *r);
+/* append ev (fsync'd); a failure is logged and returned */
+int ctl_log(struct ctl *c, const struct evlog_event *ev);
+
+/* ---- records (ctl.c) ----------------------------------------------------- */
+
+/*
+ * Records fall in three classes that may share an attempt number: a
+ * recovery (requeue, checkpoint, drain only) names the attempt the job
+ * restarts as, a give-up names the attempt that failed, a watch collects
+ * warned nodes of the running attempt.
+ */
+enum ctl_rec_class { REC_RECOVERY = 0, REC_WATCH, REC_GIVE_UP };
+
+enum ctl_rec_class ctl_rec_class(int verdict);
+struct ctl_rec *ctl_rec_find(struct ctl *c, uint32_t job, int attempt,
+			     enum ctl_rec_class cls);
+/* a zeroed record at the end of c->recs, or NULL */
+struct ctl_rec *ctl_rec_new(struct ctl *c);
+/* a recovery or a give-up was decided for the job's current attempt */
+bool ctl_decided(const struct ctl *c, const struct ctl_job *job);
+/* node is a bad node of a recovery still open */
+bool ctl_in_open_rec(const struct ctl *c, const char *node);
+
+/* the nodes job ran on last (a comma list, "" when unknown) */
+const char *ctl_last_nodes(const struct ctl *c, uint32_t job);
+/* remember them (in memory; callers log them) */
+void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
+
+/* ---- nodes and jobs (ctl.c) ---------------------------------------------- */
+
+bool ctl_node_healthy(const struct ctl_node *n);
+/* node i runs a sigma job that is running */
+bool ctl_node_in_job(const struct ctl_view *v, size_t i);
+/* job ended with the trainer's "requeue me" codes a short while ago */
+bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now);
+
+/* ---- the hot-spare pool (ctl_pool.c) ------------------------------------- */
+
+/* pool members: configured (list or feature) + added - removed */
+void ctl_members(struct ctl *c, const struct ctl_view *v, char *out);
+/* node was released to a recovery and is not back in the pool yet */
+bool ctl_lent(const struct ctl *c, const struct ctl_view *v, const char *node);
+/* the reservation's healthy nodes that run no job, as a comma list */
+void ctl_pool_now(const struct ctl_view *v, char *out, size_t size);
+/* set the reservation to exactly nodes, and v with it */
+int ctl_resv_apply(struct ctl *c, struct ctl_view *v, const char *nodes);
+/* keep the reservation at the configured spares */
+void ctl_pool_sync(struct ctl *c, struct ctl_view *v);
+
+/* ---- decisions (ctl_decide.c) -------------------------------------------- */
+
+/* decide on every failure and warning v shows */
+void ctl_detect(struct ctl *c, const struct ctl_view *v);
+/* log the nodes each running sigma job runs on, when they changed */
+void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v);
+
+/* ---- carrying a decision out (ctl_recover.c) ----------------------------- */
+
+/* the next step of the open recovery r */
+void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r);
+
+/* ---- return to service (ctl_repair.c) ------------------------------------ */
+
+/* probe the drained nodes that are due, act on the results */
+void ctl_repair(struct ctl *c, struct ctl_view *v);
+/* node's repair state, made on first use; NULL when the table is full */
+struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node);
+
+#endif /* SIGMAD_CTL_INTERNAL_H */

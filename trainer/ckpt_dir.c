@@ -1,7 +1,7 @@
 /*
  * ckpt_dir.c - what a checkpoint directory holds (ckpt.h): the names of
  * full and differential checkpoints, their listing in (attempt, step)
- * order, the newest valid one loaded, and retention (pruning, and the
+ * order, and retention (pruning, and the
  * differentials an abandoned run left).
  */
 #include <dirent.h>
@@ -93,8 +93,7 @@ static int cmp_entry(const void *a, const void *b)
 	return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
 }
 
-/* every name of dir, newest first; count or -errno */
-static int list_all(const char *dir, struct ckpt_entry **out)
+int ckpt_list_all(const char *dir, struct ckpt_entry **out)
 {
 	struct ckpt_entry *e = malloc(sizeof(*e) * CKPT_MAX_LISTED);
 	DIR *d;
@@ -123,7 +122,7 @@ static int list_all(const char *dir, struct ckpt_entry **out)
 int ckpt_list(const char *dir, struct ckpt_entry *out, int max)
 {
 	struct ckpt_entry *e;
-	int n = list_all(dir, &e);
+	int n = ckpt_list_all(dir, &e);
 
 	if (n < 0)
 		return n;
@@ -137,7 +136,7 @@ int ckpt_list(const char *dir, struct ckpt_entry *out, int max)
 long ckpt_newest(const char *dir, int *attempt)
 {
 	struct ckpt_entry *e;
-	int n = list_all(dir, &e);
+	int n = ckpt_list_all(dir, &e);
 	long step = n > 0 ? e[0].step : -1;
 
 	if (attempt)
@@ -149,50 +148,6 @@ long ckpt_newest(const char *dir, int *attempt)
 long ckpt_newest_step(const char *dir)
 {
 	return ckpt_newest(dir, NULL);
-}
-
-int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
-		     char *path, size_t plen, char *err, size_t len)
-{
-	struct ckpt_entry *e;
-	int n = list_all(dir, &e), refused = 0;
-
-	if (n == -ENOMEM)
-		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	if (n <= 0) {
-		free(e);
-		return sigma_set_err(err, len, ENOENT,
-				     "%s: no checkpoint found", dir);
-	}
-	for (int i = 0; i < n; i++) {
-		char p[PATH_MAX], why[1024];
-
-		if (ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
-			continue;
-		if (ckpt_read(p, m, st, why, sizeof(why)) == 0) {
-			if (st->step != e[i].step ||
-			    st->attempt != e[i].attempt) {
-				sigma_warn("checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
-					   p, st->step, st->attempt,
-					   e[i].step, e[i].attempt);
-				refused++;
-				continue;
-			}
-			if (!ckpt_of_dir_run(dir, p, st)) {
-				refused++;
-				continue;
-			}
-			sigma_strlcpy(path, p, plen);
-			free(e);
-			return 0;
-		}
-		sigma_warn("checkpoint refused: %s; trying an older one", why);
-		refused++;
-	}
-	free(e);
-	return sigma_set_err(err, len, EBADMSG,
-			     "%s: none of %d checkpoints is valid", dir,
-			     refused);
 }
 
 /* ---- differentials' names ------------------------------------------------- */
@@ -355,7 +310,7 @@ int ckpt_prune(const char *dir, int keep)
 	struct ckpt_entry *e;
 	struct ckpt_diff_name *dn = malloc(sizeof(*dn) * CKPT_MAX_LISTED);
 	long *steps = NULL;
-	int n = list_all(dir, &e), nd = 0;
+	int n = ckpt_list_all(dir, &e), nd = 0;
 
 	if (n >= 0)
 		steps = malloc(sizeof(long) * (n > 0 ? n : 1));

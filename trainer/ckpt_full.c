@@ -1,7 +1,8 @@
 /*
  * ckpt_full.c - full checkpoints (ckpt.h, docs/checkpoint-format.md):
  * written to a temporary name and published whole, read back validated
- * before anything of the model changes; and the parts of one that a
+ * before anything of the model changes, the newest valid one of a
+ * directory loaded; and the parts of one that a
  * differential has too (ckpt_internal.h): header, configuration, the
  * optimizer's, data and RNG state, the guard's state, provenance.
  */
@@ -727,4 +728,48 @@ int ckpt_peek(const char *path, struct ckpt_state *st, char *err,
 	st->step = (long)step;
 	ckpt_h5_close_checked(f, &sf);
 	return rc;
+}
+
+int ckpt_load_latest(const char *dir, struct model *m, struct ckpt_state *st,
+		     char *path, size_t plen, char *err, size_t len)
+{
+	struct ckpt_entry *e;
+	int n = ckpt_list_all(dir, &e), refused = 0;
+
+	if (n == -ENOMEM)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	if (n <= 0) {
+		free(e);
+		return sigma_set_err(err, len, ENOENT,
+				     "%s: no checkpoint found", dir);
+	}
+	for (int i = 0; i < n; i++) {
+		char p[PATH_MAX], why[1024];
+
+		if (ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
+			continue;
+		if (ckpt_read(p, m, st, why, sizeof(why)) == 0) {
+			if (st->step != e[i].step ||
+			    st->attempt != e[i].attempt) {
+				sigma_warn("checkpoint %s refused: it holds step %ld of attempt %d, its name says %ld of %d",
+					   p, st->step, st->attempt,
+					   e[i].step, e[i].attempt);
+				refused++;
+				continue;
+			}
+			if (!ckpt_of_dir_run(dir, p, st)) {
+				refused++;
+				continue;
+			}
+			sigma_strlcpy(path, p, plen);
+			free(e);
+			return 0;
+		}
+		sigma_warn("checkpoint refused: %s; trying an older one", why);
+		refused++;
+	}
+	free(e);
+	return sigma_set_err(err, len, EBADMSG,
+			     "%s: none of %d checkpoints is valid", dir,
+			     refused);
 }

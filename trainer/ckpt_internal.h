@@ -81,6 +81,10 @@ struct ckpt_diff_name {
 	int attempt;
 };
 
+/* every full checkpoint named in dir, newest first, in *out (the
+ * caller's to free); the count or -errno */
+int ckpt_list_all(const char *dir, struct ckpt_entry **out);
+
 /* the differentials named in dir, newest first in (attempt, step) order,
  * as the full checkpoints: up to max; the count or -errno */
 int ckpt_list_diffs(const char *dir, struct ckpt_diff_name *out, int max);

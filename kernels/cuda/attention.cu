@@ -21,11 +21,20 @@
  * p = exp(s - max) * (1 / sum), out = sum_j p v_j (computed as
  * (sum_j exp(s - max) v_j) / sum), dp = dout . v, ds = p (dp - D),
  * dq = scale ds k, dk = scale ds^T q, dv = p^T dout.
+ *
+ * The op table's entries (cuda_attention_forward_op, _backward_op, at the
+ * end) run these kernels, or, when sigma_cuda_set_attention (here) chose
+ * SIGMA_CUDA_ATT_CUBLAS and ops.h's att and scratch are given, the CPU
+ * algorithm through cuBLAS batched products.
  */
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 
+#define HAVE_CUDA 1
+#include "sigma_cuda.h"
 #include "cuda_internal.h"
+#include "cuda_blas.h"
 
 #define ATT_ROWS 8  /* warps (rows) per block */
 #define ATT_BK	 32 /* keys or queries per shared tile */
@@ -371,9 +380,9 @@ template <typename K> static void att_smem(K kernel, size_t bytes)
 		    (int)bytes));
 }
 
-void cuda_attention_forward(float *out, float *att, const float *q,
-			    const float *k, const float *v, int B, int T, int H,
-			    int Dh)
+static void cuda_attention_forward(float *out, float *att, const float *q,
+				   const float *k, const float *v, int B, int T,
+				   int H, int Dh)
 {
 	att_dims a;
 	size_t sm;
@@ -390,10 +399,11 @@ void cuda_attention_forward(float *out, float *att, const float *q,
 	CUDA_LAUNCHED();
 }
 
-void cuda_attention_backward(float *dq, float *dk, float *dv, float *scratch,
-			     const float *dout, const float *q, const float *k,
-			     const float *v, const float *att, int B, int T,
-			     int H, int Dh)
+static void cuda_attention_backward(float *dq, float *dk, float *dv,
+				    float *scratch, const float *dout,
+				    const float *q, const float *k,
+				    const float *v, const float *att, int B,
+				    int T, int H, int Dh)
 {
 	att_dims a;
 	size_t smq, smkv;
@@ -418,4 +428,191 @@ void cuda_attention_backward(float *dq, float *dk, float *dv, float *scratch,
 	k_att_backward_kv<<<grid, 32 * ATT_ROWS, smkv, CUDA_STREAM>>>(
 	    dk, dv, stats, dout, q, k, v, a);
 	CUDA_LAUNCHED();
+}
+
+/* ---- attention through cuBLAS ----------------------------------------------
+ */
+
+/*
+ * The CPU algorithm on the tensor cores: per batch, the H heads as one
+ * strided-batched GEMM (a head's rows are Dh apart within a D-wide row),
+ * with the T x T matrices in att and scratch that ops.h provides; the
+ * causal softmax and its backward are warp-per-row kernels. The products
+ * follow the precision setting (bf16 inputs with fp32 accumulation, or
+ * fp32); the softmax is fp32.
+ */
+static enum sigma_cuda_attention cuda_att_mode = SIGMA_CUDA_ATT_FUSED;
+
+extern "C" int sigma_cuda_set_attention(enum sigma_cuda_attention a)
+{
+	if (a != SIGMA_CUDA_ATT_FUSED && a != SIGMA_CUDA_ATT_CUBLAS)
+		return -EINVAL;
+	cuda_att_mode = a;
+	return 0;
+}
+
+extern "C" enum sigma_cuda_attention sigma_cuda_get_attention(void)
+{
+	return cuda_att_mode;
+}
+
+/* column-major C_i = alpha op(A_i) op(B_i) for batch i, fixed strides */
+static void gemm_batched(cublasOperation_t ta, cublasOperation_t tb, int m,
+			 int n, int k, float alpha, const float *A, int lda,
+			 long long sa, const float *B, int ldb, long long sb,
+			 float *C, int ldc, long long sc, int batch)
+{
+	const float beta = 0.0f;
+
+	if (sigma_cuda_get_precision() == SIGMA_CUDA_BF16)
+		CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+		    cuda_blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa,
+		    B, CUDA_R_32F, ldb, sb, &beta, C, CUDA_R_32F, ldc, sc,
+		    batch, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+	else
+		CUBLAS_CHECK(cublasSgemmStridedBatched(
+		    cuda_blas, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb,
+		    &beta, C, ldc, sc, batch));
+}
+
+/* one warp per row of s[BH*T, T]: causal softmax in place, 0 above */
+__global__ void k_att_softmax(float *s, int rows, int T)
+{
+	int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	int lane = threadIdx.x % 32;
+
+	if (r >= rows)
+		return;
+	int i = r % T;
+	float *row = s + (size_t)r * T;
+	float mx = -INFINITY, sum = 0.0f;
+
+	for (int j = lane; j <= i; j += 32)
+		mx = fmaxf(mx, row[j]);
+	mx = warp_max(mx);
+	for (int j = lane; j <= i; j += 32) {
+		float e = expf(row[j] - mx);
+
+		row[j] = e;
+		sum += e;
+	}
+	sum = warp_sum(sum);
+	float inv = 1.0f / sum;
+
+	for (int j = lane; j < T; j += 32)
+		row[j] = j <= i ? row[j] * inv : 0.0f;
+}
+
+/* one warp per row: ds = p (dp - sum_j p dp) in place over dp, 0 above */
+__global__ void k_att_softmax_backward(float *ds, const float *p, int rows,
+				       int T)
+{
+	int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	int lane = threadIdx.x % 32;
+
+	if (r >= rows)
+		return;
+	int i = r % T;
+	const float *pr = p + (size_t)r * T;
+	float *dr = ds + (size_t)r * T;
+	float dot = 0.0f;
+
+	for (int j = lane; j <= i; j += 32)
+		dot += pr[j] * dr[j];
+	dot = warp_sum(dot);
+	for (int j = lane; j < T; j += 32)
+		dr[j] = j <= i ? pr[j] * (dr[j] - dot) : 0.0f;
+}
+
+static void att_blas_forward(float *out, float *att, const float *q,
+			     const float *k, const float *v, int B, int T,
+			     int H, int Dh)
+{
+	int D = H * Dh, rows = B * H * T;
+	float scale = 1.0f / sqrtf((float)Dh);
+	long long tt = (long long)T * T;
+
+	for (int b = 0; b < B; b++) {
+		size_t base = (size_t)b * T * D;
+		float *s = att + (size_t)b * H * tt;
+
+		/* s = scale q k^T  <=>  s^T = scale k q^T */
+		gemm_batched(CUBLAS_OP_T, CUBLAS_OP_N, T, T, Dh, scale,
+			     k + base, D, Dh, q + base, D, Dh, s, T, tt, H);
+	}
+	k_att_softmax<<<cuda_blocks((size_t)rows, 8), 256, 0, CUDA_STREAM>>>(
+	    att, rows, T);
+	CUDA_LAUNCHED();
+	for (int b = 0; b < B; b++) {
+		size_t base = (size_t)b * T * D;
+
+		/* out = p v  <=>  out^T = v^T p^T */
+		gemm_batched(CUBLAS_OP_N, CUBLAS_OP_N, Dh, T, T, 1.0f, v + base,
+			     D, Dh, att + (size_t)b * H * tt, T, tt, out + base,
+			     D, Dh, H);
+	}
+}
+
+static void att_blas_backward(float *dq, float *dk, float *dv, float *scratch,
+			      const float *dout, const float *q, const float *k,
+			      const float *v, const float *att, int B, int T,
+			      int H, int Dh)
+{
+	int D = H * Dh, rows = B * H * T;
+	float scale = 1.0f / sqrtf((float)Dh);
+	long long tt = (long long)T * T;
+
+	for (int b = 0; b < B; b++) {
+		size_t base = (size_t)b * T * D;
+		const float *p = att + (size_t)b * H * tt;
+		float *ds = scratch + (size_t)b * H * tt;
+
+		/* dp = dout v^T  <=>  dp^T = v dout^T */
+		gemm_batched(CUBLAS_OP_T, CUBLAS_OP_N, T, T, Dh, 1.0f, v + base,
+			     D, Dh, dout + base, D, Dh, ds, T, tt, H);
+		/* dv = p^T dout  <=>  dv^T = dout^T p */
+		gemm_batched(CUBLAS_OP_N, CUBLAS_OP_T, Dh, T, T, 1.0f,
+			     dout + base, D, Dh, p, T, tt, dv + base, D, Dh, H);
+	}
+	k_att_softmax_backward<<<cuda_blocks((size_t)rows, 8), 256, 0,
+				 CUDA_STREAM>>>(scratch, att, rows, T);
+	CUDA_LAUNCHED();
+	for (int b = 0; b < B; b++) {
+		size_t base = (size_t)b * T * D;
+		const float *ds = scratch + (size_t)b * H * tt;
+
+		/* dq = scale ds k  <=>  dq^T = scale k^T ds^T */
+		gemm_batched(CUBLAS_OP_N, CUBLAS_OP_N, Dh, T, T, scale,
+			     k + base, D, Dh, ds, T, tt, dq + base, D, Dh, H);
+		/* dk = scale ds^T q  <=>  dk^T = scale q^T ds */
+		gemm_batched(CUBLAS_OP_N, CUBLAS_OP_T, Dh, T, T, scale,
+			     q + base, D, Dh, ds, T, tt, dk + base, D, Dh, H);
+	}
+}
+
+void cuda_attention_forward_op(float *out, float *att, const float *q,
+			       const float *k, const float *v, int B, int T,
+			       int H, int Dh)
+{
+	if (B <= 0 || T <= 0 || H <= 0 || Dh <= 0)
+		return;
+	if (cuda_att_mode == SIGMA_CUDA_ATT_CUBLAS && att)
+		att_blas_forward(out, att, q, k, v, B, T, H, Dh);
+	else
+		cuda_attention_forward(out, att, q, k, v, B, T, H, Dh);
+}
+
+void cuda_attention_backward_op(float *dq, float *dk, float *dv, float *scratch,
+				const float *dout, const float *q,
+				const float *k, const float *v,
+				const float *att, int B, int T, int H, int Dh)
+{
+	if (B <= 0 || T <= 0 || H <= 0 || Dh <= 0)
+		return;
+	if (cuda_att_mode == SIGMA_CUDA_ATT_CUBLAS && att && scratch)
+		att_blas_backward(dq, dk, dv, scratch, dout, q, k, v, att, B, T,
+				  H, Dh);
+	else
+		cuda_attention_backward(dq, dk, dv, scratch, dout, q, k, v, att,
+					B, T, H, Dh);
 }

@@ -2,8 +2,10 @@
  * cuda_internal.h - what the .cu files of the CUDA path share: the CUDA
  * runtime (the one header of the tree that includes cuda_runtime.h; the
  * .cu files include this one instead), error checks, the stream, the
- * device's owner, scratch workspace, warp reductions. Not part of the C
- * view (sigma_cuda.h); included only by the .cu files here.
+ * device's owner, scratch workspace, warp reductions, the stable sort, and
+ * the ops each file gives the table of ops_cuda.cu. Not part of the C
+ * view (sigma_cuda.h); included only by the .cu files here. cuBLAS is in
+ * cuda_blas.h, for the files that multiply through it.
  *
  * Every op runs on one stream (the legacy default stream), in issue order,
  * so a scratch buffer handed out by cuda_workspace() may be reused by the
@@ -13,6 +15,7 @@
 #define SIGMA_CUDA_INTERNAL_H
 
 #include <cstddef>
+#include <cstdint>
 #include <cuda_runtime.h>
 
 /*
@@ -79,13 +82,96 @@ __device__ __forceinline__ float warp_max(float v)
 	return v;
 }
 
+/*
+ * Stable sort of n int keys in [0, nkeys) carrying their original index:
+ * skey, sidx (device, n each), with ws[ws_len] as scratch; sort_ws_bytes
+ * is the scratch it needs (ops_cuda.cu). For the embedding gradient and
+ * the routing.
+ */
+void stable_sort_index(int *skey, int *sidx, const int *keys, int n, int nkeys,
+		       char *ws, size_t ws_len);
+size_t sort_ws_bytes(int n, int nkeys);
+
+/* the device double sum() and sumsq() reduce into (made by init) */
+extern double *cuda_red_out;
+
+/*
+ * The ops of sigma_ops_cuda (ops_cuda.cu) by the file that holds them,
+ * each with the signature and meaning of its member of struct sigma_ops
+ * (kernels/ops.h); device pointers throughout.
+ */
+
+/* matmul.cu */
+void cuda_matmul_forward(float *out, const float *in, const float *w, int N,
+			 int C, int OC, int accumulate);
+void cuda_matmul_backward(float *din, float *dw, const float *dout,
+			  const float *in, const float *w, int N, int C, int OC,
+			  int accumulate);
+void cuda_grouped_matmul_forward(float *out, const float *in, const float *w,
+				 const int *offs, int G, int C, int OC);
+void cuda_grouped_matmul_backward(float *din, float *dw, const float *dout,
+				  const float *in, const float *w,
+				  const int *offs, int G, int C, int OC,
+				  int accumulate);
+
+/* layers.cu */
+void cuda_embedding_forward(float *out, const int32_t *tok, const float *emb,
+			    int N, int D);
+void cuda_embedding_backward(float *demb, const float *dout, const int32_t *tok,
+			     int N, int V, int D);
+void cuda_rmsnorm_forward(float *out, float *rstd, const float *x,
+			  const float *g, int N, int D);
+void cuda_rmsnorm_backward(float *dx, float *dg, const float *dout,
+			   const float *x, const float *g, const float *rstd,
+			   int N, int D);
+void cuda_rope(float *out, const float *in, int B, int T, int H, int Dh,
+	       int dir);
+void cuda_softmax_forward(float *p, const float *logits, int N, int C);
+void cuda_softmax_backward(float *dlogits, const float *dp, const float *p,
+			   int N, int C);
+void cuda_swiglu_forward(float *h, const float *a, const float *b, size_t n);
+void cuda_swiglu_backward(float *da, float *db, const float *dh, const float *a,
+			  const float *b, size_t n);
+
 /* attention.cu */
-void cuda_attention_forward(float *out, float *att, const float *q,
-			    const float *k, const float *v, int B, int T, int H,
-			    int Dh);
-void cuda_attention_backward(float *dq, float *dk, float *dv, float *scratch,
-			     const float *dout, const float *q, const float *k,
-			     const float *v, const float *att, int B, int T,
-			     int H, int Dh);
+void cuda_attention_forward_op(float *out, float *att, const float *q,
+			       const float *k, const float *v, int B, int T,
+			       int H, int Dh);
+void cuda_attention_backward_op(float *dq, float *dk, float *dv, float *scratch,
+				const float *dout, const float *q,
+				const float *k, const float *v,
+				const float *att, int B, int T, int H, int Dh);
+
+/* moe.cu */
+void cuda_moe_route(int *idx, float *gate, int *counts, int *offs, int *perm,
+		    int *pos, const float *p, int N, int E, int K);
+void cuda_moe_aux_loss(float *aux, const float *p, const int *counts, int N,
+		       int E, int K);
+void cuda_moe_gather(float *xe, const float *m, const int *perm, int N, int K,
+		     int D);
+void cuda_moe_gather_backward(float *dm, const float *dxe, const int *pos,
+			      int N, int K, int D);
+void cuda_moe_combine(float *x, const float *eout, const float *gate,
+		      const int *pos, int N, int K, int D);
+void cuda_moe_combine_backward(float *deout, float *dgate, const float *dx,
+			       const float *eout, const float *gate,
+			       const int *pos, int N, int K, int D);
+void cuda_moe_router_backward(float *dp, const float *dgate, const float *p,
+			      const int *idx, const float *gate,
+			      const int *counts, float aux_scale, int N, int E,
+			      int K);
+
+/* loss.cu */
+void cuda_crossentropy_forward(float *losses, float *probs, const float *logits,
+			       const int32_t *targets, int N, int V);
+void cuda_crossentropy_backward(float *dlogits, const float *probs,
+				const int32_t *targets, float scale, int N,
+				int V);
+void cuda_sum(double *out, const float *x, size_t n);
+void cuda_sumsq(double *out, const float *x, size_t n);
+void cuda_scale(float *x, float s, size_t n);
+void cuda_adamw(float *param, float *m, float *v, const float *g, size_t n,
+		float lr, float beta1, float beta2, float eps, float wd,
+		float gscale, long t);
 
 #endif /* SIGMA_CUDA_INTERNAL_H */

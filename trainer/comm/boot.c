@@ -1,6 +1,8 @@
 /*
  * boot.c - bootstrap: PMIx when a PMIx server is there (boot_pmix.c), a
- * job of one process otherwise. See boot.h.
+ * job of one process otherwise, and the key/blob exchange over either;
+ * the fence is watched by the collectives' watchdog (watchdog.h). See
+ * boot.h. Nothing here knows the collectives (comm.h).
  */
 #include "config.h"
 
@@ -12,7 +14,9 @@
 #include <unistd.h>
 
 #include "sigma.h"
-#include "comm_impl.h"
+#include "boot.h"
+#include "boot_pmix.h"
+#include "watchdog.h"
 
 /* single process: what boot_put stored, a short list */
 struct boot_item {
@@ -36,7 +40,7 @@ int boot_init(struct boot *b, char *err, size_t len)
 	int rc;
 
 	memset(b, 0, sizeof(*b));
-	b->fence_timeout_s = (int)COMM_TIMEOUT_DEFAULT;
+	b->fence_timeout_s = BOOT_TIMEOUT_DEFAULT;
 	if (boot_under_pmix()) {
 		rc = boot_pmix_init(b, err, len);
 		if (rc == -ENOTSUP)

@@ -22,6 +22,13 @@
 #define BOOT_KEY_MAX  64 /* PMIx keys are at most 511 bytes; ours are short */
 #define BOOT_BLOB_MAX 65536
 
+/*
+ * Default timeout of boot_fence in seconds, until comm_create sets the
+ * communicators' timeout on it; the collectives' default too
+ * (COMM_TIMEOUT_DEFAULT, comm.h).
+ */
+#define BOOT_TIMEOUT_DEFAULT 300
+
 struct boot {
 	int rank;		  /* [0, size) */
 	int size;		  /* processes in the job */

@@ -16,7 +16,7 @@
 #include <pmix.h>
 
 #include "sigma.h"
-#include "comm_impl.h"
+#include "boot_pmix.h"
 
 struct boot_pmix {
 	pmix_proc_t me;

@@ -44,7 +44,7 @@
 #define COMM_EXIT_PEER 76
 
 /* Default collective timeout in seconds (SIGMA_COMM_TIMEOUT overrides). */
-#define COMM_TIMEOUT_DEFAULT 300.0
+#define COMM_TIMEOUT_DEFAULT ((double)BOOT_TIMEOUT_DEFAULT)
 #define COMM_TIMEOUT_MAX     86400.0
 
 enum comm_backend {

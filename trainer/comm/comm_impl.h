@@ -1,7 +1,8 @@
 /*
  * comm_impl.h - what the front end (comm.c) and the back ends (comm_self.c,
- * comm_mpi.c, comm_nccl.c) and bootstrap (boot.c, boot_pmix.c) share.
- * Not installed, not for the trainer.
+ * comm_mpi.c, comm_nccl.c) share: the back-end table, struct comm, the
+ * back ends' entry points. Not installed, not for the trainer; the
+ * bootstrap (boot.h) knows nothing of it.
  *
  * The front end checks arguments, keeps the statistics and tells the
  * watchdog when a call starts and ends; a back end only moves data. A back
@@ -14,6 +15,7 @@
 
 #include "config.h"
 #include "comm.h"
+#include "watchdog.h"
 
 #define COMM_NAME_MAX 32
 
@@ -61,16 +63,6 @@ struct comm {
 	void *impl;
 };
 
-/* monotonic nanoseconds */
-uint64_t comm_now_ns(void);
-
-/* ---- watchdog (watchdog.c) ------------------------------------------------
- */
-
-/* A call on comm name starts / ends (what: a static string). */
-void comm_watch_enter(const char *what, const char *name);
-void comm_watch_leave(void);
-
 /* ---- back ends: fill c->ops, rank, size, mem, impl from the world ----- */
 
 int comm_self_init(struct comm *c, char *err, size_t len);
@@ -99,62 +91,6 @@ static inline int comm_nccl_init(struct comm *c, struct boot *b, char *err,
 	(void)b;
 	(void)err;
 	(void)len;
-	return -ENOTSUP;
-}
-#endif
-
-/* ---- PMIx (boot_pmix.c): b->impl is its state ------------------------------
- */
-
-#ifdef HAVE_PMIX
-int boot_pmix_init(struct boot *b, char *err, size_t len);
-void boot_pmix_fini(struct boot *b);
-int boot_pmix_put(struct boot *b, const char *key, const void *data,
-		  size_t len);
-int boot_pmix_commit(struct boot *b);
-int boot_pmix_fence(struct boot *b);
-int boot_pmix_get(struct boot *b, int rank, const char *key, void *data,
-		  size_t max, size_t *got);
-#else
-static inline int boot_pmix_init(struct boot *b, char *err, size_t len)
-{
-	(void)b;
-	(void)err;
-	(void)len;
-	return -ENOTSUP;
-}
-static inline void boot_pmix_fini(struct boot *b)
-{
-	(void)b;
-}
-static inline int boot_pmix_put(struct boot *b, const char *key,
-				const void *data, size_t len)
-{
-	(void)b;
-	(void)key;
-	(void)data;
-	(void)len;
-	return -ENOTSUP;
-}
-static inline int boot_pmix_commit(struct boot *b)
-{
-	(void)b;
-	return -ENOTSUP;
-}
-static inline int boot_pmix_fence(struct boot *b)
-{
-	(void)b;
-	return -ENOTSUP;
-}
-static inline int boot_pmix_get(struct boot *b, int rank, const char *key,
-				void *data, size_t max, size_t *got)
-{
-	(void)b;
-	(void)rank;
-	(void)key;
-	(void)data;
-	(void)max;
-	(void)got;
 	return -ENOTSUP;
 }
 #endif

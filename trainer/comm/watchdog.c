@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "sigma.h"
-#include "comm_impl.h"
+#include "comm.h"
+#include "watchdog.h"
 
 static _Atomic uint64_t watch_since_ns; /* 0: no call in progress */
 static _Atomic(const char *) watch_what;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sigma.h"
+#include "blas_pick.h"
 #include "dist.h"
 #include "exitcodes.h"
 #include "opts.h"
@@ -84,7 +85,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "sgemm"))
 		return tool_sgemm(argc - 1, argv + 1);
 
-	/* 1. settings: defaults, SIGMA_* environment, flags */
+	/* 1. the BLAS kernel this CPU allows (may execute sigma-train
+	 * again), then the settings: defaults, SIGMA_* environment, flags */
+	blas_pick(argc, argv);
 	if (train_opts_parse(&o, argc, argv))
 		return TRAIN_EXIT_USAGE;
 	/* 2. the ranks */

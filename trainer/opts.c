@@ -60,6 +60,8 @@ void train_usage(FILE *f)
 		"  --seed S              weights and batch order (default 1)\n"
 		"  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all)\n"
 		"  --device NAME         cpu (default), cuda, cuda:fp32, cuda:bf16 (docs/cuda.md)\n"
+		"  --blas-pick on|off    run the best BLAS kernel this CPU allows (default on;\n"
+		"                        $SIGMA_BLAS_PICK=off; docs/sigma-train.md)\n"
 		"Parallel (one process per rank under srun --mpi=pmix):\n"
 		"  --dp N                data-parallel ranks (default: all ranks); the\n"
 		"                        global --batch is split evenly over them\n"
@@ -247,6 +249,7 @@ static const struct opt_def opt_table[] = {
 	U64("seed", seed, 0, LONG_MAX),
 	INT("threads", threads, 1, 1024),
 	FN("device", set_device),
+	WORD("blas-pick", blas_pick, onoff), /* read early: blas_pick.c */
 	/* parallel */
 	INT("dp", dp, 1, LAYOUT_MAX_RANKS),
 	INT("ep", ep, 1, LAYOUT_MAX_RANKS),
@@ -411,6 +414,7 @@ static void opts_default(struct train_opts *o)
 	o->log_every = 10;
 	guard_config_default(&o->guard);
 	o->bucket_mb = 16.0;
+	o->blas_pick = true;
 }
 
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */

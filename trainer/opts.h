@@ -48,6 +48,7 @@ struct train_opts {
 	int dp, ep, pp; /* layout; dp 0: the job size */
 	int micro;	/* micro-batches per step and rank */
 	double bucket_mb; /* gradient all-reduce bucket */
+	bool blas_pick; /* --blas-pick: blas_pick.h acts on it before this */
 };
 
 /*

@@ -13,6 +13,7 @@
 
 #include "sigma.h"
 #include "exitcodes.h"
+#include "blas_pick.h"
 #include "report.h"
 
 /* ---- at start ------------------------------------------------------------ */
@@ -48,6 +49,8 @@ void report_config(const struct train_opts *o, const struct model *m,
 	ckpt_library_version(hv, sizeof(hv));
 	printf("sigma-train %s (git %s), %s, %s\n", PACKAGE_VERSION,
 	       SIGMA_GIT_REVISION, be, hv);
+	blas_pick_describe(be, sizeof(be));
+	printf("config: %s\n", be);
 	printf("config: V=%d D=%d L=%d H=%d T=%d E=%d K=%d F=%d aux_coef=%g\n",
 	       c->V, c->D, c->L, c->H, c->T, c->E, c->K, c->F,
 	       (double)c->aux_coef);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,70 @@ int tool_prepare(int argc, char **argv)
 /* ---- sgemm --------------------------------------------------------------- */
 
 /*
+ * sgemm --check: the BLAS's products against exact integer answers, in the
+ * three forms the model uses (in w, dout w^T, in^T dout). The matrices hold
+ * small integers, so every sum is exact in float in any order: a result
+ * that differs by any amount is a wrong kernel, never rounding. A few ms.
+ */
+#define KAT_N  67 /* rows: not a multiple of any kernel's block */
+#define KAT_C  45
+#define KAT_OC 38
+
+static float kat(long i, long j, long salt)
+{
+	return (float)((i * 7 + j * 3 + salt) % 9 - 4);
+}
+
+static int kat_compare(const char *what, const float *got, long r, long c,
+		       const float *x, const float *y, long k, bool xt,
+		       bool yt)
+{
+	for (long i = 0; i < r; i++)
+		for (long j = 0; j < c; j++) {
+			long want = 0;
+
+			for (long l = 0; l < k; l++)
+				want += (long)(xt ? x[l * r + i] : x[i * k + l]) *
+					(long)(yt ? y[j * k + l] : y[l * c + j]);
+			if (got[i * c + j] != (float)want) {
+				sigma_error("sgemm --check: %s [%ld][%ld] = %g, expected %ld",
+					    what, i, j, (double)got[i * c + j],
+					    want);
+				return 1;
+			}
+		}
+	return 0;
+}
+
+static int sgemm_check(void)
+{
+	const struct sigma_ops *ops = &sigma_ops_cpu;
+	static float in[KAT_N * KAT_C], w[KAT_C * KAT_OC], dout[KAT_N * KAT_OC];
+	static float out[KAT_N * KAT_OC], din[KAT_N * KAT_C], dw[KAT_C * KAT_OC];
+	int bad;
+
+	if (ops->init(0))
+		return TRAIN_EXIT_USAGE;
+	for (long i = 0; i < KAT_N * KAT_C; i++)
+		in[i] = kat(i / KAT_C, i % KAT_C, 1);
+	for (long i = 0; i < KAT_C * KAT_OC; i++)
+		w[i] = kat(i / KAT_OC, i % KAT_OC, 2);
+	for (long i = 0; i < KAT_N * KAT_OC; i++)
+		dout[i] = kat(i / KAT_OC, i % KAT_OC, 5);
+	memset(dw, 0, sizeof(dw));
+	ops->matmul_forward(out, in, w, KAT_N, KAT_C, KAT_OC, 0);
+	ops->matmul_backward(din, dw, dout, in, w, KAT_N, KAT_C, KAT_OC, 0);
+	bad = kat_compare("in w", out, KAT_N, KAT_OC, in, w, KAT_C, false,
+			  false) ||
+	      kat_compare("dout w^T", din, KAT_N, KAT_C, dout, w, KAT_OC,
+			  false, true) ||
+	      kat_compare("in^T dout", dw, KAT_C, KAT_OC, in, dout, KAT_N,
+			  true, false);
+	printf("sgemm --check: %s\n", bad ? "FAIL" : "ok");
+	return bad ? TRAIN_EXIT_FAILURE : TRAIN_EXIT_OK;
+}
+
+/*
  * The large-GEMM rate of this machine through the same op and threading
  * the model uses: the yardstick for the trainer's GFLOP/s.
  */
@@ -87,6 +152,8 @@ int tool_sgemm(int argc, char **argv)
 	double best = 0.0;
 	char be[256];
 
+	if (argc == 2 && !strcmp(argv[1], "--check"))
+		return sgemm_check();
 	for (int i = 1; i < argc; i++) {
 		long *dst = !strcmp(argv[i], "--size")	  ? &n
 			    : !strcmp(argv[i], "--reps")    ? &reps
@@ -94,7 +161,7 @@ int tool_sgemm(int argc, char **argv)
 							    : NULL;
 
 		if (!dst || i + 1 >= argc) {
-			sigma_error("sgemm [--size N] [--reps R] [--threads T]");
+			sigma_error("sgemm [--size N] [--reps R] [--threads T] | sgemm --check");
 			return TRAIN_EXIT_USAGE;
 		}
 		if (opt_long(argv[i], argv[i + 1], dst == &n ? 16 : 1,

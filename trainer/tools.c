@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sigma.h"
+#include "blas_core.h"
 #include "data.h"
 #include "exitcodes.h"
 #include "opts.h"
@@ -195,6 +196,15 @@ int tool_sgemm(int argc, char **argv)
 	ops->describe(be, sizeof(be));
 	printf("sgemm %ldx%ldx%ld: %.1f GFLOP/s (best of %ld; %s)\n", n, n, n,
 	       best, reps, be);
+	{
+		struct cpu_features f;
+		char cpu[64];
+
+		cpu_features_read(&f);
+		cpu_features_describe(&f, cpu, sizeof(cpu));
+		printf("sgemm: BLAS kernel %s, CPU %s, best kernel %s\n",
+		       blas_core_now(), cpu, blas_core_best(&f));
+	}
 	ops->free(a);
 	ops->free(b);
 	ops->free(c);

@@ -49,6 +49,10 @@ struct ckpt_state {
 	/* the parallel layout that wrote it, "" when it does not matter
 	 * (shared files hold whole tensors); read back "" if absent */
 	char layout[CKPT_LAYOUT_MAX];
+	/* the BLAS kernel of the program that wrote it (blas_core.h), from
+	 * /provenance; "" in a file without. Informative: a resume on
+	 * another kernel is allowed, and says so */
+	char blas_kernel[32];
 };
 
 /* a checkpoint named in a directory */

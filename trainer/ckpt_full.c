@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "sigma.h"
+#include "blas_core.h"
 #include "ckpt.h"
 #include "ckpt_h5.h"
 #include "ckpt_internal.h"
@@ -253,6 +255,7 @@ static int write_provenance(struct ckpt_ctx *c, int64_t f,
 	     ckpt_h5_set_str(c, g, "build_flags", SIGMA_BUILD_CFLAGS) ?:
 	     ckpt_h5_set_str(c, g, "hdf5_version", ver) ?:
 	     ckpt_h5_set_str(c, g, "kernels", m->ops->name) ?:
+	     ckpt_h5_set_str(c, g, "blas_kernel", blas_core_now()) ?:
 	     ckpt_h5_set_str(c, g, "hostname", host) ?:
 	     ckpt_h5_set_str(c, g, "created", when);
 	ckpt_h5_close(g);
@@ -465,6 +468,30 @@ int ckpt_check_header(struct ckpt_ctx *c, int64_t f, int64_t *step)
 	return 0;
 }
 
+/* /provenance/blas_kernel: a kernel's name, letters, digits and _ */
+static int read_blas_kernel(struct ckpt_ctx *c, int64_t f,
+			    struct ckpt_state *st)
+{
+	int64_t g;
+	int rc = 0;
+
+	st->blas_kernel[0] = '\0';
+	if (!ckpt_h5_exists(f, "provenance"))
+		return 0;
+	g = ckpt_h5_group_open(f, "provenance");
+	if (g < 0)
+		return ckpt_fail(c, EBADMSG, "cannot open group provenance");
+	if (ckpt_h5_has_attr(g, "blas_kernel"))
+		rc = ckpt_h5_get_str(c, g, "blas_kernel", st->blas_kernel,
+				     sizeof(st->blas_kernel));
+	ckpt_h5_close(g);
+	for (const char *p = st->blas_kernel; rc == 0 && *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			rc = ckpt_fail(c, EBADMSG,
+				       "provenance/blas_kernel is not a kernel's name");
+	return rc;
+}
+
 int ckpt_read_origin(struct ckpt_ctx *c, int64_t f, struct ckpt_state *st)
 {
 	int64_t a = 0;
@@ -487,6 +514,9 @@ int ckpt_read_origin(struct ckpt_ctx *c, int64_t f, struct ckpt_state *st)
 		if (rc)
 			return rc;
 	}
+	rc = read_blas_kernel(c, f, st);
+	if (rc)
+		return rc;
 	st->run[0] = '\0';
 	if (ckpt_h5_has_attr(f, "run_id")) {
 		rc = ckpt_h5_get_str(c, f, "run_id", st->run, sizeof(st->run));

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "sigma.h"
+#include "blas_core.h"
 #include "comm.h"
 #include "resume.h"
 #include "claim.h"
@@ -486,6 +487,16 @@ static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
 	st->guard = rs->guard;
 }
 
+/* a checkpoint of another BLAS kernel: the run goes on, not bit for bit */
+static void note_kernel(const struct dist *d, const struct ckpt_state *rs)
+{
+	const char *now = blas_core_now();
+
+	if (d->rank == 0 && *rs->blas_kernel && strcmp(rs->blas_kernel, now))
+		printf("resume: the checkpoint was written with the BLAS kernel %s, this start runs %s: the run continues, its numbers differ from an uninterrupted run in the last bits\n",
+		       rs->blas_kernel, now);
+}
+
 /* tier 1 on: the planner chooses the step and the tier */
 static int resume_tiers(struct dist *d, struct model *m,
 			const struct resume_from *f, struct ckpt_state *st,
@@ -509,8 +520,10 @@ static int resume_tiers(struct dist *d, struct model *m,
 	/* a full shared checkpoint is the differentials' base */
 	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
 		sigma_strlcpy(to->full, r.path, sizeof(to->full));
-	if (to->start > 0)
+	if (to->start > 0) {
 		adopt(st, &rs);
+		note_kernel(d, &rs);
+	}
 	if (r.tier == RESTORE_TIER1 && r.nshards == 1)
 		printf("resume: tier 1, step %ld from rank 0's %s (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
 		       r.step, r.self_replica ? "replica" : "own copy",
@@ -566,6 +579,7 @@ static int resume_shared(struct dist *d, struct model *m,
 			   path);
 	to->start = rs.step;
 	adopt(st, &rs);
+	note_kernel(d, &rs);
 	printf("resume: %s, continuing at step %ld\n", path, to->start);
 	if (d->rank == 0 && !ckpt_is_diff(path))
 		sigma_strlcpy(to->full, path, sizeof(to->full));

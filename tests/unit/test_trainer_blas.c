@@ -7,7 +7,8 @@
  *     is, a user's OPENBLAS_CORETYPE kept, and a start as if the library
  *     had chosen Prescott (what it does on a CPU newer than it knows)
  *     corrected to the kernel this CPU allows, with the same loss as a
- *     start on that kernel from the first; sgemm --check.
+ *     start on that kernel from the first; a resume on another kernel
+ *     said; sgemm --check.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +111,15 @@ static void program(void **state)
 					       train_cli_prog, " --blas-pick off"),
 				 0);
 		assert_false(train_cli_out_has("in place of"));
+		/* a resume on another kernel is allowed, and says so */
+		assert_int_equal(train_cli_run(RUN, "OPENBLAS_CORETYPE=Prescott ",
+					       train_cli_prog,
+					       " --ckpt-dir ck --stop-at 3"),
+				 75);
+		assert_int_equal(train_cli_run(RUN, "", train_cli_prog,
+					       " --ckpt-dir ck --resume"),
+				 0);
+		assert_true(train_cli_out_has("written with the BLAS kernel Prescott"));
 	}
 }
 

@@ -38,14 +38,10 @@
 #include <stdint.h>
 
 #include "boot.h"
-
-/* Exit status of a process whose communication failed: a peer died or a
- * collective timed out. Documented in docs/interfaces.md; requeue. */
-#define COMM_EXIT_PEER 76
+#include "watchdog.h" /* COMM_EXIT_PEER, COMM_TIMEOUT_MAX */
 
 /* Default collective timeout in seconds (SIGMA_COMM_TIMEOUT overrides). */
 #define COMM_TIMEOUT_DEFAULT ((double)BOOT_TIMEOUT_DEFAULT)
-#define COMM_TIMEOUT_MAX     86400.0
 
 enum comm_backend {
 	COMM_SELF,
@@ -188,14 +184,6 @@ int comm_barrier(struct comm *c);
 /* ---- watchdog ---------------------------------------------------------------
  */
 
-/*
- * Start the process's watchdog thread: when one collective (or boot_fence)
- * has been running for more than timeout_s seconds, it prints what was
- * stuck and ends the process with _exit(COMM_EXIT_PEER). timeout_s <= 0
- * starts nothing. Returns 0 or -errno. Calling it again changes the
- * timeout.
- */
-int comm_watchdog_start(double timeout_s);
-void comm_watchdog_stop(void);
+/* the watchdog (comm_watchdog_start, _stop): watchdog.h */
 
 #endif /* SIGMA_COMM_H */

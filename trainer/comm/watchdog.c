@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "sigma.h"
-#include "comm.h"
 #include "watchdog.h"
 
 static _Atomic uint64_t watch_since_ns; /* 0: no call in progress */

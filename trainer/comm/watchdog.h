@@ -2,13 +2,20 @@
  * watchdog.h - what the watched calls tell the watchdog (watchdog.c): the
  * front end of the collectives (comm.c) and the bootstrap's fence
  * (boot.c) mark the start and end of each call, so that a call that never
- * returns ends the process. Starting and stopping the watchdog thread is
- * public, in comm.h. Not installed, not for the trainer.
+ * returns ends the process. comm.h includes this header: starting and
+ * stopping the watchdog thread, and the exit status it ends with, are
+ * part of the collectives' contract.
  */
 #ifndef SIGMA_COMM_WATCHDOG_H
 #define SIGMA_COMM_WATCHDOG_H
 
 #include <stdint.h>
+
+/* Exit status of a process whose communication failed: a peer died or a
+ * collective timed out. Documented in docs/interfaces.md; requeue. */
+#define COMM_EXIT_PEER 76
+
+#define COMM_TIMEOUT_MAX 86400.0 /* seconds */
 
 /* monotonic nanoseconds */
 uint64_t comm_now_ns(void);
@@ -16,5 +23,15 @@ uint64_t comm_now_ns(void);
 /* A call on comm name starts / ends (what: a static string). */
 void comm_watch_enter(const char *what, const char *name);
 void comm_watch_leave(void);
+
+/*
+ * Start the process's watchdog thread: when one collective (or boot_fence)
+ * has been running for more than timeout_s seconds, it prints what was
+ * stuck and ends the process with _exit(COMM_EXIT_PEER). timeout_s <= 0
+ * starts nothing. Returns 0 or -errno. Calling it again changes the
+ * timeout.
+ */
+int comm_watchdog_start(double timeout_s);
+void comm_watchdog_stop(void);
 
 #endif /* SIGMA_COMM_WATCHDOG_H */

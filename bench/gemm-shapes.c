@@ -37,7 +37,6 @@
 #include "config.h"
 
 #include <cblas.h>
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
@@ -48,6 +47,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "sigma.h"
+
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 
@@ -189,88 +190,40 @@ static int min_int(int a, int b)
 	return a < b ? a : b;
 }
 
-/* cpu_matmul_forward: out[N, OC] (+)= in[N, C] w[C, OC] */
-static void dense_fwd(const char *name, int N, int C, int OC, float beta,
-		      int per_step)
+/*
+ * A product over G groups of R rows (dense: one group of all N rows),
+ * split in 128-row chunks: out[rows] (+)= in[rows, k] w[g], w[g] [k, n]
+ * (tb 'N': cpu_matmul_forward, cpu_grouped_matmul_forward) or [n, k]
+ * (tb 'T': the input gradients of their backward).
+ */
+static void rows(const char *name, char tb, int R, int G, int k, int n,
+		 float beta, int per_step)
 {
-	struct prod *p =
-	    new_prod(name, 'N', 'N', C, OC, OC, 1.0f, beta, per_step,
-		     (size_t)N * C, (size_t)C * OC, (size_t)N * OC);
-	int ch = whole ? N : ROW_CHUNK;
-
-	for (int r0 = 0; r0 < N; r0 += ch)
-		add_call(p, (size_t)r0 * C, 0, (size_t)r0 * OC,
-			 min_int(ch, N - r0), OC, C);
-}
-
-/* cpu_matmul_backward, din[N, C] = dout[N, OC] w[C, OC]^T */
-static void dense_din(const char *name, int N, int C, int OC, float beta,
-		      int per_step)
-{
-	struct prod *p =
-	    new_prod(name, 'N', 'T', OC, OC, C, 1.0f, beta, per_step,
-		     (size_t)N * OC, (size_t)C * OC, (size_t)N * C);
-	int ch = whole ? N : ROW_CHUNK;
-
-	for (int r0 = 0; r0 < N; r0 += ch)
-		add_call(p, (size_t)r0 * OC, 0, (size_t)r0 * C,
-			 min_int(ch, N - r0), C, OC);
-}
-
-/* cpu_matmul_backward, dw[C, OC] += in[N, C]^T dout[N, OC] */
-static void dense_dw(const char *name, int N, int C, int OC, int per_step)
-{
-	struct prod *p =
-	    new_prod(name, 'T', 'N', C, OC, OC, 1.0f, 1.0f, per_step,
-		     (size_t)N * C, (size_t)N * OC, (size_t)C * OC);
-	int wch = whole ? C : 32;
-
-	for (int i0 = 0; i0 < C; i0 += wch)
-		add_call(p, i0, 0, (size_t)i0 * OC, min_int(wch, C - i0), OC,
-			 N);
-}
-
-/* cpu_grouped_matmul_forward: out[rows of g] = in[rows of g] w[g] */
-static void grouped_fwd(const char *name, int R, int G, int C, int OC,
-			int per_step)
-{
-	struct prod *p =
-	    new_prod(name, 'N', 'N', C, OC, OC, 1.0f, 0.0f, per_step,
-		     (size_t)R * G * C, (size_t)G * C * OC, (size_t)R * G * OC);
+	struct prod *p = new_prod(name, 'N', tb, k, tb == 'T' ? k : n, n, 1.0f,
+				  beta, per_step, (size_t)R * G * k,
+				  (size_t)G * k * n, (size_t)R * G * n);
 	int ch = whole ? R : ROW_CHUNK;
 
 	for (int g = 0; g < G; g++)
 		for (int r0 = 0; r0 < R; r0 += ch)
-			add_call(p, ((size_t)g * R + r0) * C,
-				 (size_t)g * C * OC, ((size_t)g * R + r0) * OC,
-				 min_int(ch, R - r0), OC, C);
+			add_call(p, ((size_t)g * R + r0) * k, (size_t)g * k * n,
+				 ((size_t)g * R + r0) * n, min_int(ch, R - r0),
+				 n, k);
 }
 
-/* cpu_grouped_matmul_backward: din[rows] = dout[rows] w[g]^T */
-static void grouped_din(const char *name, int R, int G, int C, int OC,
+/*
+ * The weight gradients: dw[g][i0:, :] += in[rows of g, i0:]^T dout[rows of
+ * g], split in wch-row pieces of dw (32 dense, 64 grouped).
+ */
+static void weight_grad(const char *name, int R, int G, int C, int OC, int wch,
 			int per_step)
-{
-	struct prod *p =
-	    new_prod(name, 'N', 'T', OC, OC, C, 1.0f, 0.0f, per_step,
-		     (size_t)R * G * OC, (size_t)G * C * OC, (size_t)R * G * C);
-	int ch = whole ? R : ROW_CHUNK;
-
-	for (int g = 0; g < G; g++)
-		for (int r0 = 0; r0 < R; r0 += ch)
-			add_call(p, ((size_t)g * R + r0) * OC,
-				 (size_t)g * C * OC, ((size_t)g * R + r0) * C,
-				 min_int(ch, R - r0), C, OC);
-}
-
-/* cpu_grouped_matmul_backward: dw[g][i0:, :] += in[rows, i0:]^T dout */
-static void grouped_dw(const char *name, int R, int G, int C, int OC,
-		       int per_step)
 {
 	struct prod *p =
 	    new_prod(name, 'T', 'N', C, OC, OC, 1.0f, 1.0f, per_step,
 		     (size_t)R * G * C, (size_t)R * G * OC, (size_t)G * C * OC);
-	int wch = whole ? C : 64;
 
+	if (whole)
+		wch = C;
 	for (int g = 0; g < G; g++)
 		for (int i0 = 0; i0 < C; i0 += wch)
 			add_call(p, (size_t)g * R * C + i0, (size_t)g * R * OC,
@@ -313,23 +266,23 @@ static void build(void)
 	float sc = 1.0f / sqrtf((float)CFG_DH);
 
 	/* forward */
-	dense_fwd("q,k,v fwd", N, D, D, 0.0f, 3 * L);
-	dense_fwd("wo fwd (beta 1)", N, D, D, 1.0f, L);
-	dense_fwd("router fwd", N, D, E, 0.0f, L);
-	dense_fwd("head fwd", N, D, V, 0.0f, 1);
-	grouped_fwd("w1,w3 fwd", R, E, D, F, 2 * L);
-	grouped_fwd("w2 fwd", R, E, F, D, L);
+	rows("q,k,v fwd", 'N', N, 1, D, D, 0.0f, 3 * L);
+	rows("wo fwd (beta 1)", 'N', N, 1, D, D, 1.0f, L);
+	rows("router fwd", 'N', N, 1, D, E, 0.0f, L);
+	rows("head fwd", 'N', N, 1, D, V, 0.0f, 1);
+	rows("w1,w3 fwd", 'N', R, E, D, F, 0.0f, 2 * L);
+	rows("w2 fwd", 'N', R, E, F, D, 0.0f, L);
 	attention("att q k^T, dp", 0, sc, 2 * L);
 	attention("att p v, dq, fwd+bwd", 1, sc, 2 * L);
 	/* backward */
-	dense_din("q,k,v,wo,head din", N, D, D, 0.0f, 4 * L + 1);
-	dense_dw("q,k,v,wo,head dw", N, D, D, 4 * L + 1);
-	dense_din("router din", N, D, E, 1.0f, L);
-	dense_dw("router dw", N, D, E, L);
-	grouped_din("w2 din", R, E, F, D, L);
-	grouped_dw("w2 dw", R, E, F, D, L);
-	grouped_din("w1,w3 din", R, E, D, F, 2 * L);
-	grouped_dw("w1,w3 dw", R, E, D, F, 2 * L);
+	rows("q,k,v,wo,head din", 'T', N, 1, D, D, 0.0f, 4 * L + 1);
+	weight_grad("q,k,v,wo,head dw", N, 1, D, D, 32, 4 * L + 1);
+	rows("router din", 'T', N, 1, E, D, 1.0f, L);
+	weight_grad("router dw", N, 1, D, E, 32, L);
+	rows("w2 din", 'T', R, E, D, F, 0.0f, L);
+	weight_grad("w2 dw", R, E, F, D, 64, L);
+	rows("w1,w3 din", 'T', R, E, F, D, 0.0f, 2 * L);
+	weight_grad("w1,w3 dw", R, E, D, F, 64, 2 * L);
 	attention("att p^T dout, ds^T q", 2, sc, 2 * L);
 }
 
@@ -613,12 +566,9 @@ static void set_blas_threads(int n)
 
 static int parse_int(const char *s, int lo, int hi, const char *what)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
+	if (sigma_parse_long(s, lo, hi, &v)) {
 		fprintf(stderr, "gemm-shapes: %s must be %d..%d, got '%s'\n",
 			what, lo, hi, s);
 		exit(2);
@@ -911,9 +861,10 @@ int main(int argc, char **argv)
 					t = tm[i][LIB_DNNL_SGEMM].med;
 				mix += t * prods[i].per_step;
 			}
-			printf("\nfaster of openblas and dnnl_sgemm per product: "
-			       "%.1f ms/step (median), %.2fx openblas",
-			       mix * 1e3, tmed[0] / mix);
+			printf(
+			    "\nfaster of openblas and dnnl_sgemm per product: "
+			    "%.1f ms/step (median), %.2fx openblas",
+			    mix * 1e3, tmed[0] / mix);
 		}
 		printf("\n\nmax error per product:\n");
 	}

@@ -73,15 +73,32 @@ static void final_loss(char *buf, size_t len)
 	"OMP_NUM_THREADS=2 %s%s --train train.tok --preset small --steps 6 " \
 	"--warmup 1 --log-every 6%s"
 
+/*
+ * The best kernel for this CPU as sigma-train sees it: under valgrind this
+ * test's own CPUID is valgrind's, not the CPU's, so the program is asked.
+ */
+static void best_kernel(char *buf, size_t len)
+{
+	char *out, *p;
+
+	assert_int_equal(train_cli_run("%s sgemm --size 64 --reps 1",
+				       train_cli_prog),
+			 0);
+	out = train_cli_slurp("out");
+	assert_non_null(out);
+	p = strstr(out, "best kernel ");
+	assert_non_null(p);
+	p += strlen("best kernel ");
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+	free(out);
+}
+
 static void program(void **state)
 {
-	struct cpu_features f;
-	const char *best;
-	char want[256], direct[256], picked[256];
+	char best[64], want[256], direct[256], picked[256];
 
 	(void)state;
-	cpu_features_read(&f);
-	best = blas_core_best(&f);
+	best_kernel(best, sizeof(best));
 	assert_int_equal(train_cli_run("%s sgemm --check", train_cli_prog), 0);
 	assert_true(train_cli_out_has("sgemm --check: ok"));
 	/* a user's own choice wins, and the log says what the CPU allows */
@@ -94,7 +111,7 @@ static void program(void **state)
 	assert_int_equal(train_cli_run(RUN, want, train_cli_prog, ""), 0);
 	final_loss(direct, sizeof(direct));
 	/* as if the library had chosen Prescott: corrected, same numbers */
-	if (f.isa > CPU_ISA_SSE3) {
+	if (strcmp(best, "Prescott")) {
 		assert_int_equal(train_cli_run(RUN,
 					       "SIGMA_BLAS_PICK=as-if:Prescott ",
 					       train_cli_prog, ""),

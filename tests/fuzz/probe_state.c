@@ -226,7 +226,8 @@ static void fuzz_warn(const uint8_t *data, size_t size)
 	measure();
 	rep.verdict = PROBE_WARN;
 	n = probe_warn_streak(&conf, &rep);
-	CHECK(n == before_run + 1);
+	/* one more, up to the cap where the reader stops */
+	CHECK(n == (before_run < 1000000 ? before_run + 1 : 1000000));
 	CHECK(run_on_disk() == n);
 	if (n < 1000000) {
 		CHECK(probe_warn_streak(&conf, &rep) == n + 1);

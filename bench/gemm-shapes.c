@@ -618,7 +618,8 @@ static void usage(FILE *f)
 		   "[--ms MS]\n");
 }
 
-int main(int argc, char **argv)
+/* the options: --mode sets whole; -n and --ms; exits on a bad one */
+static void parse_args(int argc, char **argv, int *samples, int *ms)
 {
 	static const struct option opts[] = {
 	    {"mode", required_argument, NULL, 'm'},
@@ -627,11 +628,7 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int samples = 15, ms = 5, ch, nt = 1;
-	int have[NLIB] = {1, 0, 0, 0, 0};
-	struct timing tm[MAX_PRODS][NLIB];
-	double err[MAX_PRODS][NLIB];
-	char cpu[320], bf16_why[512] = "", gemm16_why[256] = "";
+	int ch;
 
 	while ((ch = getopt_long(argc, argv, "m:n:s:h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -642,23 +639,222 @@ int main(int argc, char **argv)
 				whole = 1;
 			else {
 				usage(stderr);
-				return 2;
+				exit(2);
 			}
 			break;
 		case 'n':
-			samples = parse_int(optarg, 1, SAMPLES_MAX, "-n");
+			*samples = parse_int(optarg, 1, SAMPLES_MAX, "-n");
 			break;
 		case 's':
-			ms = parse_int(optarg, 1, 10000, "--ms");
+			*ms = parse_int(optarg, 1, 10000, "--ms");
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			usage(stderr);
-			return 2;
+			exit(2);
 		}
 	}
+}
+
+#ifdef HAVE_DNNL
+/* oneDNN's engine and streams, and which of its paths this CPU runs
+ * (have[]); why a bf16 path is refused into bf16_why and gemm16_why */
+static void dnnl_setup(int nt, int *have, char *bf16_why, size_t blen,
+		       char *gemm16_why, size_t glen)
+{
+	const dnnl_version_t *v = dnnl_version();
+	char impl[256] = "?", impl16[256] = "";
+	dnnl_status_t st;
+	struct prim pr = {0};
+
+	DNNL_OK(dnnl_engine_create(&eng, dnnl_cpu, 0));
+	for (int t = 0; t < nt; t++)
+		DNNL_OK(dnnl_stream_create(&streams[t], eng,
+					   dnnl_stream_default_flags));
+	have[LIB_DNNL_SGEMM] = have[LIB_MATMUL] = 1;
+	st = prim_make(&pr, &prods[0], &prods[0].calls[0], 0, impl,
+		       sizeof(impl));
+	DNNL_OK(st);
+	prim_free(&pr);
+	st = prim_make(&pr, &prods[0], &prods[0].calls[0], 1, impl16,
+		       sizeof(impl16));
+	{
+		struct prod *p = &prods[0];
+		const struct call *c = &p->calls[0];
+		dnnl_status_t s16 = dnnl_gemm_bf16bf16f32(
+		    p->ta, p->tb, c->m, c->n, c->k, p->alpha, p->A16, p->lda,
+		    p->B16, p->ldb, p->beta, p->C, p->ldc);
+
+		if (s16 == dnnl_success)
+			have[LIB_GEMM_BF16] = 1;
+		else
+			snprintf(gemm16_why, glen,
+				 "dnnl_gemm_bf16bf16f32 refused (status %d%s)",
+				 (int)s16,
+				 s16 == dnnl_unimplemented ? ", unimplemented"
+							   : "");
+	}
+	if (st == dnnl_success) {
+		have[LIB_BF16] = 1;
+		prim_free(&pr);
+	} else {
+		snprintf(
+		    bf16_why, blen,
+		    "bf16 matmul refused (dnnl_primitive_desc_create status %d%s) on ISA 0x%x",
+		    (int)st, st == dnnl_unimplemented ? ", unimplemented" : "",
+		    (int)dnnl_get_effective_cpu_isa());
+	}
+	printf(
+	    "oneDNN: %d.%d.%d, effective ISA 0x%x (0x7 avx2, 0xe7 avx512_core_bf16), matmul fp32 impl %s, bf16 impl %s\n",
+	    v->major, v->minor, v->patch, (int)dnnl_get_effective_cpu_isa(),
+	    impl, have[LIB_BF16] ? impl16 : "none");
+}
+#endif
+
+/* correctness: each library once from C0 against the reference */
+static void check_all(const int *have, double err[][NLIB])
+{
+	for (int i = 0; i < nprods; i++) {
+		struct prod *p = &prods[i];
+		double *r = reference(p);
+
+		for (int l = 0; l < NLIB; l++) {
+			if (!have[l])
+				continue;
+			memcpy(p->C, p->C0, sizeof(float) * p->nc);
+			run_op(p, (enum lib)l);
+			err[i][l] = max_rel(p->C, r, p->nc);
+		}
+		free(r);
+	}
+}
+
+/* one product's timing, libraries alternating sample by sample */
+static void time_prod(struct prod *p, const int *have, int samples, int ms,
+		      struct timing *tm)
+{
+	double s[NLIB][SAMPLES_MAX];
+	int reps[NLIB];
+
+	for (int l = 0; l < NLIB; l++) {
+		double t0, t;
+
+		if (!have[l])
+			continue;
+		run_op(p, (enum lib)l); /* warm: JIT, pages */
+		t0 = now_s();
+		run_op(p, (enum lib)l);
+		t = now_s() - t0;
+		reps[l] = (int)(ms * 1e-3 / (t > 1e-7 ? t : 1e-7)) + 1;
+	}
+	for (int k = 0; k < samples; k++)
+		for (int j = 0; j < NLIB; j++) {
+			int l = (j + k) % NLIB; /* rotate the order */
+			double t0;
+
+			if (!have[l])
+				continue;
+			t0 = now_s();
+			for (int r = 0; r < reps[l]; r++)
+				run_op(p, (enum lib)l);
+			s[l][k] = (now_s() - t0) / reps[l];
+		}
+	for (int l = 0; l < NLIB; l++) {
+		if (!have[l])
+			continue;
+		qsort(s[l], samples, sizeof(double), cmp_double);
+		tm[l].best = s[l][0];
+		tm[l].med = s[l][samples / 2];
+	}
+}
+
+/* one row of the table per product */
+static void print_products(const int *have, struct timing tm[][NLIB],
+			   int samples)
+{
+	printf(
+	    "\nGFLOP/s best / median of %d samples; err: max |x - ref| / max |ref|\n\n",
+	    samples);
+	printf("%-22s %-30s %4s", "product", "calls x (M N K ta tb)", "/stp");
+	for (int l = 0; l < NLIB; l++)
+		if (have[l])
+			printf(" %15s", lib_name[l]);
+	printf("\n");
+	for (int i = 0; i < nprods; i++) {
+		struct prod *p = &prods[i];
+		const struct call *c = &p->calls[0];
+		char shape[64];
+
+		snprintf(shape, sizeof(shape), "%3d x (%d %d %d %c%c)",
+			 p->ncalls, c->m, c->n, c->k, p->ta, p->tb);
+		printf("%-22s %-30s %4d", p->name, shape, p->per_step);
+		for (int l = 0; l < NLIB; l++)
+			if (have[l])
+				printf("     %5.1f/%5.1f",
+				       p->flops / tm[i][l].best * 1e-9,
+				       p->flops / tm[i][l].med * 1e-9);
+		printf("\n");
+	}
+}
+
+/* the step totals, weighted by calls per step, and the mixing bound */
+static void print_totals(const int *have, struct timing tm[][NLIB])
+{
+	double fl = 0.0, tb[NLIB] = {0}, tmed[NLIB] = {0};
+
+	for (int i = 0; i < nprods; i++) {
+		fl += prods[i].flops * prods[i].per_step;
+		for (int l = 0; l < NLIB; l++) {
+			if (!have[l])
+				continue;
+			tb[l] += tm[i][l].best * prods[i].per_step;
+			tmed[l] += tm[i][l].med * prods[i].per_step;
+		}
+	}
+	printf("%-22s %-30s %4s", "step total (weighted)", "", "");
+	for (int l = 0; l < NLIB; l++)
+		if (have[l])
+			printf("     %5.1f/%5.1f", fl / tb[l] * 1e-9,
+			       fl / tmed[l] * 1e-9);
+	printf("\n%-22s %-30s %4s", "step ms (weighted)", "", "");
+	for (int l = 0; l < NLIB; l++)
+		if (have[l])
+			printf("     %5.1f/%5.1f", tb[l] * 1e3, tmed[l] * 1e3);
+	printf("\n%-22s %-30s %4s", "vs openblas best/med", "", "");
+	for (int l = 0; l < NLIB; l++)
+		if (have[l])
+			printf("     %5.2f/%5.2f", tb[0] / tb[l],
+			       tmed[0] / tmed[l]);
+	/* the bound on mixing: each product with the faster fp32 library
+	 * (by median) */
+	if (have[LIB_DNNL_SGEMM]) {
+		double mix = 0.0;
+
+		for (int i = 0; i < nprods; i++) {
+			double t = tm[i][LIB_OPENBLAS].med;
+
+			if (tm[i][LIB_DNNL_SGEMM].med < t)
+				t = tm[i][LIB_DNNL_SGEMM].med;
+			mix += t * prods[i].per_step;
+		}
+		printf("\nfaster of openblas and dnnl_sgemm per product: "
+		       "%.1f ms/step (median), %.2fx openblas",
+		       mix * 1e3, tmed[0] / mix);
+	}
+	printf("\n\nmax error per product:\n");
+}
+
+int main(int argc, char **argv)
+{
+	int samples = 15, ms = 5, nt = 1;
+	int have[NLIB] = {1, 0, 0, 0, 0};
+	struct timing tm[MAX_PRODS][NLIB];
+	double err[MAX_PRODS][NLIB];
+	char cpu[320], bf16_why[512] = "", gemm16_why[256] = "";
+
+	parse_args(argc, argv, &samples, &ms);
 #ifdef _OPENMP
 	nt = omp_get_max_threads();
 #endif
@@ -684,58 +880,8 @@ int main(int argc, char **argv)
 	       (whole ? nt : 1) == 1 ? "" : "s");
 #endif
 #ifdef HAVE_DNNL
-	{
-		const dnnl_version_t *v = dnnl_version();
-		char impl[256] = "?", impl16[256] = "";
-		dnnl_status_t st;
-		struct prim pr = {0};
-
-		DNNL_OK(dnnl_engine_create(&eng, dnnl_cpu, 0));
-		for (int t = 0; t < nt; t++)
-			DNNL_OK(dnnl_stream_create(&streams[t], eng,
-						   dnnl_stream_default_flags));
-		have[LIB_DNNL_SGEMM] = have[LIB_MATMUL] = 1;
-		st = prim_make(&pr, &prods[0], &prods[0].calls[0], 0, impl,
-			       sizeof(impl));
-		DNNL_OK(st);
-		prim_free(&pr);
-		st = prim_make(&pr, &prods[0], &prods[0].calls[0], 1, impl16,
-			       sizeof(impl16));
-		{
-			struct prod *p = &prods[0];
-			const struct call *c = &p->calls[0];
-			dnnl_status_t s16 = dnnl_gemm_bf16bf16f32(
-			    p->ta, p->tb, c->m, c->n, c->k, p->alpha, p->A16,
-			    p->lda, p->B16, p->ldb, p->beta, p->C, p->ldc);
-
-			if (s16 == dnnl_success)
-				have[LIB_GEMM_BF16] = 1;
-			else
-				snprintf(
-				    gemm16_why, sizeof(gemm16_why),
-				    "dnnl_gemm_bf16bf16f32 refused (status %d%s)",
-				    (int)s16,
-				    s16 == dnnl_unimplemented
-					? ", unimplemented"
-					: "");
-		}
-		if (st == dnnl_success) {
-			have[LIB_BF16] = 1;
-			prim_free(&pr);
-		} else {
-			snprintf(
-			    bf16_why, sizeof(bf16_why),
-			    "bf16 matmul refused (dnnl_primitive_desc_create status %d%s) on ISA 0x%x",
-			    (int)st,
-			    st == dnnl_unimplemented ? ", unimplemented" : "",
-			    (int)dnnl_get_effective_cpu_isa());
-		}
-		printf(
-		    "oneDNN: %d.%d.%d, effective ISA 0x%x (0x7 avx2, 0xe7 avx512_core_bf16), matmul fp32 impl %s, bf16 impl %s\n",
-		    v->major, v->minor, v->patch,
-		    (int)dnnl_get_effective_cpu_isa(), impl,
-		    have[LIB_BF16] ? impl16 : "none");
-	}
+	dnnl_setup(nt, have, bf16_why, sizeof(bf16_why), gemm16_why,
+		   sizeof(gemm16_why));
 #else
 	snprintf(bf16_why, sizeof(bf16_why),
 		 "built without oneDNN (configure --with-dnnl)");
@@ -745,129 +891,11 @@ int main(int argc, char **argv)
 	if (bf16_why[0])
 		printf("bf16: %s\n", bf16_why);
 
-	/* correctness: each library once from C0 against the reference */
-	for (int i = 0; i < nprods; i++) {
-		struct prod *p = &prods[i];
-		double *r = reference(p);
-
-		for (int l = 0; l < NLIB; l++) {
-			if (!have[l])
-				continue;
-			memcpy(p->C, p->C0, sizeof(float) * p->nc);
-			run_op(p, (enum lib)l);
-			err[i][l] = max_rel(p->C, r, p->nc);
-		}
-		free(r);
-	}
-
-	/* timing, libraries alternating sample by sample */
-	for (int i = 0; i < nprods; i++) {
-		struct prod *p = &prods[i];
-		double s[NLIB][SAMPLES_MAX];
-		int reps[NLIB];
-
-		for (int l = 0; l < NLIB; l++) {
-			double t0, t;
-
-			if (!have[l])
-				continue;
-			run_op(p, (enum lib)l); /* warm: JIT, pages */
-			t0 = now_s();
-			run_op(p, (enum lib)l);
-			t = now_s() - t0;
-			reps[l] = (int)(ms * 1e-3 / (t > 1e-7 ? t : 1e-7)) + 1;
-		}
-		for (int k = 0; k < samples; k++)
-			for (int j = 0; j < NLIB; j++) {
-				int l = (j + k) % NLIB; /* rotate the order */
-				double t0;
-
-				if (!have[l])
-					continue;
-				t0 = now_s();
-				for (int r = 0; r < reps[l]; r++)
-					run_op(p, (enum lib)l);
-				s[l][k] = (now_s() - t0) / reps[l];
-			}
-		for (int l = 0; l < NLIB; l++) {
-			if (!have[l])
-				continue;
-			qsort(s[l], samples, sizeof(double), cmp_double);
-			tm[i][l].best = s[l][0];
-			tm[i][l].med = s[l][samples / 2];
-		}
-	}
-
-	/* the table */
-	printf(
-	    "\nGFLOP/s best / median of %d samples; err: max |x - ref| / max |ref|\n\n",
-	    samples);
-	printf("%-22s %-30s %4s", "product", "calls x (M N K ta tb)", "/stp");
-	for (int l = 0; l < NLIB; l++)
-		if (have[l])
-			printf(" %15s", lib_name[l]);
-	printf("\n");
-	for (int i = 0; i < nprods; i++) {
-		struct prod *p = &prods[i];
-		const struct call *c = &p->calls[0];
-		char shape[64];
-
-		snprintf(shape, sizeof(shape), "%3d x (%d %d %d %c%c)",
-			 p->ncalls, c->m, c->n, c->k, p->ta, p->tb);
-		printf("%-22s %-30s %4d", p->name, shape, p->per_step);
-		for (int l = 0; l < NLIB; l++)
-			if (have[l])
-				printf("     %5.1f/%5.1f",
-				       p->flops / tm[i][l].best * 1e-9,
-				       p->flops / tm[i][l].med * 1e-9);
-		printf("\n");
-	}
-	{
-		double fl = 0.0, tb[NLIB] = {0}, tmed[NLIB] = {0};
-
-		for (int i = 0; i < nprods; i++) {
-			fl += prods[i].flops * prods[i].per_step;
-			for (int l = 0; l < NLIB; l++) {
-				if (!have[l])
-					continue;
-				tb[l] += tm[i][l].best * prods[i].per_step;
-				tmed[l] += tm[i][l].med * prods[i].per_step;
-			}
-		}
-		printf("%-22s %-30s %4s", "step total (weighted)", "", "");
-		for (int l = 0; l < NLIB; l++)
-			if (have[l])
-				printf("     %5.1f/%5.1f", fl / tb[l] * 1e-9,
-				       fl / tmed[l] * 1e-9);
-		printf("\n%-22s %-30s %4s", "step ms (weighted)", "", "");
-		for (int l = 0; l < NLIB; l++)
-			if (have[l])
-				printf("     %5.1f/%5.1f", tb[l] * 1e3,
-				       tmed[l] * 1e3);
-		printf("\n%-22s %-30s %4s", "vs openblas best/med", "", "");
-		for (int l = 0; l < NLIB; l++)
-			if (have[l])
-				printf("     %5.2f/%5.2f", tb[0] / tb[l],
-				       tmed[0] / tmed[l]);
-		/* the bound on mixing: each product with the faster fp32
-		 * library (by median) */
-		if (have[LIB_DNNL_SGEMM]) {
-			double mix = 0.0;
-
-			for (int i = 0; i < nprods; i++) {
-				double t = tm[i][LIB_OPENBLAS].med;
-
-				if (tm[i][LIB_DNNL_SGEMM].med < t)
-					t = tm[i][LIB_DNNL_SGEMM].med;
-				mix += t * prods[i].per_step;
-			}
-			printf(
-			    "\nfaster of openblas and dnnl_sgemm per product: "
-			    "%.1f ms/step (median), %.2fx openblas",
-			    mix * 1e3, tmed[0] / mix);
-		}
-		printf("\n\nmax error per product:\n");
-	}
+	check_all(have, err);
+	for (int i = 0; i < nprods; i++)
+		time_prod(&prods[i], have, samples, ms, tm[i]);
+	print_products(have, tm, samples);
+	print_totals(have, tm);
 	for (int i = 0; i < nprods; i++) {
 		printf("%-22s", prods[i].name);
 		for (int l = 0; l < NLIB; l++)

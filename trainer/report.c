@@ -81,7 +81,6 @@ int report_open(struct report *r, const struct train_opts *o,
 	memset(r, 0, sizeof(*r));
 	r->flops_tok = model_flops_per_token(&m->cfg);
 	r->start = r->s_last = start;
-	r->t_start = r->t_last = sigma_now_ms();
 	if (!*path || d->rank != 0)
 		return 0;
 	fresh = access(path, F_OK) != 0 || start == 0;

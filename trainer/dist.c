@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +17,21 @@
 #include "select.h"
 #include "dist_impl.h"
 
-/* the dp, ep and pp groups of world (NULL where the layout has none) */
+/* the dp, ep, pp and expert_dp groups of world (NULL where the layout
+ * has none) */
 static int split_groups(struct dist *d, struct comm *world, struct comm **dp,
-			struct comm **ep, struct comm **pp)
+			struct comm **ep, struct comm **pp, struct comm **edp)
 {
-	static const enum layout_group g[3] = { LAYOUT_GROUP_DP,
+	static const enum layout_group g[4] = { LAYOUT_GROUP_DP,
 						LAYOUT_GROUP_EP,
-						LAYOUT_GROUP_PP };
-	struct comm **out[3] = { dp, ep, pp };
-	bool want[3] = { true, d->lp.ep > 1, d->lp.pp > 1 };
+						LAYOUT_GROUP_PP,
+						LAYOUT_GROUP_EXPERT_DP };
+	struct comm **out[4] = { dp, ep, pp, edp };
+	bool want[4] = { true, d->lp.ep > 1, d->lp.pp > 1,
+			 d->lp.ep > 1 && d->lp.dp > d->lp.ep };
 	int color, key, rc = 0;
 
-	for (int i = 0; i < 3 && rc == 0; i++) {
+	for (int i = 0; i < 4 && rc == 0; i++) {
 		*out[i] = NULL;
 		if (!want[i])
 			continue;
@@ -101,17 +105,16 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
 		sigma_set_err(err, len, -rc, "%s", why);
 		goto fail;
 	}
-	rc = split_groups(d, d->world, &d->dp, &d->ep, &d->pp);
+	rc = split_groups(d, d->world, &d->dp, &d->ep, &d->pp, &d->edp);
 	if (rc) {
 		sigma_set_err(err, len, -rc, "cannot make the groups: %s",
 			      strerror(-rc));
 		goto fail;
 	}
-	d->grad = d->lp.pp > 1 ? d->world : d->dp;
 	/* tensors travel with the host communicators until dist_attach
 	 * knows where the model lives */
 	d->tworld = d->world, d->tdp = d->dp, d->tep = d->ep, d->tpp = d->pp;
-	d->tgrad = d->grad;
+	d->tedp = d->edp;
 	rc = dist_pipe_plan(d, err, len);
 	if (rc == 0)
 		rc = dist_ep_plan(d, err, len);
@@ -128,13 +131,14 @@ fail:
 static void device_comms_fini(struct dist *d)
 {
 	if (d->tworld != d->world) { /* NCCL ones of their own */
+		comm_destroy(d->tedp);
 		comm_destroy(d->tpp);
 		comm_destroy(d->tep);
 		comm_destroy(d->tdp);
 		comm_destroy(d->tworld);
 	}
 	d->tworld = d->world, d->tdp = d->dp, d->tep = d->ep, d->tpp = d->pp;
-	d->tgrad = d->grad;
+	d->tedp = d->edp;
 }
 
 /* fence: one last barrier over the job once the communicators are gone */
@@ -145,12 +149,13 @@ static void teardown(struct dist *d, bool fence)
 	dist_ep_fini(d);
 	device_comms_fini(d);
 	dist_pipe_fini(d);
+	comm_destroy(d->edp);
 	comm_destroy(d->pp);
 	comm_destroy(d->ep);
 	comm_destroy(d->dp);
 	comm_destroy(d->world);
-	d->dp = d->world = d->ep = d->pp = d->grad = NULL;
-	d->tdp = d->tworld = d->tep = d->tpp = d->tgrad = NULL;
+	d->dp = d->world = d->ep = d->pp = d->edp = NULL;
+	d->tdp = d->tworld = d->tep = d->tpp = d->tedp = NULL;
 	if (fence && d->size > 1)
 		(void)boot_fence(&d->boot); /* the watchdog still watches */
 	comm_watchdog_stop();
@@ -167,12 +172,31 @@ void dist_end(struct dist *d)
 	teardown(d, true);
 }
 
+void dist_shard_of(const struct dist *d, int rank, struct model_shard *s,
+		   int *experts)
+{
+	struct layout_coords c;
+	int P = d->lp.ep, El = d->lp.E / P;
+
+	(void)layout_coords(&d->lp, rank, &c);
+	*s = (struct model_shard){ .layer_first = c.layer_first,
+				   .layer_count = c.layer_count,
+				   .ep = P,
+				   .experts = P > 1 ? experts : NULL };
+	for (int l = 0; P > 1 && l < d->lp.L; l++)
+		memcpy(experts + (size_t)l * El,
+		       &d->ep_loc[((size_t)l * P + c.ep_rank) * El],
+		       sizeof(int) * (size_t)El);
+}
+
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n)
 {
 	int rc = 0;
 
 	if (d->size == 1)
 		return 0;
+	if (m->sharded)
+		return -EINVAL;
 	if (n)
 		rc = comm_bcast(d->world, state, n, COMM_U8, 0);
 	if (rc == 0)
@@ -202,6 +226,8 @@ int dist_bcast_bytes(struct dist *d, void *buf, size_t n)
 		return 0;
 	return comm_bcast(d->world, buf, n, COMM_U8, 0);
 }
+
+static double on_norm(void *ctx, const double ss[2]);
 
 static void on_counts(void *ctx, int *counts, int E)
 {
@@ -307,8 +333,8 @@ static int device_comms(struct dist *d, char *err, size_t len)
 		d->tworld = d->world;
 		return sigma_set_err(err, len, -rc, "%s", why);
 	}
-	d->tdp = d->tep = d->tpp = NULL;
-	rc = split_groups(d, d->tworld, &d->tdp, &d->tep, &d->tpp);
+	d->tdp = d->tep = d->tpp = d->tedp = NULL;
+	rc = split_groups(d, d->tworld, &d->tdp, &d->tep, &d->tpp, &d->tedp);
 	if (rc) {
 		sigma_set_err(err, len, -rc,
 			      "cannot make the NCCL groups: %s",
@@ -316,7 +342,6 @@ static int device_comms(struct dist *d, char *err, size_t len)
 		device_comms_fini(d);
 		return rc;
 	}
-	d->tgrad = d->lp.pp > 1 ? d->tworld : d->tdp;
 	return 0;
 }
 
@@ -333,6 +358,10 @@ int dist_attach(struct dist *d, struct model *m, char *err, size_t len)
 	rc = device_comms(d, err, len);
 	if (rc)
 		return rc;
+	if (d->size > 1) {
+		m->norm_reduce = on_norm;
+		m->norm_ctx = d;
+	}
 	if (comm_size(d->dp) > 1) {
 		m->counts_reduce = on_counts;
 		m->counts_ctx = d;
@@ -377,7 +406,7 @@ static void on_grad_ready(void *ctx, size_t off)
 		}
 	}
 	t0 = dist_now_ns();
-	rc = comm_iallreduce_f32(d->tgrad, d->m->grads + off,
+	rc = comm_iallreduce_f32(d->tdp, d->m->grads + off,
 				 d->sent_to - off, &d->req);
 	d->comm_ns += dist_now_ns() - t0;
 	if (rc) {
@@ -391,12 +420,14 @@ static void on_grad_ready(void *ctx, size_t off)
 void dist_grad_begin(struct dist *d, struct model *m)
 {
 	d->m = m;
-	d->sent_to = m->nparams;
+	d->sent_to = m->ndense;
 	d->grad_err = 0;
 	d->buckets = 0;
 	/* buckets start during the backward pass only when it is the last
-	 * one of the step for every gradient: one stage, one micro-batch */
-	if (comm_size(d->grad) > 1 && d->lp.pp == 1 && d->micro == 1) {
+	 * one of the step for every gradient, and the block is one range:
+	 * one stage, one micro-batch, no expert range of its own */
+	if (comm_size(d->dp) > 1 && d->lp.pp == 1 && d->micro == 1 &&
+	    m->ndense == m->nparams) {
 		m->grad_ready = on_grad_ready;
 		m->grad_ready_ctx = d;
 	} else {
@@ -408,10 +439,11 @@ int dist_grad_finish(struct dist *d)
 {
 	struct model *m = d->m;
 	int n = comm_size(d->dp), rc = d->grad_err;
+	size_t ne = m->nparams - m->ndense;
 	uint64_t t0 = dist_now_ns();
 
 	m->grad_ready = NULL;
-	if (comm_size(d->grad) == 1)
+	if (n == 1)
 		return 0;
 	if (d->req.active) {
 		int w = comm_wait(&d->req);
@@ -420,14 +452,42 @@ int dist_grad_finish(struct dist *d)
 			rc = w;
 	}
 	if (!rc && d->sent_to > 0) {
-		rc = comm_allreduce_f32(d->tgrad, m->grads, d->sent_to);
+		rc = comm_allreduce_f32(d->tdp, m->grads, d->sent_to);
+		d->buckets++;
+	}
+	/* each expert's holders: its ep rank in every expert group */
+	if (!rc && ne && d->tedp) {
+		rc = comm_allreduce_f32(d->tedp, m->grads + m->ndense, ne);
 		d->buckets++;
 	}
 	d->comm_ns += dist_now_ns() - t0;
-	if (rc || n == 1)
+	if (rc)
 		return rc;
+	/* an expert's gradient already sums the tokens of its ep group */
 	m->ops->scale(m->grads, 1.0f / (float)n, m->nparams);
 	return 0;
+}
+
+/* the gradient norm's parts: each distinct part once, in rank order */
+static double on_norm(void *ctx, const double ss[2])
+{
+	struct dist *d = ctx;
+	double mine = (d->me.dp_index == 0 ? ss[0] : 0.0) +
+		      (d->me.ep_group == 0 ? ss[1] : 0.0);
+	double *all = calloc((size_t)d->size, sizeof(double)), sum = 0.0;
+	uint64_t t0 = dist_now_ns();
+	int rc = all ? dist_allgather(d, &mine, sizeof(mine), all) : -ENOMEM;
+
+	d->comm_ns += dist_now_ns() - t0;
+	for (int i = 0; rc == 0 && i < d->size; i++)
+		sum += all[i];
+	free(all);
+	if (rc) {
+		if (!d->fwd_err)
+			d->fwd_err = rc;
+		return NAN;
+	}
+	return sum;
 }
 
 /* v[n] = sum over c of v[n] / div */

@@ -12,14 +12,16 @@
  *       -> dist_stage_mean (loss parts, stop flag)
  *   -> dist_fini
  *
- * Every rank keeps the whole model's parameters and AdamW moments, the same
- * on every rank after each step: a stage computes only its layers and an
- * expert group member only its experts, the gradients of what a rank did
- * not compute are zero there, and one all-reduce over the ranks that hold
- * a parameter's gradients (the data-parallel group with one stage, the
- * world with several) gives every rank the global gradient. Checkpoints
- * and tier-1 copies are therefore whole on every rank, and any layout
- * restores any other's.
+ * A rank holds what it computes (model_shard, dist_shard_of): its stage's
+ * layers, with the embedding on the first stage and the head on the last,
+ * and of every MoE layer the E / ep experts of its ep rank. Gradients are
+ * summed only over the ranks that hold the same tensor: the dense part of
+ * the parameter block over the stage's data-parallel group, the experts
+ * (with ep > 1) over the expert_dp group (same stage and ep rank), and no
+ * collective carries a tensor that a rank does not hold. After the same
+ * AdamW step every holder of a tensor has the same bits. The gradient norm
+ * adds each distinct part once (the data-parallel rank 0 of a stage for
+ * its dense part, the expert group 0 for the experts).
  *
  * Tensors (gradients, parameters at start-up, pipeline activations,
  * expert rows) travel where the model lives: with the CPU ops through the
@@ -63,11 +65,13 @@ struct dist {
 	struct comm *dp; /* data-parallel group (the world when pp = 1) */
 	struct comm *ep; /* expert group (NULL when ep = 1) */
 	struct comm *pp; /* pipeline: same dp_index, every stage (NULL: pp 1) */
-	struct comm *grad; /* where gradients are summed: dp, or world */
+	/* same stage and ep_rank: where expert gradients are summed (NULL:
+	 * ep 1, or one expert group per stage) */
+	struct comm *edp;
 	/* the same groups for tensors in the ops' memory: the ones above
 	 * (CPU ops), or NCCL twins of them (a model on a GPU: tworld is not
 	 * world) */
-	struct comm *tworld, *tdp, *tep, *tpp, *tgrad;
+	struct comm *tworld, *tdp, *tep, *tpp, *tedp;
 	const struct sigma_ops *ops; /* the model's (dist_attach) */
 	int rank, size;
 	int micro; /* micro-batches per step on this rank */
@@ -116,8 +120,14 @@ void dist_fini(struct dist *d);
  */
 void dist_end(struct dist *d);
 
+/*
+ * What rank holds in this layout (any rank of the job, not only this
+ * one): experts[L * E / ep] receives the expert ids that s points to.
+ */
+void dist_shard_of(const struct dist *d, int rank, struct model_shard *s,
+		   int *experts);
 /* Copy rank 0's parameters and AdamW moments, and state[n] bytes, to every
- * rank. */
+ * rank: a model held whole on every rank (m->sharded false) only. */
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n);
 /* Rank 0's int to every rank. */
 int dist_bcast_int(struct dist *d, int *v);

@@ -291,13 +291,14 @@ int dist_ep_combine(struct dist *d, struct dist_ep *st, const int *offs,
 	return 0;
 }
 
-/* out[rows, oc] = in[rows, ic] w[e] for each local expert e of this rank
- * (mine[E / ep]) on its expert-major rows; w[e] at w + e ic oc. One dense
- * product per expert: the row offsets are host numbers here, and a
- * grouped product would want them in the ops' memory. */
+/* out[rows, oc] = in[rows, ic] w[j] for each local expert slot j of this
+ * rank on its expert-major rows; w[j] at w + j ic oc (the rank holds its
+ * E / ep experts only). One dense product per expert: the row offsets are
+ * host numbers here, and a grouped product would want them in the ops'
+ * memory. */
 static void ep_matmul(const struct sigma_ops *o, const struct dist_ep *st,
-		      const int *mine, int El, float *out, const float *in,
-		      const float *w, size_t ic, size_t oc)
+		      int El, float *out, const float *in, const float *w,
+		      size_t ic, size_t oc)
 {
 	for (int j = 0; j < El; j++) {
 		size_t r0 = (size_t)st->roff[j];
@@ -305,7 +306,7 @@ static void ep_matmul(const struct sigma_ops *o, const struct dist_ep *st,
 
 		if (rows)
 			o->matmul_forward(out + r0 * oc, in + r0 * ic,
-					  w + (size_t)mine[j] * ic * oc, rows,
+					  w + (size_t)j * ic * oc, rows,
 					  (int)ic, (int)oc, 0);
 	}
 }
@@ -321,7 +322,7 @@ static void ep_forward(void *ctx, struct model *m, int l,
 	struct dist_ep_scratch *x = d->ep_tmp;
 	struct model_layer_acts *la = &m->act.layer[l];
 	const struct model_layer_ptrs *w = &m->P.layer[l];
-	int P = d->lp.ep, El = d->lp.E / P, me = d->me.ep_rank;
+	int P = d->lp.ep, El = d->lp.E / P;
 	int N = m->B * m->cfg.T, K = m->cfg.K;
 	size_t D = (size_t)m->cfg.D, F = (size_t)m->cfg.F, rows;
 	const int *loc = &d->ep_loc[(size_t)l * P * El];
@@ -343,10 +344,10 @@ static void ep_forward(void *ctx, struct model *m, int l,
 		rc = -ENOMEM;
 	if (rc)
 		goto fail;
-	ep_matmul(o, st, loc + me * El, El, st->h1.p, st->xr.p, w->w1, D, F);
-	ep_matmul(o, st, loc + me * El, El, st->h3.p, st->xr.p, w->w3, D, F);
+	ep_matmul(o, st, El, st->h1.p, st->xr.p, w->w1, D, F);
+	ep_matmul(o, st, El, st->h3.p, st->xr.p, w->w3, D, F);
 	o->swiglu_forward(st->hs.p, st->h1.p, st->h3.p, rows * F);
-	ep_matmul(o, st, loc + me * El, El, x->a.p, st->hs.p, w->w2, F, D);
+	ep_matmul(o, st, El, x->a.p, st->hs.p, w->w2, F, D);
 	rc = dist_ep_combine(d, st, st->offs, loc, x->a.p, D, la->eo);
 	if (rc == 0)
 		return;
@@ -365,7 +366,7 @@ static void ep_backward(void *ctx, struct model *m, int l)
 	const struct model_layer_ptrs *w = &m->P.layer[l];
 	const struct model_layer_ptrs *g = &m->G.layer[l];
 	const struct sigma_ops *o = m->ops;
-	int P = d->lp.ep, El = d->lp.E / P, me = d->me.ep_rank;
+	int P = d->lp.ep, El = d->lp.E / P;
 	size_t D = (size_t)m->cfg.D, F = (size_t)m->cfg.F;
 	size_t rows = (size_t)st->roff[El];
 	const int *loc = &d->ep_loc[(size_t)l * P * El];
@@ -382,7 +383,7 @@ static void ep_backward(void *ctx, struct model *m, int l)
 	if (rc)
 		goto fail;
 	for (int j = 0; j < El; j++) {
-		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		size_t e = (size_t)j, r0 = (size_t)st->roff[j]; /* slot */
 		int n = st->roff[j + 1] - st->roff[j];
 
 		if (!n)
@@ -394,7 +395,7 @@ static void ep_backward(void *ctx, struct model *m, int l)
 	o->swiglu_backward(x->dh1.p, x->dh3.p, x->dhs.p, st->h1.p, st->h3.p,
 			   rows * F);
 	for (int j = 0; j < El; j++) {
-		size_t e = (size_t)loc[me * El + j], r0 = (size_t)st->roff[j];
+		size_t e = (size_t)j, r0 = (size_t)st->roff[j]; /* slot */
 		int n = st->roff[j + 1] - st->roff[j];
 
 		if (!n)

@@ -80,12 +80,49 @@ static size_t align_up(size_t n)
 
 /* ---- layout --------------------------------------------------------------- */
 
+void model_shard_whole(struct model_shard *s, const struct model_config *c)
+{
+	*s = (struct model_shard){ .layer_first = 0, .layer_count = c->L,
+				   .ep = 1, .experts = NULL };
+}
+
+/* where layout() is: the next offsets of both ranges, the stream */
+struct layout_pos {
+	size_t dense, expert; /* floats of each range so far */
+	uint64_t stream;      /* normal draws so far */
+};
+
+static bool is_expert_kind(enum model_tensor_kind k)
+{
+	return k == MT_W1 || k == MT_W3 || k == MT_W2;
+}
+
+static bool holds_layer(const struct model *m, int l)
+{
+	return l < 0 ? true
+		     : l >= m->shard.layer_first &&
+			       l < m->shard.layer_first + m->shard.layer_count;
+}
+
+/* the tensor of the whole model (d0 x d1 x d2), added when held */
 static void add_tensor(struct model *m, enum model_tensor_kind kind, int l,
 		       const char *name, int ndim, uint64_t d0, uint64_t d1,
-		       uint64_t d2, bool decay, size_t *off)
+		       uint64_t d2, bool decay, struct layout_pos *pos)
 {
-	struct model_tensor *t = &m->tensors[m->ntensors++];
+	uint64_t whole = d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
+	bool held = holds_layer(m, l);
+	struct model_tensor *t;
 
+	if (kind == MT_TOK_EMB)
+		held = m->shard.layer_first == 0;
+	else if (kind == MT_FINAL_NORM || kind == MT_W_OUT)
+		held = m->shard.layer_first + m->shard.layer_count == m->cfg.L;
+	if (!held) {
+		if (ndim > 1)
+			pos->stream += whole;
+		return;
+	}
+	t = &m->tensors[m->ntensors++];
 	if (l >= 0)
 		snprintf(t->name, sizeof(t->name), "layers.%d.%s", l, name);
 	else
@@ -93,40 +130,64 @@ static void add_tensor(struct model *m, enum model_tensor_kind kind, int l,
 	t->kind = kind;
 	t->layer = l;
 	t->ndim = ndim;
-	t->shape[0] = d0;
+	t->expert = is_expert_kind(kind);
+	t->rows = d0;
+	t->shape[0] = t->expert ? (uint64_t)m->El : d0;
 	t->shape[1] = d1;
 	t->shape[2] = d2;
-	t->n = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
-	t->offset = *off;
+	t->n = (size_t)t->shape[0] * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
 	t->decay = decay;
-	*off += align_up(t->n);
+	t->stream = pos->stream;
+	if (ndim > 1)
+		pos->stream += whole;
+	/* with ep > 1 the experts are a range of their own, placed after
+	 * the dense one (offsets shifted once it is known) */
+	if (t->expert && m->shard.ep > 1) {
+		t->offset = pos->expert;
+		pos->expert += align_up(t->n);
+	} else {
+		t->offset = pos->dense;
+		pos->dense += align_up(t->n);
+	}
 }
 
 static size_t layout(struct model *m)
 {
 	const struct model_config *c = &m->cfg;
-	size_t off = 0;
+	struct layout_pos pos = { 0, 0, 0 };
 	uint64_t D = c->D, E = c->E, F = c->F, V = c->V;
 
 	m->ntensors = 0;
-	add_tensor(m, MT_TOK_EMB, -1, "tok_emb", 2, V, D, 0, true, &off);
+	add_tensor(m, MT_TOK_EMB, -1, "tok_emb", 2, V, D, 0, true, &pos);
 	for (int l = 0; l < c->L; l++) {
 		add_tensor(m, MT_ATTN_NORM, l, "attn_norm", 1, D, 0, 0, false,
-			   &off);
-		add_tensor(m, MT_WQ, l, "wq", 2, D, D, 0, true, &off);
-		add_tensor(m, MT_WK, l, "wk", 2, D, D, 0, true, &off);
-		add_tensor(m, MT_WV, l, "wv", 2, D, D, 0, true, &off);
-		add_tensor(m, MT_WO, l, "wo", 2, D, D, 0, true, &off);
+			   &pos);
+		add_tensor(m, MT_WQ, l, "wq", 2, D, D, 0, true, &pos);
+		add_tensor(m, MT_WK, l, "wk", 2, D, D, 0, true, &pos);
+		add_tensor(m, MT_WV, l, "wv", 2, D, D, 0, true, &pos);
+		add_tensor(m, MT_WO, l, "wo", 2, D, D, 0, true, &pos);
 		add_tensor(m, MT_MOE_NORM, l, "moe_norm", 1, D, 0, 0, false,
-			   &off);
-		add_tensor(m, MT_ROUTER, l, "router", 2, D, E, 0, true, &off);
-		add_tensor(m, MT_W1, l, "w1", 3, E, D, F, true, &off);
-		add_tensor(m, MT_W3, l, "w3", 3, E, D, F, true, &off);
-		add_tensor(m, MT_W2, l, "w2", 3, E, F, D, true, &off);
+			   &pos);
+		add_tensor(m, MT_ROUTER, l, "router", 2, D, E, 0, true, &pos);
+		add_tensor(m, MT_W1, l, "w1", 3, E, D, F, true, &pos);
+		add_tensor(m, MT_W3, l, "w3", 3, E, D, F, true, &pos);
+		add_tensor(m, MT_W2, l, "w2", 3, E, F, D, true, &pos);
 	}
-	add_tensor(m, MT_FINAL_NORM, -1, "final_norm", 1, D, 0, 0, false, &off);
-	add_tensor(m, MT_W_OUT, -1, "w_out", 2, D, V, 0, true, &off);
-	return off;
+	add_tensor(m, MT_FINAL_NORM, -1, "final_norm", 1, D, 0, 0, false, &pos);
+	add_tensor(m, MT_W_OUT, -1, "w_out", 2, D, V, 0, true, &pos);
+	m->ndense = pos.dense;
+	for (int i = 0; i < m->ntensors; i++)
+		if (m->tensors[i].expert && m->shard.ep > 1)
+			m->tensors[i].offset += pos.dense;
+	return pos.dense + pos.expert;
+}
+
+uint64_t model_tensor_row(const struct model *m, const struct model_tensor *t,
+			  uint64_t j)
+{
+	if (!t->expert || !m->expert_ids)
+		return j;
+	return (uint64_t)m->expert_ids[(size_t)t->layer * m->El + j];
 }
 
 static void carve_ptrs(struct model *m, struct model_ptrs *p, float *base)
@@ -244,9 +305,125 @@ int model_create_acts(struct model **out, const struct model_config *cfg,
 		      int B, int nacts, const struct sigma_ops *ops, char *err,
 		      size_t len)
 {
+	return model_create_shard(out, cfg, B, nacts, NULL, ops, err, len);
+}
+
+/* the shard's numbers against cfg: 0 or -EINVAL */
+static int shard_check(const struct model_config *cfg,
+		       const struct model_shard *s, char *err, size_t len)
+{
+	if (s->layer_first < 0 || s->layer_count < 1 ||
+	    s->layer_first + s->layer_count > cfg->L)
+		return sigma_set_err(err, len, EINVAL,
+				     "layers [%d, %d) of %d", s->layer_first,
+				     s->layer_first + s->layer_count, cfg->L);
+	if (s->ep < 1 || cfg->E % s->ep || (s->ep > 1 && !s->experts))
+		return sigma_set_err(err, len, EINVAL,
+				     "%d experts over ep %d", cfg->E, s->ep);
+	for (int i = 0; s->experts && i < cfg->L * (cfg->E / s->ep); i++)
+		if (s->experts[i] < 0 || s->experts[i] >= cfg->E)
+			return sigma_set_err(err, len, EINVAL,
+					     "expert %d of %d", s->experts[i],
+					     cfg->E);
+	return 0;
+}
+
+/* m with its tensor table for shard (NULL: whole); no arena */
+static int layout_new(struct model **out, const struct model_config *cfg,
+		      const struct model_shard *shard, char *err, size_t len)
+{
+	struct model_shard whole;
+	struct model *m;
+	int rc;
+
+	*out = NULL;
+	rc = model_config_check(cfg, err, len);
+	if (rc)
+		return rc;
+	if (!shard) {
+		model_shard_whole(&whole, cfg);
+		shard = &whole;
+	}
+	rc = shard_check(cfg, shard, err, len);
+	if (rc)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	m->cfg = *cfg;
+	m->shard = *shard;
+	m->El = cfg->E / shard->ep;
+	m->sharded = shard->ep > 1 || shard->layer_count < cfg->L;
+	m->tensors = calloc(3 + 10 * (size_t)cfg->L, sizeof(*m->tensors));
+	if (!m->tensors)
+		goto nomem;
+	if (shard->experts) {
+		size_t n = (size_t)cfg->L * m->El;
+
+		m->expert_ids = malloc(sizeof(int) * n);
+		if (!m->expert_ids)
+			goto nomem;
+		memcpy(m->expert_ids, shard->experts, sizeof(int) * n);
+	}
+	m->shard.experts = m->expert_ids;
+	m->nparams = layout(m);
+	*out = m;
+	return 0;
+nomem:
+	model_destroy(m);
+	return sigma_set_err(err, len, ENOMEM, "out of memory");
+}
+
+int model_create_layout(struct model **out, const struct model_config *cfg,
+			const struct model_shard *shard, char *err,
+			size_t len)
+{
+	return layout_new(out, cfg, shard, err, len);
+}
+
+/* the activation sets, counted (cv->base NULL) or carved */
+static void carve_all_acts(struct model *m, struct carver *cv)
+{
+	cv->used = 4 * sizeof(float) * m->nparams;
+	for (int i = 0; i < m->nacts; i++)
+		carve_acts(m, &m->acts[i], cv);
+}
+
+size_t model_bytes(const struct model_config *cfg, int B, int nacts,
+		   const struct model_shard *shard, size_t *pbytes)
+{
+	struct model_layer_acts *la;
+	struct model_acts a = { 0 };
+	struct carver cv = { 0 };
+	struct model *m;
+	size_t n;
+
+	if (layout_new(&m, cfg, shard, NULL, 0))
+		return 0;
+	la = calloc(cfg->L, sizeof(*la));
+	if (!la) {
+		model_destroy(m);
+		return 0;
+	}
+	a.layer = la;
+	m->B = B;
+	cv.used = 4 * sizeof(float) * m->nparams;
+	for (int i = 0; i < nacts; i++)
+		carve_acts(m, &a, &cv);
+	n = cv.used;
+	if (pbytes)
+		*pbytes = sizeof(float) * m->nparams;
+	free(la);
+	model_destroy(m);
+	return n;
+}
+
+int model_create_shard(struct model **out, const struct model_config *cfg,
+		       int B, int nacts, const struct model_shard *shard,
+		       const struct sigma_ops *ops, char *err, size_t len)
+{
 	struct model *m;
 	struct carver cv = { 0 };
-	size_t pbytes;
 	int rc;
 
 	*out = NULL;
@@ -261,17 +438,15 @@ int model_create_acts(struct model **out, const struct model_config *cfg,
 		return sigma_set_err(err, len, EINVAL,
 				     "%d activation sets is out of range [1, 4096]",
 				     nacts);
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	m->cfg = *cfg;
+	rc = layout_new(&m, cfg, shard, err, len);
+	if (rc)
+		return rc;
 	m->B = B;
 	m->ops = ops;
-	m->tensors = calloc(3 + 10 * (size_t)cfg->L, sizeof(*m->tensors));
 	m->P.layer = calloc(cfg->L, sizeof(*m->P.layer));
 	m->G.layer = calloc(cfg->L, sizeof(*m->G.layer));
 	m->acts = calloc(nacts, sizeof(*m->acts));
-	if (!m->tensors || !m->P.layer || !m->G.layer || !m->acts) {
+	if (!m->P.layer || !m->G.layer || !m->acts) {
 		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -283,13 +458,8 @@ int model_create_acts(struct model **out, const struct model_config *cfg,
 			goto out_free;
 		}
 	}
-	m->nparams = layout(m);
-	pbytes = sizeof(float) * m->nparams;
-
 	/* count, allocate, carve for real */
-	cv.used = 4 * pbytes;
-	for (int i = 0; i < nacts; i++)
-		carve_acts(m, &m->acts[i], &cv);
+	carve_all_acts(m, &cv);
 	m->arena_bytes = cv.used;
 	m->arena = ops->alloc(m->arena_bytes);
 	if (!m->arena) {
@@ -303,9 +473,7 @@ int model_create_acts(struct model **out, const struct model_config *cfg,
 	m->m = m->grads + m->nparams;
 	m->v = m->m + m->nparams;
 	cv.base = m->arena;
-	cv.used = 4 * pbytes;
-	for (int i = 0; i < nacts; i++)
-		carve_acts(m, &m->acts[i], &cv);
+	carve_all_acts(m, &cv);
 	m->act = m->acts[0];
 	carve_ptrs(m, &m->P, m->params);
 	carve_ptrs(m, &m->G, m->grads);
@@ -324,6 +492,7 @@ void model_destroy(struct model *m)
 	if (m->arena)
 		m->ops->free(m->arena);
 	free(m->tensors);
+	free(m->expert_ids);
 	free(m->P.layer);
 	free(m->G.layer);
 	for (int i = 0; m->acts && i < m->nacts; i++)
@@ -361,31 +530,41 @@ const struct model_tensor *model_find_tensor(const struct model *m,
 	return NULL;
 }
 
+/* the 0.02-scaled normal draws of rows of t, from its place in the
+ * stream of seed (two uniform draws per value) */
+static void init_tensor(const struct model *m, const struct model_tensor *t,
+			uint64_t seed, float *x)
+{
+	double sd = 0.02;
+	size_t row = t->n / t->shape[0];
+
+	if (t->kind == MT_WO || t->kind == MT_W2)
+		sd *= 1.0 / sqrt(2.0 * m->cfg.L);
+	for (uint64_t j = 0; j < t->shape[0]; j++) {
+		uint64_t at = t->stream + model_tensor_row(m, t, j) * row;
+		uint64_t st = seed + 2 * at * 0x9e3779b97f4a7c15ULL;
+
+		for (size_t k = 0; k < row; k++)
+			x[j * row + k] = (float)(sd * rng_normal(&st));
+	}
+}
+
 void model_init_weights(struct model *m, uint64_t seed)
 {
-	uint64_t st = seed;
 	float *host = malloc(sizeof(float) * m->nparams);
-	double resid = 1.0 / sqrt(2.0 * m->cfg.L);
 
 	if (!host)
 		abort();
 	memset(host, 0, sizeof(float) * m->nparams);
-	/* one stream in tensor order: the same seed gives the same weights */
 	for (int i = 0; i < m->ntensors; i++) {
 		const struct model_tensor *t = &m->tensors[i];
 		float *x = host + t->offset;
 
-		if (t->ndim == 1) {
+		if (t->ndim == 1)
 			for (size_t j = 0; j < t->n; j++)
 				x[j] = 1.0f;
-			continue;
-		}
-		double sd = 0.02;
-
-		if (t->kind == MT_WO || t->kind == MT_W2)
-			sd *= resid;
-		for (size_t j = 0; j < t->n; j++)
-			x[j] = (float)(sd * rng_normal(&st));
+		else
+			init_tensor(m, t, seed, x);
 	}
 	m->ops->from_host(m->params, host, sizeof(float) * m->nparams);
 	m->ops->zero(m->m, m->nparams);
@@ -616,10 +795,15 @@ void model_backward_part(struct model *m, int l0, int l1, float loss_scale)
 
 double model_grad_norm(struct model *m)
 {
-	double ss = 0.0;
+	double ss[2] = { 0.0, 0.0 };
 
-	m->ops->sumsq(&ss, m->grads, m->nparams);
-	return sqrt(ss);
+	m->ops->sumsq(&ss[0], m->grads, m->ndense);
+	if (m->nparams > m->ndense)
+		m->ops->sumsq(&ss[1], m->grads + m->ndense,
+			      m->nparams - m->ndense);
+	if (m->norm_reduce)
+		return sqrt(m->norm_reduce(m->norm_ctx, ss));
+	return sqrt(ss[0] + ss[1]);
 }
 
 /* ---- optimizer ----------------------------------------------------------- */

@@ -61,16 +61,43 @@ enum model_tensor_kind {
 
 #define MODEL_NAME_MAX 48
 
+/*
+ * One tensor this rank holds. shape is what it holds: an expert tensor of
+ * a rank that holds E / ep experts is [E / ep, ...], its local slot j
+ * being the model's expert model_tensor_row(m, t, j); rows is the whole
+ * tensor's first dimension (E, or shape[0]).
+ */
 struct model_tensor {
 	char name[MODEL_NAME_MAX]; /* canonical name, e.g. "layers.0.wq" */
 	enum model_tensor_kind kind;
 	int layer; /* -1 for global tensors */
 	int ndim;
 	uint64_t shape[3];
+	uint64_t rows; /* first dimension of the whole tensor */
 	size_t offset; /* in floats from the start of the parameter block */
 	size_t n;
 	bool decay; /* weight decay applies (matrices, not gains) */
+	bool expert; /* w1, w3, w2: one row per expert */
+	/* normal draws of model_init_weights before this tensor's first
+	 * element, over the whole model: a shard draws its rows alone */
+	uint64_t stream;
 };
+
+/*
+ * What one rank holds (docs/distributed.md): layers [layer_first,
+ * layer_first + layer_count), the embedding with layer 0 and the final
+ * norm and head with the last layer, and in each held layer E / ep
+ * experts, local slot j of layer l holding expert experts[l * E / ep + j]
+ * (experts: [L][E / ep]; NULL with ep 1, slot j is expert j). The whole
+ * model: layer_count = L, ep = 1 (model_shard_whole).
+ */
+struct model_shard {
+	int layer_first, layer_count;
+	int ep;
+	const int *experts;
+};
+
+void model_shard_whole(struct model_shard *s, const struct model_config *c);
 
 /* Pointers into one parameter-shaped block (params, grads, m or v). */
 struct model_layer_ptrs {
@@ -157,9 +184,21 @@ struct model {
 	int B; /* sequences per batch (per micro-batch) */
 	const struct sigma_ops *ops;
 
+	/* what this rank holds: the tensors, and expert ids [L][El] */
+	struct model_shard shard;
+	int El;		  /* experts held per layer: E / shard.ep */
+	int *expert_ids;  /* [L * El], NULL with ep 1 */
+	bool sharded;	  /* some tensor of the model is not held here */
 	int ntensors;
 	struct model_tensor *tensors;
 	size_t nparams;
+	/*
+	 * The parameter block holds first the tensors every data-parallel
+	 * rank of the stage holds ([0, ndense)), then, with ep > 1, the
+	 * experts, which only the ranks of the same ep_rank hold: each
+	 * range is reduced over its own group.
+	 */
+	size_t ndense;
 
 	/* one allocation; everything below points into it */
 	void *arena;
@@ -208,6 +247,14 @@ struct model {
 	int count_ranks;
 	/* Optional: expert parallelism (NULL: every expert computed here). */
 	const struct model_experts *experts;
+	/*
+	 * Optional: the squared gradient norm of the whole model from this
+	 * rank's parts, ss[0] over [0, ndense) and ss[1] over [ndense,
+	 * nparams), summed over the ranks that hold distinct parts. NULL:
+	 * ss[0] + ss[1]. Returns the sum, NAN when the ranks cannot agree.
+	 */
+	double (*norm_reduce)(void *ctx, const double ss[2]);
+	void *norm_ctx;
 };
 
 /* AdamW and schedule settings (docs/model.md defaults). */
@@ -235,11 +282,35 @@ int model_create(struct model **out, const struct model_config *cfg, int B,
 int model_create_acts(struct model **out, const struct model_config *cfg,
 		      int B, int nacts, const struct sigma_ops *ops, char *err,
 		      size_t len);
+/* The same for the part shard (NULL: the whole model) of cfg. */
+int model_create_shard(struct model **out, const struct model_config *cfg,
+		       int B, int nacts, const struct model_shard *shard,
+		       const struct sigma_ops *ops, char *err, size_t len);
+/*
+ * The tensor table of a part of cfg without any memory (no ops, no
+ * arena): what another rank holds, for the checkpoint code, which reads
+ * and writes host buffers of its nparams.
+ */
+int model_create_layout(struct model **out, const struct model_config *cfg,
+			const struct model_shard *shard, char *err,
+			size_t len);
+/*
+ * Bytes model_create_shard allocates for it (parameters, gradients, both
+ * moments, nacts activation sets), without allocating; pbytes gets the
+ * bytes of one parameter-shaped block.
+ */
+size_t model_bytes(const struct model_config *cfg, int B, int nacts,
+		   const struct model_shard *shard, size_t *pbytes);
+/* The model's row (expert id, or j) of local row j of t. */
+uint64_t model_tensor_row(const struct model *m, const struct model_tensor *t,
+			  uint64_t j);
 /* Make activation set i (0 <= i < nacts) the one in use. */
 void model_use_acts(struct model *m, int i);
 void model_destroy(struct model *m);
 
-/* Normal(0, 0.02) matrices (Wo, W2 scaled by 1/sqrt(2L)), gains 1. */
+/* Normal(0, 0.02) matrices (Wo, W2 scaled by 1/sqrt(2L)), gains 1: one
+ * stream over the whole model, so that every shard holds the same bits
+ * as one process does. */
 void model_init_weights(struct model *m, uint64_t seed);
 
 /* Find a tensor by canonical name, NULL when absent. */

@@ -18,6 +18,7 @@
 #include "bf16.h"
 #include "claim.h"
 #include "exitcodes.h"
+#include "membudget.h"
 #include "resume.h"
 #include "run.h"
 #include "select.h"
@@ -61,6 +62,68 @@ static int setup_data(struct trainer *t)
 	return 0;
 }
 
+/* the host copies of this rank's state its checkpoints keep, and the
+ * floats of the replica it keeps of another rank's shard */
+static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
+{
+	const struct train_opts *o = t->o;
+	const struct dist *d = t->d;
+	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1, n = 0;
+
+	*rep = 0;
+	if (!*o->ckpt_dir)
+		return 0;
+	n += sharded ? d->me.ep_group == 0 : d->rank == 0; /* tier 2 */
+	n += d->rank == 0 && o->ckpt_diff_every > 0;	     /* its base */
+	if (*o->local_dir) {
+		n++;
+		if (d->size > ls) {
+			struct model_shard fs;
+			int *ex = calloc((size_t)o->model.L * o->model.E,
+					 sizeof(int));
+			size_t pb = 0;
+
+			if (!ex)
+				return n;
+			dist_shard_of(d, (d->rank - ls + d->size) % d->size,
+				      &fs, ex);
+			model_bytes(&o->model, 1, 1, &fs, &pb);
+			*rep = 3 * pb / sizeof(float);
+			free(ex);
+		}
+	}
+	return n;
+}
+
+/* what this rank needs against what it may use: 0, or exit 64 */
+static int setup_memory(struct trainer *t, const struct model_shard *sh,
+			int B)
+{
+	const struct train_opts *o = t->o;
+	struct dist *d = t->d;
+	struct mem_limit lim;
+	struct mem_need need;
+	size_t rep;
+	int copies = staging_of(t, sh->ep > 1 || sh->layer_count < o->model.L,
+				&rep);
+
+	mem_need_of(&need, &o->model, B, d->micro, sh, copies, rep);
+	if (mem_limit_of(d, &lim))
+		return TRAIN_EXIT_PEER;
+	if (d->rank == 0 || need.total > lim.bytes)
+		printf("config: memory per rank %d: %.1f MiB (parameters, gradients and moments %.1f MiB, activations %.1f MiB, checkpoint copies %.1f MiB) of %.1f MiB (%s)\n",
+		       d->rank, need.total / 1048576.0, need.state / 1048576.0,
+		       need.acts / 1048576.0, need.staging / 1048576.0,
+		       lim.bytes / 1048576.0, lim.why);
+	if (lim.bytes && need.total > lim.bytes) {
+		sigma_error("rank %d needs %.1f MiB in the layout dp %d x ep %d x pp %d, more than the %.1f MiB it may use (%s): shard the model further (--ep, --pp), or give each rank more memory",
+			    d->rank, need.total / 1048576.0, d->lp.dp, d->lp.ep,
+			    d->lp.pp, lim.bytes / 1048576.0, lim.why);
+		return TRAIN_EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* the kernels, the model on this rank's share of the layout, its weights */
 static int setup_model(struct trainer *t)
 {
@@ -68,28 +131,41 @@ static int setup_model(struct trainer *t)
 	struct dist *d = t->d;
 	const char *dev = *o->device ? o->device : "cpu";
 	const struct sigma_ops *ops;
+	struct model_shard sh;
 	char err[1024];
 	/* sequences per micro-batch; dist_init checked that they divide */
-	int B = (int)(o->batch / d->lp.dp / d->micro), rc;
+	int B = (int)(o->batch / d->lp.dp / d->micro), rc, code, *ex;
 
 	rc = model_config_check(&o->model, err, sizeof(err));
 	if (rc) {
 		sigma_error("model: %s", err);
 		return TRAIN_EXIT_USAGE;
 	}
+	ex = calloc((size_t)o->model.L * o->model.E, sizeof(int));
+	if (!ex)
+		return TRAIN_EXIT_OSERR;
+	dist_shard_of(d, d->rank, &sh, ex);
+	code = setup_memory(t, &sh, B);
+	if (code) {
+		free(ex);
+		return code;
+	}
 	ops = sigma_ops_select(dev, err, sizeof(err));
 	if (!ops) {
+		free(ex);
 		sigma_error("--device: %s", err);
 		return TRAIN_EXIT_USAGE;
 	}
 	rc = ops->init(o->threads);
 	if (rc) {
+		free(ex);
 		sigma_error("--device %s: cannot initialise the %s kernels: %s",
 			    dev, ops->name, strerror(-rc));
 		return TRAIN_EXIT_USAGE;
 	}
-	rc = model_create_acts(&t->m, &o->model, B, d->micro, ops, err,
-			       sizeof(err));
+	rc = model_create_shard(&t->m, &o->model, B, d->micro, &sh, ops, err,
+				sizeof(err));
+	free(ex);
 	if (rc) {
 		sigma_error("model: %s", err);
 		return exit_code_of(rc, PHASE_CONFIG);

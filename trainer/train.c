@@ -126,6 +126,11 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		if (code)
 			return code;
 		out->gn = model_grad_norm(m);
+		if (dist_forward_error(t->d)) {
+			sigma_error("step %ld: the gradient norm's reduction failed",
+				    done);
+			return TRAIN_EXIT_PEER;
+		}
 		gact = guard_run_check(&t->gr, done, &out->gn, recomputed);
 		if (!(gact & GUARD_ACT_RECOMPUTE))
 			break;

@@ -23,6 +23,9 @@
 
 #define CKPT_FORMAT "sigma-checkpoint"
 #define CKPT_VERSION 1
+/* an index of whole tensors over shard files (virtual datasets) */
+#define CKPT_VERSION_SHARDED 2
+#define CKPT_SHARD_FORMAT "sigma-checkpoint-shard"
 #define CKPT_LAYOUT_MAX 48
 #define CKPT_ATTEMPT_MAX 1000000
 
@@ -251,6 +254,13 @@ int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
 		      const struct ckpt_state *st, char *err, size_t len);
 /* until nothing is in flight; the result of the last write as submit */
 int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len);
+/* From now on w writes rank's part of sharded steps (ckpt_write_shard),
+ * the tensors which selects, and prunes nothing. */
+void ckpt_async_set_shard(struct ckpt_async *w, int rank, unsigned which);
+/* Without waiting: 1 when no write is in flight and the last succeeded
+ * (*step: the newest step written, -1 none), 0 while one is in flight,
+ * or the last write's -errno. */
+int ckpt_async_poll(struct ckpt_async *w, long *step);
 void ckpt_async_stats(struct ckpt_async *w, struct ckpt_async_stats *s);
 /* test hook: the next n attempts fail with EIO before touching the disk */
 void ckpt_async_inject_failures(struct ckpt_async *w, int n);
@@ -285,5 +295,52 @@ void ckpt_async_destroy(struct ckpt_async *w);
 
 /* "HDF5 1.10.8" */
 void ckpt_library_version(char *buf, size_t len);
+
+/* ---- sharded checkpoints (ckpt_shard.c) ------------------------------------
+ *
+ * A model that no rank holds whole is checkpointed in parts: each writer
+ * rank publishes DIR/shard-SSSSSSSS[-aN]-RRRRR.h5 (its tensors as it holds
+ * them), and once all are there one rank publishes the index
+ * DIR/ckpt-SSSSSSSS[-aN].h5, which readers list, seal-check and read like
+ * any full checkpoint: every tensor is there whole, a virtual dataset over
+ * the parts, and /shards records each part's seal.
+ */
+
+/* which tensors of a rank's model a part holds */
+#define CKPT_DENSE 1u	/* every one but the experts */
+#define CKPT_EXPERTS 2u /* w1, w3, w2 */
+#define CKPT_ALL (CKPT_DENSE | CKPT_EXPERTS)
+
+/* DIR/shard-SSSSSSSS-RRRRR.h5, or -aN- before RRRRR for attempt N > 0 */
+int ckpt_shard_path(char *buf, size_t len, const char *dir, long step,
+		    int attempt, int rank);
+/*
+ * Rank's part of step st->step: the tensors of m that which selects, from
+ * stage (host memory: params, m, v, 3 x nparams). Published like a full
+ * checkpoint (temporary name, seal, rename); -ESTALE as ckpt_write.
+ */
+int ckpt_write_shard(const char *dir, const struct model *m,
+		     const float *stage, const struct ckpt_state *st, int rank,
+		     unsigned which, char *path, size_t plen, char *err,
+		     size_t len);
+
+/* one part of a sharded step: the rank that wrote it, the tensor table of
+ * what that rank holds (model_create_layout), and which it wrote */
+struct ckpt_writer {
+	int rank;
+	const struct model *shard;
+	unsigned which;
+};
+
+/*
+ * The index of step st->step once every part w[nw] is published in dir:
+ * the state of st, whole's configuration, and every tensor of whole (the
+ * whole model's table) as a virtual dataset over the parts. -EINVAL when
+ * the parts do not cover every row of every tensor.
+ */
+int ckpt_write_index(const char *dir, const struct model *whole,
+		     const struct ckpt_writer *w, int nw,
+		     const struct ckpt_state *st, char *path, size_t plen,
+		     char *err, size_t len);
 
 #endif /* SIGMA_TRAIN_CKPT_H */

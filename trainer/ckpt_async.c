@@ -16,6 +16,7 @@
 #include "sigma.h"
 #include "ckpt.h"
 #include "ckpt_internal.h"
+#include "ckpt_h5.h"
 
 struct ckpt_async {
 	pthread_t thread;
@@ -37,6 +38,8 @@ struct ckpt_async {
 	struct ckpt_base *base; /* differentials on: the newest full */
 	bool diff; /* the pending snapshot: a differential */
 	bool wrote_diff; /* the last write: a differential */
+	int shard; /* >= 0: writes this rank's part of a sharded step */
+	unsigned which; /* and these of its tensors (ckpt.h) */
 	struct ckpt_diff_stats dstats; /* of it */
 };
 
@@ -66,6 +69,10 @@ static int async_write_once(struct ckpt_async *w, char *path, size_t plen,
 	int rc;
 
 	w->wrote_diff = false;
+	if (w->shard >= 0)
+		return ckpt_write_shard(w->dir, w->m, w->stage, &w->st,
+					w->shard, w->which, path, plen, why,
+					wlen);
 	if (w->diff && w->base->step >= 0 && w->base->step < w->st.step) {
 		rc = ckpt_write_diff(w->dir, w->m, w->stage, &w->st, w->base,
 				     &w->dstats, path, plen, why, wlen);
@@ -103,8 +110,10 @@ static int async_write(struct ckpt_async *w, double *ms)
 					   "%s: injected write failure",
 					   w->dir);
 		} else {
+			ckpt_h5_lock();
 			rc = async_write_once(w, path, sizeof(path), why,
 					      sizeof(why));
+			ckpt_h5_unlock();
 		}
 		if (rc == 0)
 			break;
@@ -128,7 +137,8 @@ static int async_write(struct ckpt_async *w, double *ms)
 	}
 	*ms = mono_ms() - t0;
 	if (rc == 0) {
-		ckpt_prune(w->dir, w->keep);
+		if (w->shard < 0) /* the index's writer prunes parts */
+			ckpt_prune(w->dir, w->keep);
 		printf("checkpoint step %ld: %s (%.2f s, in the background)\n",
 		       w->st.step, path, *ms / 1000.0);
 		fflush(stdout);
@@ -206,6 +216,7 @@ int ckpt_async_create(struct ckpt_async **out, const char *dir, int keep,
 				     sizeof(float) * 3 * m->nparams >> 20);
 	}
 	w->keep = keep;
+	w->shard = -1;
 	w->attempts = attempts;
 	w->retry_ms = retry_ms;
 	w->m = m;
@@ -320,6 +331,26 @@ void ckpt_async_set_base(struct ckpt_async *w, const struct model *m,
 	if (w->base)
 		ckpt_base_set(w->base, m, NULL, step, path);
 	pthread_mutex_unlock(&w->mu);
+}
+
+void ckpt_async_set_shard(struct ckpt_async *w, int rank, unsigned which)
+{
+	pthread_mutex_lock(&w->mu);
+	async_drain(w);
+	w->shard = rank;
+	w->which = which;
+	pthread_mutex_unlock(&w->mu);
+}
+
+int ckpt_async_poll(struct ckpt_async *w, long *step)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->mu);
+	rc = w->pending ? 0 : w->result ? w->result : 1;
+	*step = w->stats.writes ? w->stats.write_step : -1;
+	pthread_mutex_unlock(&w->mu);
+	return rc;
 }
 
 int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len)

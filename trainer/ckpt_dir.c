@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sigma.h"
@@ -305,6 +307,53 @@ static int diff_prune(const char *dir, int keep, const long *steps, int ns,
 	return nd < 0 ? nd : 0;
 }
 
+/* shard-SSSSSSSS[-aN]-RRRRR.h5: its step and attempt */
+static bool parse_shard(const char *name, long *step, int *attempt)
+{
+	char tail[16];
+	int n = 0;
+
+	*attempt = 0;
+	if (sscanf(name, "shard-%8ld-a%d-%*5d%n", step, attempt, &n) == 2 &&
+	    n && !strcmp(name + n, ".h5"))
+		return *attempt > 0;
+	*attempt = 0;
+	n = 0;
+	return sscanf(name, "shard-%8ld-%*5d%n", step, &n) == 1 && n &&
+	       sscanf(name + n, "%15s", tail) == 1 && !strcmp(tail, ".h5");
+}
+
+/*
+ * The parts of sharded steps whose index is gone (pruned, or never
+ * written) and that are older than the newest index: a part of a step
+ * still being written is newer than every index, and stays.
+ */
+static void prune_shards(const char *dir, const struct ckpt_entry *newest)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+
+	if (!dp)
+		return;
+	while ((de = readdir(dp))) {
+		char p[PATH_MAX];
+		struct stat sb;
+		long step;
+		int att;
+
+		if (!parse_shard(de->d_name, &step, &att) ||
+		    att > newest->attempt ||
+		    (att == newest->attempt && step >= newest->step))
+			continue;
+		if (!ckpt_path(p, sizeof(p), dir, step, att) &&
+		    stat(p, &sb) == 0)
+			continue; /* its index is kept */
+		if (!sigma_snprintf(p, sizeof(p), "%s/%s", dir, de->d_name))
+			ckpt_remove_published(p);
+	}
+	closedir(dp);
+}
+
 int ckpt_prune(const char *dir, int keep)
 {
 	struct ckpt_entry *e;
@@ -331,6 +380,8 @@ int ckpt_prune(const char *dir, int keep)
 		if (!ckpt_path(p, sizeof(p), dir, e[i].step, e[i].attempt))
 			ckpt_remove_published(p);
 	}
+	if (n > 0)
+		prune_shards(dir, &e[0]);
 	free(e);
 	free(steps);
 	free(dn);

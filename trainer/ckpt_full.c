@@ -294,10 +294,9 @@ int ckpt_write_state(struct ckpt_ctx *c, int64_t f, const struct model *m,
 	       write_provenance(c, f, m);
 }
 
-/* block: in the device's memory, or already in host memory (staged) */
-static int write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
-		       const struct model *m, const float *block, bool staged,
-		       float *host)
+int ckpt_write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
+		     const struct model *m, const float *block, bool staged,
+		     unsigned which, float *host)
 {
 	int64_t g = ckpt_h5_group_create(f, gname);
 	int rc = 0;
@@ -307,6 +306,9 @@ static int write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
 	for (int i = 0; i < m->ntensors && !rc; i++) {
 		const struct model_tensor *t = &m->tensors[i];
 		const float *data = block + t->offset;
+
+		if (!(which & (t->expert ? CKPT_EXPERTS : CKPT_DENSE)))
+			continue;
 
 		if (!staged) {
 			m->ops->to_host(host, data, sizeof(float) * t->n);
@@ -388,8 +390,8 @@ int ckpt_write_staged(const char *dir, const struct model *m,
 		goto out;
 	rc = ckpt_write_header(&c, f, CKPT_FORMAT, CKPT_VERSION, st) ?:
 	     ckpt_write_config(&c, f, m, st) ?:
-	     write_block(&c, f, "model", m, stage ? stage : m->params,
-			 stage != NULL, host);
+	     ckpt_write_block(&c, f, "model", m, stage ? stage : m->params,
+			      stage != NULL, CKPT_ALL, host);
 	if (rc)
 		goto out;
 	g = ckpt_h5_group_create(f, "optim");
@@ -398,10 +400,11 @@ int ckpt_write_staged(const char *dir, const struct model *m,
 		goto out;
 	}
 	ckpt_h5_close(g);
-	rc = write_block(&c, f, "optim/m", m, stage ? stage + n : m->m,
-			 stage != NULL, host) ?:
-	     write_block(&c, f, "optim/v", m, stage ? stage + 2 * n : m->v,
-			 stage != NULL, host) ?:
+	rc = ckpt_write_block(&c, f, "optim/m", m, stage ? stage + n : m->m,
+			      stage != NULL, CKPT_ALL, host) ?:
+	     ckpt_write_block(&c, f, "optim/v", m,
+			      stage ? stage + 2 * n : m->v, stage != NULL,
+			      CKPT_ALL, host) ?:
 	     ckpt_write_state(&c, f, m, st);
 	/* a newer instance may have published while this one wrote */
 	if (rc == 0)
@@ -441,9 +444,9 @@ int ckpt_check_format(struct ckpt_ctx *c, int64_t f, const char *want,
 	rc = ckpt_h5_get_i64(c, f, "format_version", &ver);
 	if (rc)
 		return rc;
-	if (ver != version)
+	if (ver < 1 || ver > version)
 		return ckpt_fail(c, EBADMSG,
-				 "format version %lld, this program reads %d",
+				 "format version %lld, this program reads 1 to %d",
 				 (long long)ver, version);
 	if (!ckpt_h5_has_attr(f, "complete") ||
 	    ckpt_h5_get_i64(c, f, "complete", &complete) || complete != 1)
@@ -453,7 +456,7 @@ int ckpt_check_format(struct ckpt_ctx *c, int64_t f, const char *want,
 
 int ckpt_check_header(struct ckpt_ctx *c, int64_t f, int64_t *step)
 {
-	int rc = ckpt_check_format(c, f, CKPT_FORMAT, CKPT_VERSION);
+	int rc = ckpt_check_format(c, f, CKPT_FORMAT, CKPT_VERSION_SHARDED);
 
 	if (rc)
 		return rc;
@@ -558,7 +561,8 @@ int ckpt_check_config(struct ckpt_ctx *c, int64_t f,
 }
 
 static int read_tensor(struct ckpt_ctx *c, int64_t g, const char *gname,
-		       const struct model_tensor *t, float *buf)
+		       const struct model *m, const struct model_tensor *t,
+		       float *buf)
 {
 	char what[128];
 	int64_t d;
@@ -568,10 +572,23 @@ static int read_tensor(struct ckpt_ctx *c, int64_t g, const char *gname,
 	rc = ckpt_h5_dataset_open(c, g, t->name, what, &d);
 	if (rc)
 		return rc;
-	rc = ckpt_h5_check_tensor(c, d, what, CKPT_H5_F32, t->ndim,
-				  t->shape) ?:
-	     ckpt_h5_dataset_read(c, d, what, CKPT_H5_F32, buf) ?:
-	     ckpt_check_finite(c, what, buf, t->n);
+	/* a shard of expert rows reads its rows of the whole tensor */
+	if (t->shape[0] != t->rows &&
+	    !ckpt_h5_check_tensor(c, d, what, CKPT_H5_F32, t->ndim,
+				  (uint64_t[3]){ t->rows, t->shape[1],
+						 t->shape[2] })) {
+		uint64_t rows[MODEL_MAX_E];
+
+		for (uint64_t j = 0; j < t->shape[0]; j++)
+			rows[j] = model_tensor_row(m, t, j);
+		rc = ckpt_h5_dataset_read_rows(c, d, what, rows, t->shape[0],
+					       t->n / t->shape[0], buf);
+	} else {
+		rc = ckpt_h5_check_tensor(c, d, what, CKPT_H5_F32, t->ndim,
+					  t->shape) ?:
+		     ckpt_h5_dataset_read(c, d, what, CKPT_H5_F32, buf);
+	}
+	rc = rc ?: ckpt_check_finite(c, what, buf, t->n);
 	ckpt_h5_close(d);
 	return rc;
 }
@@ -588,7 +605,7 @@ int ckpt_read_block(struct ckpt_ctx *c, int64_t f, const char *gname,
 	if (g < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open group %s", gname);
 	for (int i = 0; i < m->ntensors && !rc; i++)
-		rc = read_tensor(c, g, gname, &m->tensors[i],
+		rc = read_tensor(c, g, gname, m, &m->tensors[i],
 				 dst + m->tensors[i].offset);
 	ckpt_h5_close(g);
 	return rc;
@@ -682,6 +699,7 @@ static int read_file(const char *path, enum seal_need need, bool *sealed,
 	memset(stage, 0, sizeof(float) * n * (st ? 3 : 1));
 	rc = ckpt_check_header(&c, f, &step) ?:
 	     ckpt_check_config(&c, f, &m->cfg) ?:
+	     ckpt_verify_shards(&c, f, path) ?:
 	     ckpt_read_block(&c, f, "model", m, stage);
 	if (!rc && st) {
 		tmp.step = (long)step;
@@ -707,6 +725,7 @@ static int read_file(const char *path, enum seal_need need, bool *sealed,
 		m->ops->zero(m->v, n);
 	}
 out:
+	ckpt_h5_virtual_dir(NULL);
 	if (stage != out)
 		free(stage);
 	ckpt_h5_close_checked(f, &sf);

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -554,13 +556,25 @@ int ckpt_h5_dataset_empty(struct ckpt_ctx *c, int64_t loc, const char *name,
 		     : 0;
 }
 
+/* where the sources of virtual datasets are (ckpt_h5_virtual_dir) */
+static char virtual_dir[PATH_MAX];
+
 int ckpt_h5_dataset_open(struct ckpt_ctx *c, int64_t loc, const char *name,
 			 const char *what, int64_t *d)
 {
 	*d = -1;
 	if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
 		return ckpt_fail(c, EBADMSG, "dataset %s is missing", what);
-	*d = H5Dopen2(loc, name, H5P_DEFAULT);
+	if (virtual_dir[0]) {
+		hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+
+		if (dapl >= 0 && H5Pset_virtual_prefix(dapl, virtual_dir) >= 0)
+			*d = H5Dopen2(loc, name, dapl);
+		if (dapl >= 0)
+			H5Pclose(dapl);
+	} else {
+		*d = H5Dopen2(loc, name, H5P_DEFAULT);
+	}
 	if (*d < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open dataset %s", what);
 	return 0;
@@ -631,6 +645,150 @@ int ckpt_h5_dataset_read(struct ckpt_ctx *c, int64_t d, const char *what,
 				 "cannot read dataset %s (checksum failure or damaged file)",
 				 what);
 	return 0;
+}
+
+int ckpt_h5_dataset_read_rows(struct ckpt_ctx *c, int64_t d, const char *what,
+			      const uint64_t *rows, size_t nrows,
+			      size_t row_len, float *buf)
+{
+	hid_t fs = H5Dget_space(d), ms = -1;
+	hsize_t dims[CKPT_H5_RANK_MAX], start[CKPT_H5_RANK_MAX] = { 0 };
+	hsize_t count[CKPT_H5_RANK_MAX], mdim = row_len;
+	int nd = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1, rc = 0;
+
+	if (nd < 1 || nd > CKPT_H5_RANK_MAX ||
+	    H5Sget_simple_extent_dims(fs, dims, NULL) < 0) {
+		rc = ckpt_fail(c, EBADMSG, "dataset %s: no shape", what);
+		goto out;
+	}
+	ms = H5Screate_simple(1, &mdim, NULL);
+	for (int i = 0; i < nd; i++)
+		count[i] = dims[i];
+	count[0] = 1;
+	for (size_t r = 0; r < nrows && rc == 0; r++) {
+		if (rows[r] >= dims[0]) {
+			rc = ckpt_fail(c, EBADMSG,
+				       "dataset %s has %llu rows, row %llu wanted",
+				       what, (unsigned long long)dims[0],
+				       (unsigned long long)rows[r]);
+			break;
+		}
+		start[0] = rows[r];
+		if (ms < 0 ||
+		    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count,
+					NULL) < 0 ||
+		    H5Dread(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT,
+			    buf + r * row_len) < 0)
+			rc = ckpt_fail(c, EBADMSG,
+				       "cannot read row %llu of dataset %s (checksum failure, damaged or missing file)",
+				       (unsigned long long)rows[r], what);
+	}
+out:
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fs >= 0)
+		H5Sclose(fs);
+	return rc;
+}
+
+/* ---- virtual datasets ------------------------------------------------------ */
+
+/* one map's selections: rows of the virtual space and of the source */
+static int select_rows(hid_t vs, hid_t ss, int ndim, const uint64_t *shape,
+		       const struct ckpt_h5_map *mp)
+{
+	hsize_t vstart[CKPT_H5_RANK_MAX] = { 0 }, sstart[CKPT_H5_RANK_MAX] = { 0 };
+	hsize_t count[CKPT_H5_RANK_MAX];
+
+	for (int i = 0; i < ndim; i++)
+		count[i] = shape[i];
+	count[0] = mp->count;
+	vstart[0] = mp->dst_row;
+	sstart[0] = mp->src_row;
+	return H5Sselect_hyperslab(vs, H5S_SELECT_SET, vstart, NULL, count,
+				   NULL) < 0 ||
+	       H5Sselect_hyperslab(ss, H5S_SELECT_SET, sstart, NULL, count,
+				   NULL) < 0;
+}
+
+int ckpt_h5_virtual_write(struct ckpt_ctx *c, int64_t loc, const char *name,
+			  const char *what, int ndim, const uint64_t *shape,
+			  const struct ckpt_h5_map *maps, size_t n)
+{
+	hsize_t dims[CKPT_H5_RANK_MAX];
+	hid_t vs = -1, dcpl = -1, d = -1;
+	float nan_ = NAN;
+	int rc = 0;
+
+	for (int i = 0; i < ndim; i++)
+		dims[i] = shape[i];
+	vs = H5Screate_simple(ndim, dims, NULL);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (vs < 0 || dcpl < 0 ||
+	    H5Pset_fill_value(dcpl, H5T_NATIVE_FLOAT, &nan_) < 0) {
+		rc = ckpt_fail(c, EIO, "cannot set up dataset %s", what);
+		goto out;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		hsize_t sd[CKPT_H5_RANK_MAX];
+		hid_t ss;
+
+		for (int k = 0; k < ndim; k++)
+			sd[k] = shape[k];
+		sd[0] = maps[i].src_row + maps[i].count;
+		ss = H5Screate_simple(ndim, sd, NULL);
+		if (ss < 0 || select_rows(vs, ss, ndim, shape, &maps[i]) ||
+		    H5Pset_virtual(dcpl, vs, maps[i].file, maps[i].src, ss) < 0)
+			rc = ckpt_fail(c, EIO, "cannot map %s of %s into %s",
+				       maps[i].src, maps[i].file, what);
+		if (ss >= 0)
+			H5Sclose(ss);
+	}
+	if (rc == 0) {
+		H5Sselect_all(vs);
+		d = H5Dcreate2(loc, name, H5T_IEEE_F32LE, vs, H5P_DEFAULT, dcpl,
+			       H5P_DEFAULT);
+		if (d < 0)
+			rc = ckpt_fail(c, EIO, "cannot write dataset %s", what);
+	}
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (vs >= 0)
+		H5Sclose(vs);
+	return rc;
+}
+
+void ckpt_h5_virtual_dir(const char *dir)
+{
+	if (dir)
+		sigma_strlcpy(virtual_dir, dir, sizeof(virtual_dir));
+	else
+		virtual_dir[0] = '\0';
+}
+
+bool ckpt_h5_is_virtual(int64_t d)
+{
+	hid_t dcpl = H5Dget_create_plist(d);
+	bool v = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL;
+
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	return v;
+}
+
+static pthread_mutex_t h5_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ckpt_h5_lock(void)
+{
+	pthread_mutex_lock(&h5_mu);
+}
+
+void ckpt_h5_unlock(void)
+{
+	pthread_mutex_unlock(&h5_mu);
 }
 
 /* ---- compression --------------------------------------------------------- */

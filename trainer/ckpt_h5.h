@@ -166,6 +166,43 @@ int ckpt_h5_check_tensor(struct ckpt_ctx *c, int64_t d, const char *what,
 /* all of d into buf as type; -EBADMSG (checksum failure, damage) */
 int ckpt_h5_dataset_read(struct ckpt_ctx *c, int64_t d, const char *what,
 			 enum ckpt_h5_type type, void *buf);
+/* rows[nrows] of d (first axis; row_len elements each) into buf, in that
+ * order, as fp32; -EBADMSG (a row out of range, checksum, damage) */
+int ckpt_h5_dataset_read_rows(struct ckpt_ctx *c, int64_t d, const char *what,
+			      const uint64_t *rows, size_t nrows,
+			      size_t row_len, float *buf);
+
+/* ---- virtual datasets: whole tensors over shard files ---------------------- */
+
+/* rows [src_row, src_row + count) of dataset src of file file (a name
+ * relative to the virtual dataset's directory) are rows [dst_row, ...) */
+struct ckpt_h5_map {
+	const char *file, *src;
+	uint64_t src_row, dst_row, count;
+};
+
+/*
+ * An fp32 virtual dataset name of loc of ndim axes and shape, whose rows
+ * come from maps[n]; rows no map covers, or whose source is missing,
+ * read as NaN (which the reader's finiteness check refuses).
+ */
+int ckpt_h5_virtual_write(struct ckpt_ctx *c, int64_t loc, const char *name,
+			  const char *what, int ndim, const uint64_t *shape,
+			  const struct ckpt_h5_map *maps, size_t n);
+/* the directory the sources of virtual datasets opened from now on in
+ * this process are looked up in (the file's own: it is opened through
+ * /proc/self/fd); NULL: HDF5's default */
+void ckpt_h5_virtual_dir(const char *dir);
+/* whether d is a virtual dataset */
+bool ckpt_h5_is_virtual(int64_t d);
+
+/* ---- one writer at a time ------------------------------------------------- */
+
+/* libhdf5 as built by Debian is not thread-safe: every thread that calls
+ * it (the background writers, the index of a sharded checkpoint) holds
+ * this lock for the whole file */
+void ckpt_h5_lock(void);
+void ckpt_h5_unlock(void);
 
 /* ---- compression --------------------------------------------------------- */
 

@@ -50,6 +50,24 @@ int ckpt_write_state(struct ckpt_ctx *c, int64_t f, const struct model *m,
 		     const struct ckpt_state *st);
 
 /* the root's format, its version and the completion marker */
+/*
+ * Group gname of f with the tensors of m that which selects, from block
+ * (in the device's memory, or already in host memory: staged), through
+ * host[ckpt_max_tensor(m)].
+ */
+int ckpt_write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
+		     const struct model *m, const float *block, bool staged,
+		     unsigned which, float *host);
+
+/*
+ * The shard files a sharded checkpoint (index) path lists in /shards: each
+ * there, sealed, its seal the one the index recorded; then the sources
+ * of the virtual datasets are looked up in path's directory. 0 for a
+ * file without /shards.
+ */
+int ckpt_verify_shards(struct ckpt_ctx *c, int64_t f, const char *path);
+
+/* format_version accepted from 1 up to version */
 int ckpt_check_format(struct ckpt_ctx *c, int64_t f, const char *want,
 		      int version);
 /* ckpt_check_format of a full checkpoint, and its step (may be NULL) */

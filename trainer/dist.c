@@ -189,6 +189,23 @@ void dist_shard_of(const struct dist *d, int rank, struct model_shard *s,
 		       sizeof(int) * (size_t)El);
 }
 
+int dist_part_of(const struct dist *d, const struct model *m, int rank,
+		 struct model **out, char *err, size_t len)
+{
+	int *ex = calloc((size_t)m->cfg.L * m->cfg.E, sizeof(int)), rc;
+	struct model_shard sh;
+
+	*out = NULL;
+	if (!ex)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	dist_shard_of(d, rank, &sh, ex);
+	rc = model_create_layout(out, &m->cfg, &sh, err, len);
+	free(ex);
+	if (rc == 0)
+		(*out)->ops = m->ops; /* its name, for the provenance */
+	return rc;
+}
+
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n)
 {
 	int rc = 0;

@@ -126,6 +126,13 @@ void dist_end(struct dist *d);
  */
 void dist_shard_of(const struct dist *d, int rank, struct model_shard *s,
 		   int *experts);
+/*
+ * The tensor table (no memory: model_create_layout) of what rank holds,
+ * with m's configuration and kernels' name: for the checkpoint files of
+ * another rank's part. 0 or -errno with err.
+ */
+int dist_part_of(const struct dist *d, const struct model *m, int rank,
+		 struct model **out, char *err, size_t len);
 /* Copy rank 0's parameters and AdamW moments, and state[n] bytes, to every
  * rank: a model held whole on every rank (m->sharded false) only. */
 int dist_sync_model(struct dist *d, struct model *m, void *state, size_t n);

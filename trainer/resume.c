@@ -254,6 +254,77 @@ static bool state_is(const struct ckpt_state *s, const struct restore_plan *p)
  * Run a tier-1 plan. *fails counts this rank's copies found bad (marked
  * in loc); 0 or -EIO (a peer) / -ENOMEM.
  */
+/* the part `to` holds, for reading its copy elsewhere: m itself when
+ * every rank holds the same, else a table of its own (*own to free) */
+static const struct model *part_of(struct dist *d, struct model *m, int to,
+				   struct model **own)
+{
+	char why[256];
+
+	*own = NULL;
+	if (!m->sharded || to == d->rank)
+		return m;
+	if (dist_part_of(d, m, to, own, why, sizeof(why)))
+		return NULL;
+	return *own;
+}
+
+/* transfer tr of the plan: from reads the copy and sends it, to keeps it
+ * in buf[3 x its nparams]; *got when it did */
+static int run_transfer(struct dist *d, struct model *m,
+			const struct restore_plan *p,
+			const struct restore_transfer *tr, const struct table *t,
+			struct local *loc, struct ckpt_state *st, float *buf,
+			bool *got, int *fails)
+{
+	int c = p->source[tr->shard];
+	struct model *own = NULL;
+	const struct model *pm = part_of(d, m, tr->to, &own);
+	size_t n3 = pm ? 3 * pm->nparams : 0;
+	struct ckpt_state xs;
+	char why[1024];
+	int32_t ok = 0;
+	float *sbuf = NULL;
+	int rc;
+
+	if (d->rank == tr->from) {
+		struct local *l = &loc[t->cidx[c]];
+
+		memset(&xs, 0, sizeof(xs));
+		sbuf = pm ? malloc(sizeof(float) * n3) : NULL;
+		ok = sbuf &&
+		     ckpt_read_stage(l->path, pm, sbuf, &xs, why,
+				     sizeof(why)) == 0 &&
+		     state_is(&xs, p);
+		if (!ok) {
+			sigma_warn("resume: copy refused: %s",
+				   xs.step == p->step ? why : l->path);
+			l->r.flags |= F_BAD;
+			(*fails)++;
+		}
+		rc = comm_send(d->world, &ok, 1, COMM_I32, tr->to,
+			       SIGMA_TAG_RESUME_FLAG);
+		if (!rc && ok)
+			rc = comm_send(d->world, sbuf, n3, COMM_F32, tr->to,
+				       SIGMA_TAG_RESUME_STAGE)
+				 ?: comm_send(d->world, &xs, sizeof(xs), COMM_U8,
+					      tr->to, SIGMA_TAG_RESUME_STATE);
+	} else {
+		rc = comm_recv(d->world, &ok, 1, COMM_I32, tr->from,
+			       SIGMA_TAG_RESUME_FLAG);
+		if (!rc && ok) {
+			rc = comm_recv(d->world, buf, 3 * m->nparams, COMM_F32,
+				       tr->from, SIGMA_TAG_RESUME_STAGE)
+				 ?: comm_recv(d->world, st, sizeof(*st), COMM_U8,
+					      tr->from, SIGMA_TAG_RESUME_STATE);
+			*got = rc == 0;
+		}
+	}
+	free(sbuf);
+	model_destroy(own);
+	return rc;
+}
+
 static int run_tier1(struct dist *d, struct model *m,
 		     const struct restore_plan *p, const struct table *t,
 		     struct local *loc, struct ckpt_state *st, int *fails)
@@ -268,46 +339,12 @@ static int run_tier1(struct dist *d, struct model *m,
 	*fails = 0;
 	for (int x = 0; x < p->nxfer && !rc; x++) {
 		const struct restore_transfer *tr = &p->xfer[x];
-		int c = p->source[tr->shard];
-		int32_t ok = 0;
 
 		if (d->rank != tr->from && d->rank != tr->to)
 			continue;
 		if (!buf && !(buf = malloc(sizeof(float) * n3)))
 			return -ENOMEM;
-		if (d->rank == tr->from) {
-			struct local *l = &loc[t->cidx[c]];
-
-			memset(&xs, 0, sizeof(xs));
-			ok = ckpt_read_stage(l->path, m, buf, &xs, why,
-					     sizeof(why)) == 0 &&
-			     state_is(&xs, p);
-			if (!ok) {
-				sigma_warn("resume: copy refused: %s",
-					   xs.step == p->step ? why : l->path);
-				l->r.flags |= F_BAD;
-				(*fails)++;
-			}
-			rc = comm_send(d->world, &ok, 1, COMM_I32, tr->to,
-				       SIGMA_TAG_RESUME_FLAG);
-			if (!rc && ok)
-				rc = comm_send(d->world, buf, n3, COMM_F32,
-					       tr->to, SIGMA_TAG_RESUME_STAGE)
-					 ?: comm_send(d->world, &xs, sizeof(xs),
-						      COMM_U8, tr->to,
-						      SIGMA_TAG_RESUME_STATE);
-		} else {
-			rc = comm_recv(d->world, &ok, 1, COMM_I32, tr->from,
-				       SIGMA_TAG_RESUME_FLAG);
-			if (!rc && ok) {
-				rc = comm_recv(d->world, buf, n3, COMM_F32,
-					       tr->from, SIGMA_TAG_RESUME_STAGE)
-					 ?: comm_recv(d->world, st, sizeof(*st),
-						      COMM_U8, tr->from,
-						      SIGMA_TAG_RESUME_STATE);
-				got = rc == 0;
-			}
-		}
+		rc = run_transfer(d, m, p, tr, t, loc, st, buf, &got, fails);
 	}
 	if (rc)
 		goto out;
@@ -336,6 +373,45 @@ static int run_tier1(struct dist *d, struct model *m,
 	}
 out:
 	free(buf);
+	return rc;
+}
+
+/*
+ * The planner chose rank 0's shared file l for a model in parts: every
+ * rank reads its rows of it. A refusal anywhere marks it bad on rank 0
+ * (*fails), and the plan is made again. 0 or -errno of the exchange.
+ */
+static int read_parts(struct dist *d, struct model *m, struct local *l,
+		      const struct restore_plan *p, const struct resume_args *a,
+		      struct ckpt_state *st, char *path, size_t plen,
+		      int *fails)
+{
+	char why[1024];
+	int rc, bad;
+
+	if (d->rank == 0)
+		sigma_strlcpy(path, l->path, plen);
+	rc = dist_bcast_bytes(d, path, plen);
+	if (rc)
+		return rc;
+	memset(st, 0, sizeof(*st));
+	bad = (l->r.flags & F_DIFF) ||
+	      ckpt_read(path, m, st, why, sizeof(why)) ||
+	      st->step != p->step || st->attempt != p->attempt ||
+	      (a->run && *a->run && strcmp(st->run, a->run));
+	if (bad && !(l->r.flags & F_DIFF))
+		sigma_warn("checkpoint refused by rank %d: %s; trying an older one",
+			   d->rank, st->step == p->step ? why : path);
+	{
+		double v = bad;
+
+		rc = dist_world_mean(d, &v, 1);
+		bad = v > 0;
+	}
+	if (!rc && bad && d->rank == 0) {
+		l->r.flags |= F_BAD;
+		*fails = 1;
+	}
 	return rc;
 }
 
@@ -411,6 +487,9 @@ int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
 
 			res->self_replica = t.copies[c].replica;
 			rc = run_tier1(d, m, &p, &t, loc, st, &fails);
+		} else if (p.tier == RESTORE_TIER2 && m->sharded) {
+			rc = read_parts(d, m, &loc[t.sidx[p.shared]], &p, a, st,
+					res->path, sizeof(res->path), &fails);
 		} else if (p.tier == RESTORE_TIER2) {
 			int ok = 1;
 
@@ -542,8 +621,46 @@ static int resume_tiers(struct dist *d, struct model *m,
 	return 0;
 }
 
+/*
+ * A model in parts read from the shared tier by every rank (each its own
+ * rows): all must have read the same step, else none goes on. rc is this
+ * rank's result, made the job's: 0, -ENOENT (nothing anywhere) or
+ * -EBADMSG with err. Returns -errno of the exchange.
+ */
+static int parts_agree(struct dist *d, int *rc, const struct ckpt_state *st,
+		       char *err, size_t len)
+{
+	int64_t mine[3] = { *rc, *rc ? -1 : st->step, *rc ? -1 : st->attempt };
+	int64_t *all = calloc((size_t)d->size, sizeof(mine));
+	int x;
+
+	if (!all)
+		return -ENOMEM;
+	x = dist_allgather(d, mine, sizeof(mine), all);
+	for (int i = 0; x == 0 && i < d->size; i++) {
+		const int64_t *o = all + 3 * i;
+
+		if (!memcmp(o, mine, sizeof(mine)))
+			continue;
+		if (*rc == 0 || (o[0] != 0 && o[0] != -ENOENT))
+			*rc = (int)(o[0] ? o[0] : -EBADMSG);
+		if (*rc == -EBADMSG || o[0] == 0)
+			sigma_set_err(err, len, EBADMSG,
+				      "rank %d read step %lld (attempt %lld, result %lld), rank %d step %lld (attempt %lld, result %lld): the ranks do not agree on the checkpoint",
+				      d->rank, (long long)mine[1],
+				      (long long)mine[2], (long long)mine[0], i,
+				      (long long)o[1], (long long)o[2],
+				      (long long)o[0]);
+		*rc = -EBADMSG;
+		break;
+	}
+	free(all);
+	return x;
+}
+
 /* the shared tier only: rank 0 reads, every rank gets the tensors and
- * state (whatever layout wrote them: tensors are whole) */
+ * state (whatever layout wrote them: tensors are whole); a model in parts
+ * is read by every rank */
 static int resume_shared(struct dist *d, struct model *m,
 			 const struct resume_from *f, struct ckpt_state *st,
 			 struct resume_to *to)
@@ -553,13 +670,20 @@ static int resume_shared(struct dist *d, struct model *m,
 	int rc;
 
 	memset(&rs, 0, sizeof(rs));
-	rc = d->rank == 0 ? ckpt_load_latest_diff(f->shared_dir, m, &rs, path,
-						   sizeof(path), err,
-						   sizeof(err))
-			  : 0;
-	if (dist_bcast_int(d, &rc) ||
-	    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs))))
-		return TRAIN_EXIT_PEER;
+	if (m->sharded) {
+		rc = ckpt_load_latest(f->shared_dir, m, &rs, path, sizeof(path),
+				      err, sizeof(err));
+		if (parts_agree(d, &rc, &rs, err, sizeof(err)))
+			return TRAIN_EXIT_PEER;
+	} else {
+		rc = d->rank == 0 ? ckpt_load_latest_diff(f->shared_dir, m, &rs,
+							   path, sizeof(path),
+							   err, sizeof(err))
+				  : 0;
+		if (dist_bcast_int(d, &rc) ||
+		    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs))))
+			return TRAIN_EXIT_PEER;
+	}
 	if (rc == -ENOENT) {
 		printf("resume: no checkpoint in %s, starting at step 0\n",
 		       f->shared_dir);

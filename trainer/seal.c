@@ -173,6 +173,9 @@ static int check_owner(int fd, const char *path, bool strict, struct stat *st,
  * lowercase hex digits, a space, the size in decimal (no sign, no leading
  * zero), a newline, nothing after it.
  */
+static int read_seal(const char *path, uint64_t *hash, uint64_t *size,
+		     char *err, size_t len);
+
 static bool parse_line(const char *line, size_t n, uint64_t *hash,
 		       uint64_t *size)
 {
@@ -232,6 +235,12 @@ int seal_read_small(const char *path, char *buf, size_t max, size_t *n,
 	if (rc == 0)
 		*n = (size_t)got;
 	return rc;
+}
+
+int seal_peek(const char *path, uint64_t *hash, uint64_t *size, char *err,
+	      size_t len)
+{
+	return read_seal(path, hash, size, err, len);
 }
 
 /* read and parse path.seal; -ENOENT when there is none */

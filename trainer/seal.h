@@ -68,6 +68,11 @@ void seal_close(struct seal_file *sf);
 int seal_read_small(const char *path, char *buf, size_t max, size_t *n,
 		    char *err, size_t len);
 
+/* The hash and size that the seal of path names (the file itself is not
+ * read): 0, -ENOENT (no seal) or -EBADMSG, err saying why. */
+int seal_peek(const char *path, uint64_t *hash, uint64_t *size, char *err,
+	      size_t len);
+
 /* Remove the seal of final (pruning); a missing one is no error. */
 void seal_remove(const char *final);
 

@@ -180,22 +180,35 @@ static int setup_model(struct trainer *t)
 	return 0;
 }
 
-/* --init-from: rank 0 reads the weights, every rank gets them */
+/* --init-from: rank 0 reads the weights, every rank gets them; a model
+ * in parts: every rank reads its rows */
 static int setup_init_from(struct trainer *t)
 {
 	struct dist *d = t->d;
 	char err[1024];
-	int rc = d->rank == 0 ? ckpt_read_weights(t->o->init_from, t->m, err,
-						   sizeof(err))
-			      : 0;
+	int rc = d->rank == 0 || t->m->sharded
+			 ? ckpt_read_weights(t->o->init_from, t->m, err,
+					     sizeof(err))
+			 : 0;
 
-	if (dist_bcast_int(d, &rc) ||
-	    (rc == 0 && dist_sync_model(d, t->m, NULL, 0)))
+	if (t->m->sharded) {
+		double bad = rc != 0;
+
+		if (dist_world_mean(d, &bad, 1))
+			return TRAIN_EXIT_PEER;
+		if (bad > 0 && rc == 0) {
+			rc = -EBADMSG;
+			snprintf(err, sizeof(err), "another rank could not read it");
+		}
+	} else if (dist_bcast_int(d, &rc) ||
+		   (rc == 0 && dist_sync_model(d, t->m, NULL, 0))) {
 		return TRAIN_EXIT_PEER;
+	}
 	if (rc) {
 		sigma_error("--init-from: %s",
-			    d->rank == 0 ? err
-					 : "rank 0 could not read the file");
+			    d->rank == 0 || t->m->sharded
+				    ? err
+				    : "rank 0 could not read the file");
 		return exit_code_of(rc, PHASE_INIT_FROM);
 	}
 	printf("weights from %s\n", t->o->init_from);
@@ -379,9 +392,16 @@ static int setup_writers(struct trainer *t)
 	t->tgt = malloc(sizeof(int32_t) * n);
 	if (!t->tok || !t->tgt)
 		return TRAIN_EXIT_OSERR;
-	/* every rank holds the whole model: rank 0 writes, in the
-	 * background unless asked otherwise */
-	if (*o->ckpt_dir && r0 && !o->ckpt_sync) {
+	/* a model every rank holds whole: rank 0 writes, in the background
+	 * unless asked otherwise; one held in parts: each part's writer,
+	 * always in the background (--ckpt-sync waits for it) */
+	if (t->m->sharded && *o->ckpt_dir && o->ckpt_diff_every > 0) {
+		sigma_error("--ckpt-diff-every: differential checkpoints need a model that every rank holds whole (--ep 1, --pp 1)");
+		return TRAIN_EXIT_USAGE;
+	}
+	if (t->m->sharded && *o->ckpt_dir)
+		r0 = tier2_parts_writer(t->d, t->d->rank, &(unsigned){ 0 });
+	if (*o->ckpt_dir && r0 && (!o->ckpt_sync || t->m->sharded)) {
 		rc = ckpt_async_create(&t->aw, o->ckpt_dir, o->ckpt_keep, 3,
 				       200, t->m, err, sizeof(err));
 		if (rc) {
@@ -389,6 +409,9 @@ static int setup_writers(struct trainer *t)
 			return TRAIN_EXIT_OSERR;
 		}
 	}
+	if (t->m->sharded && *o->ckpt_dir &&
+	    (rc = tier2_parts_open(&t->parts, t->d, t->m, t->aw)))
+		return rc;
 	if (o->ckpt_diff_every <= 0)
 		return 0;
 	if (fe > 0 && o->ckpt_diff_every >= fe) {
@@ -428,6 +451,7 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	t->t1.buddy = t->t1.from = -1;
 	t->sync_base.step = -1;
 	t->resumed_step = -1;
+	t->parts.pending = -1;
 	if ((code = setup_data(t)) || (code = setup_model(t)))
 		return code;
 	setup_state(t);
@@ -482,6 +506,7 @@ int trainer_teardown(struct trainer *t, int code)
 	if (tier2_wait(t->aw) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	ckpt_async_destroy(t->aw);
+	tier2_parts_close(&t->parts);
 	ckpt_base_fini(&t->sync_base);
 	if (tier1_wait(&t->t1) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;

@@ -63,9 +63,13 @@ int tier1_open(struct tier1 *t, const struct train_opts *o,
 	}
 	rc = ckpt_async_create(&t->own, t->own_dir, o->local_keep, 3, 200, m,
 			       err, sizeof(err));
+	if (rc == 0 && t->buddy >= 0 && m->sharded)
+		rc = dist_part_of(d, m, t->from, &t->from_shard, err,
+				  sizeof(err));
 	if (rc == 0 && t->buddy >= 0)
 		rc = ckpt_async_create(&t->rep, t->rep_dir, o->local_keep, 3,
-				       200, m, err, sizeof(err));
+				       200, t->from_shard ? t->from_shard : m,
+				       err, sizeof(err));
 	if (rc)
 		sigma_error("tier 1: %s", err);
 	return rc;
@@ -84,6 +88,8 @@ void tier1_close(struct tier1 *t)
 	ckpt_async_destroy(t->own);
 	ckpt_async_destroy(t->rep);
 	t->own = t->rep = NULL;
+	model_destroy(t->from_shard);
+	t->from_shard = NULL;
 }
 
 /* stage, write locally in the background, and send a copy to the buddy
@@ -94,6 +100,7 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	struct ckpt_async_stats cs;
 	uint64_t t0 = sigma_now_ms();
 	const size_t n3 = 3 * m->nparams;
+	const size_t r3 = 3 * (t->from_shard ? t->from_shard : m)->nparams;
 	struct ckpt_state rst;
 	char err[1024];
 	float *r;
@@ -114,7 +121,7 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 		return TRAIN_EXIT_CANTCREAT;
 	}
 	rc = comm_sendrecv(d->world, ckpt_async_staged(t->own), n3, t->buddy,
-			   r, n3, t->from, COMM_F32,
+			   r, r3, t->from, COMM_F32,
 			   SIGMA_TAG_REPLICA_SHARD);
 	if (rc == 0)
 		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,

@@ -20,6 +20,9 @@ struct tier1 {
 	char own_dir[PATH_MAX], rep_dir[PATH_MAX];
 	char node_dir[PATH_MAX]; /* LOCAL/NODE: what resume lists */
 	int buddy, from; /* sends to buddy, keeps from's replica; -1: none */
+	/* what from holds (its tensors, no memory), when ranks hold
+	 * different parts; NULL: the same as this rank */
+	struct model *from_shard;
 };
 
 /* this rank's directories, cleared of another run's copies, and their

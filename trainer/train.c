@@ -222,6 +222,10 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	struct dist *d = t->d;
 	int code;
 
+	/* a model in parts: the index of a step whose parts are written */
+	if (t->m->sharded && (code = tier2_parts_settle(&t->parts, t->o, t->aw,
+							d, due.full)))
+		return code;
 	if (due.tier1 || due.full || due.diff)
 		guard_state_export(&t->gr.g, &t->st.guard);
 	if (due.tier1) {
@@ -229,9 +233,20 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 		if (code)
 			return code;
 	}
+	if (due.full && t->m->sharded) {
+		/* each part by its writer, then the index (at once with
+		 * --ckpt-sync and at the end, else when the parts are in) */
+		code = tier2_parts_save(&t->parts, t->aw, t->m, &t->st,
+					&t->ct);
+		if (code == 0 && (last || t->o->ckpt_sync))
+			code = tier2_parts_settle(&t->parts, t->o, t->aw, d,
+						  true);
+		if (code)
+			return code;
+	}
 	if (due.full) {
 		/* every rank holds the whole model: rank 0 writes */
-		if (d->rank == 0 &&
+		if (d->rank == 0 && !t->m->sharded &&
 		    tier2_save(t->o, t->aw,
 			       t->sync_base.state ? &t->sync_base : NULL, t->m,
 			       &t->st, &t->ct))

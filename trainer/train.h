@@ -25,6 +25,7 @@
 #include "report.h"
 #include "tier1.h"
 #include "tier2.h"
+#include "tier2_parts.h"
 
 struct trainer {
 	struct train_opts *o;
@@ -36,7 +37,8 @@ struct trainer {
 	struct guard_run gr;
 	bool gr_ready;
 	struct ckpt_sched sched;
-	struct ckpt_async *aw; /* rank 0's shared-tier writer, or NULL */
+	struct ckpt_async *aw; /* this rank's shared-tier writer, or NULL */
+	struct tier2_parts parts; /* a model held in parts: its writers */
 	struct ckpt_base sync_base; /* --ckpt-sync: the differentials' base */
 	struct tier1 t1;
 	bool use_t1;

@@ -31,6 +31,15 @@ void model_config_demo(struct model_config *c)
 				    .aux_coef = 0.01f };
 }
 
+/* 32 experts of 512 x 2048: 407 M parameters, 6.5 GB of weights,
+ * gradients and moments, which only fit on a rank in parts */
+void model_config_large(struct model_config *c)
+{
+	*c = (struct model_config){ .V = 256, .D = 512, .L = 4, .H = 8,
+				    .T = 128, .E = 32, .K = 2, .F = 2048,
+				    .aux_coef = 0.01f };
+}
+
 int model_config_check(const struct model_config *c, char *err, size_t len)
 {
 #define RANGE(f, lo, hi)                                                      \

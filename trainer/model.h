@@ -36,9 +36,10 @@ struct model_config {
 #define MODEL_MAX_E 256
 #define MODEL_MAX_F 65536
 
-/* small test config and demo config of docs/model.md */
+/* small test config, demo config and large config of docs/model.md */
 void model_config_small(struct model_config *c);
 void model_config_demo(struct model_config *c);
+void model_config_large(struct model_config *c);
 /* 0, or -EINVAL with the reason in err */
 int model_config_check(const struct model_config *c, char *err, size_t len);
 

@@ -47,7 +47,8 @@ void train_usage(FILE *f)
 		"  --init-from FILE      start from the weights of a checkpoint\n"
 		"  --stop-at N           after step N, checkpoint and exit 75 as on SIGUSR1\n"
 		"Model (default: --preset demo):\n"
-		"  --preset small|demo   shapes of docs/model.md\n"
+		"  --preset small|demo|large  shapes of docs/model.md (large: only\n"
+		"                        fits sharded: --ep, --pp)\n"
 		"  --vocab V --dim D --layers L --heads H --seq-len T\n"
 		"  --experts E --top-k K --ffn F --aux-coef C\n"
 		"Training:\n"
@@ -331,20 +332,23 @@ static int opt_set(struct train_opts *o, const struct opt_def *d,
 	return -EINVAL;
 }
 
-/* --preset: small or demo, before the shape flags whatever their order */
+/* --preset: small, demo or large, before the shape flags whatever their
+ * order */
 static int opt_preset(struct train_opts *o, const char *val)
 {
-	static const char *const presets[] = { "small", "demo", NULL };
+	static const char *const presets[] = { "small", "demo", "large", NULL };
 	int p = sigma_parse_enum(val, presets);
 
 	if (p < 0) {
-		sigma_error("--preset \"%s\" is not small or demo", val);
+		sigma_error("--preset \"%s\" is not small, demo or large", val);
 		return -EINVAL;
 	}
 	if (p == 0)
 		model_config_small(&o->model);
-	else
+	else if (p == 1)
 		model_config_demo(&o->model);
+	else
+		model_config_large(&o->model);
 	return 0;
 }
 

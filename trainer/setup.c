@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sigma.h"
 #include "bf16.h"
@@ -108,6 +109,7 @@ static int setup_memory(struct trainer *t, const struct model_shard *sh,
 				&rep);
 
 	mem_need_of(&need, &o->model, B, d->micro, sh, copies, rep);
+	t->mem_need = need.total;
 	if (mem_limit_of(d, &lim))
 		return TRAIN_EXIT_PEER;
 	if (d->rank == 0 || need.total > lim.bytes)
@@ -482,10 +484,14 @@ static void rank_summary(const struct trainer *t)
 	double n = (double)(t->st.step - t->start);
 	double ms = (double)(sigma_now_ms() - t->rep.t_start) / n;
 	double cm = (double)d->comm_ns / 1e6 / n;
+	struct rusage ru;
 
-	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%)",
+	getrusage(RUSAGE_SELF, &ru);
+	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%); holds %zu parameters (%.1f MiB with gradients and moments), peak RSS %.1f MiB; needs %.1f MiB by the configuration check",
 		   d->rank, d->me.stage, d->me.dp_index, t->st.step - t->start,
-		   ms, ms - cm, cm, ms > 0 ? 100.0 * cm / ms : 0.0);
+		   ms, ms - cm, cm, ms > 0 ? 100.0 * cm / ms : 0.0,
+		   t->m->nparams, 16.0 * t->m->nparams / 1048576.0,
+		   ru.ru_maxrss / 1024.0, t->mem_need / 1048576.0);
 }
 
 int trainer_teardown(struct trainer *t, int code)
@@ -500,7 +506,7 @@ int trainer_teardown(struct trainer *t, int code)
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGUSR1, SIG_IGN);
-	if (t->d->size > 1 && t->rep.t_start && t->st.step > t->start)
+	if (t->rep.t_start && t->st.step > t->start)
 		rank_summary(t);
 	/* whatever happened, a write in flight is finished (or reported) */
 	if (tier2_wait(t->aw) && code == TRAIN_EXIT_OK)

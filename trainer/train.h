@@ -46,6 +46,7 @@ struct trainer {
 	struct report rep; /* the progress line and the metrics file */
 	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
 	long start; /* the first step this start runs */
+	uint64_t mem_need; /* bytes the configuration check counted */
 	long resumed_step; /* resumed from a full shared checkpoint: its */
 	char resumed_full[PATH_MAX]; /* step and file (rank 0), else -1 */
 };

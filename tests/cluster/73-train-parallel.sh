@@ -83,8 +83,9 @@ fi
 
 log "a checkpoint of dp 2 x ep 2 restores into one process and into pp 2"
 mkdir -p "$d/r1" "$d/rpp"
-cp "$d/dp2ep2/ckpt-00000010.h5" "$d/dp2ep2/ckpt-00000010.h5.seal" "$d/r1/"
-cp "$d/dp2ep2/ckpt-00000010.h5" "$d/dp2ep2/ckpt-00000010.h5.seal" "$d/rpp/"
+# a checkpoint in parts: the index and its shards, with their seals
+cp "$d/dp2ep2/"ckpt-00000010.h5* "$d/dp2ep2/"shard-00000010-* "$d/r1/"
+cp "$d/dp2ep2/"ckpt-00000010.h5* "$d/dp2ep2/"shard-00000010-* "$d/rpp/"
 run r1 1 --resume --stop-at 11
 run rpp 2 --pp 2 --resume --stop-at 11
 for r in r1 rpp; do

@@ -12,11 +12,12 @@
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/ckpt-lib.sh"
 
-ckpt_setup ckpt-node-replaced
+# CKPT_LAYOUT: another layout of the 4 ranks (86, 87: a model in parts)
+ckpt_setup ckpt-node-replaced${CKPT_LAYOUT:+-parts}
 spares_free
 STEPS=40
 ARGS="--train $d/train.tok --preset small --batch 8 --steps $STEPS
-	--warmup 2 --seed 7 --threads 1 --log-every 1 --eval-every 0
+	--warmup 2 --seed 7 --threads 1 --log-every 1 ${CKPT_LAYOUT-} --eval-every 0
 	--ckpt-every 3"
 
 log "reference: 4 ranks on n1-n4, $STEPS steps, every tier-1 copy kept"

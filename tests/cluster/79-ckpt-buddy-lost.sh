@@ -8,10 +8,11 @@
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/ckpt-lib.sh"
 
-ckpt_setup ckpt-buddy-lost
+# CKPT_LAYOUT: another layout of the 4 ranks (86, 87: a model in parts)
+ckpt_setup ckpt-buddy-lost${CKPT_LAYOUT:+-parts}
 spares_free
 ARGS="--train $d/train.tok --preset small --batch 8 --steps 20 --warmup 2
-	--seed 7 --threads 1 --log-every 1 --eval-every 0"
+	--seed 7 --threads 1 --log-every 1 ${CKPT_LAYOUT-} --eval-every 0"
 TIERS="--local-ckpt-dir $d/local --ckpt-every 3 --ckpt-full-every 8"
 
 log "reference: 4 ranks on n1-n4, 20 steps"

@@ -587,6 +587,27 @@ int dist_world_max(struct dist *d, double *v)
 	return rc;
 }
 
+uint64_t dist_bytes_sent(const struct dist *d)
+{
+	const struct comm *c[10] = { d->world, d->dp, d->ep, d->pp, d->edp };
+	uint64_t sum = 0;
+	int n = 5;
+
+	if (d->tworld != d->world) { /* NCCL twins of their own */
+		c[n++] = d->tworld, c[n++] = d->tdp, c[n++] = d->tep;
+		c[n++] = d->tpp, c[n++] = d->tedp;
+	}
+	for (int i = 0; i < n; i++) {
+		struct comm_stats st;
+
+		if (!c[i])
+			continue;
+		comm_get_stats(c[i], &st);
+		sum += st.bytes;
+	}
+	return sum;
+}
+
 int dist_barrier(struct dist *d)
 {
 	uint64_t t0 = dist_now_ns();

@@ -182,6 +182,9 @@ void dist_grad_begin(struct dist *d, struct model *m);
 /* Reduce what is left, wait for every bucket, average over dp. */
 int dist_grad_finish(struct dist *d);
 
+/* Bytes this rank has sent through all its communicators so far. */
+uint64_t dist_bytes_sent(const struct dist *d);
+
 /* Every rank waits for every other. */
 int dist_barrier(struct dist *d);
 

@@ -487,10 +487,10 @@ static void rank_summary(const struct trainer *t)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%); holds %zu parameters (%.1f MiB with gradients and moments), peak RSS %.1f MiB; needs %.1f MiB by the configuration check",
+	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%); sent %.1f KiB per step; holds %zu parameters (%.1f MiB with gradients and moments), peak RSS %.1f MiB; needs %.1f MiB by the configuration check",
 		   d->rank, d->me.stage, d->me.dp_index, t->st.step - t->start,
 		   ms, ms - cm, cm, ms > 0 ? 100.0 * cm / ms : 0.0,
-		   t->m->nparams, 16.0 * t->m->nparams / 1048576.0,
+		   (double)dist_bytes_sent(d) / 1024.0 / n, t->m->nparams, 16.0 * t->m->nparams / 1048576.0,
 		   ru.ru_maxrss / 1024.0, t->mem_need / 1048576.0);
 }
 

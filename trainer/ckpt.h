@@ -254,6 +254,16 @@ int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
 		      const struct ckpt_state *st, char *err, size_t len);
 /* until nothing is in flight; the result of the last write as submit */
 int ckpt_async_wait(struct ckpt_async *w, char *err, size_t len);
+/*
+ * Like ckpt_async_submit, but the writer thread makes the copy itself,
+ * first thing, so that it overlaps the caller's next computation: m's
+ * parameters and moments must not change until ckpt_async_copied
+ * returns (a model in host memory only: the thread copies with m's ops).
+ */
+int ckpt_async_submit_lazy(struct ckpt_async *w, const struct model *m,
+			   const struct ckpt_state *st, char *err, size_t len);
+/* Until the copy of the last submit is made; the milliseconds waited. */
+double ckpt_async_copied(struct ckpt_async *w);
 /* From now on w writes rank's part of sharded steps (ckpt_write_shard),
  * the tensors which selects, and prunes nothing. */
 void ckpt_async_set_shard(struct ckpt_async *w, int rank, unsigned which);

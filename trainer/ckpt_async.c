@@ -38,6 +38,10 @@ struct ckpt_async {
 	struct ckpt_base *base; /* differentials on: the newest full */
 	bool diff; /* the pending snapshot: a differential */
 	bool wrote_diff; /* the last write: a differential */
+	/* a lazy submit: the model the thread copies from first (host
+	 * memory), NULL once copied; copied tells the trainer */
+	const struct model *src;
+	bool copied;
 	int shard; /* >= 0: writes this rank's part of a sharded step */
 	unsigned which; /* and these of its tensors (ckpt.h) */
 	struct ckpt_diff_stats dstats; /* of it */
@@ -150,6 +154,16 @@ static int async_write(struct ckpt_async *w, double *ms)
 	return rc;
 }
 
+/* params, m and v of m into the stage */
+static void stage_copy(struct ckpt_async *w, const struct model *m)
+{
+	const size_t n = m->nparams;
+
+	m->ops->to_host(w->stage, m->params, sizeof(float) * n);
+	m->ops->to_host(w->stage + n, m->m, sizeof(float) * n);
+	m->ops->to_host(w->stage + 2 * n, m->v, sizeof(float) * n);
+}
+
 static void *async_main(void *arg)
 {
 	struct ckpt_async *w = arg;
@@ -166,6 +180,14 @@ static void *async_main(void *arg)
 		/* the stage and st belong to this thread until pending
 		 * is cleared: submit waits for that before it copies */
 		pthread_mutex_unlock(&w->mu);
+		if (w->src) {
+			stage_copy(w, w->src);
+			pthread_mutex_lock(&w->mu);
+			w->src = NULL;
+			w->copied = true;
+			pthread_cond_broadcast(&w->cv);
+			pthread_mutex_unlock(&w->mu);
+		}
 		rc = async_write(w, &ms);
 		pthread_mutex_lock(&w->mu);
 		w->result = rc;
@@ -247,10 +269,9 @@ static double async_drain(struct ckpt_async *w)
 }
 
 static int async_submit(struct ckpt_async *w, const struct model *m,
-			const struct ckpt_state *st, bool diff, char *err,
-			size_t len)
+			const struct ckpt_state *st, bool diff, bool lazy,
+			char *err, size_t len)
 {
-	const size_t n = m->nparams;
 	double t0 = mono_ms(), waited;
 	int rc;
 
@@ -270,9 +291,13 @@ static int async_submit(struct ckpt_async *w, const struct model *m,
 		pthread_mutex_unlock(&w->mu);
 		return rc;
 	}
-	m->ops->to_host(w->stage, m->params, sizeof(float) * n);
-	m->ops->to_host(w->stage + n, m->m, sizeof(float) * n);
-	m->ops->to_host(w->stage + 2 * n, m->v, sizeof(float) * n);
+	if (lazy) {
+		w->src = m;
+		w->copied = false;
+	} else {
+		stage_copy(w, m);
+		w->copied = true;
+	}
 	w->st = *st;
 	w->diff = diff && w->base;
 	w->pending = true;
@@ -288,7 +313,24 @@ static int async_submit(struct ckpt_async *w, const struct model *m,
 int ckpt_async_submit(struct ckpt_async *w, const struct model *m,
 		      const struct ckpt_state *st, char *err, size_t len)
 {
-	return async_submit(w, m, st, false, err, len);
+	return async_submit(w, m, st, false, false, err, len);
+}
+
+int ckpt_async_submit_lazy(struct ckpt_async *w, const struct model *m,
+			   const struct ckpt_state *st, char *err, size_t len)
+{
+	return async_submit(w, m, st, false, true, err, len);
+}
+
+double ckpt_async_copied(struct ckpt_async *w)
+{
+	double t0 = mono_ms();
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->copied && w->pending)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	return mono_ms() - t0;
 }
 
 int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
@@ -297,7 +339,7 @@ int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
 	if (!w->base)
 		return sigma_set_err(err, len, EINVAL,
 				     "checkpoint writer: differentials not enabled");
-	return async_submit(w, m, st, true, err, len);
+	return async_submit(w, m, st, true, false, err, len);
 }
 
 int ckpt_async_enable_diff(struct ckpt_async *w, const struct model *m,

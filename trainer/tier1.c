@@ -14,6 +14,7 @@
 #include "claim.h"
 #include "exitcodes.h"
 #include "run.h"
+#include "select.h"
 #include "tags.h"
 #include "tier1.h"
 
@@ -92,13 +93,11 @@ void tier1_close(struct tier1 *t)
 	t->from_shard = NULL;
 }
 
-/* stage, write locally in the background, and send a copy to the buddy
- * while keeping the one from's buddy sends; an exit code or 0 */
-int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
-	       const struct ckpt_state *st, struct ckpt_times *ct)
+/* the replica exchange of the step staged last: send it to the buddy,
+ * keep from's; an exit code or 0 */
+static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
+		    const struct ckpt_state *st)
 {
-	struct ckpt_async_stats cs;
-	uint64_t t0 = sigma_now_ms();
 	const size_t n3 = 3 * m->nparams;
 	const size_t r3 = 3 * (t->from_shard ? t->from_shard : m)->nparams;
 	struct ckpt_state rst;
@@ -106,15 +105,6 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	float *r;
 	int rc;
 
-	rc = ckpt_async_submit(t->own, m, st, err, sizeof(err));
-	if (rc) {
-		sigma_error("tier 1: %s", err);
-		return TRAIN_EXIT_CANTCREAT;
-	}
-	ckpt_async_stats(t->own, &cs);
-	ct->stall_ms = cs.stall_ms;
-	if (t->buddy < 0)
-		return 0;
 	r = ckpt_async_claim(t->rep, err, sizeof(err));
 	if (!r) {
 		sigma_error("tier 1: replica: %s", err);
@@ -133,7 +123,55 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 		return TRAIN_EXIT_PEER;
 	}
 	ckpt_async_commit(t->rep, &rst);
+	return 0;
+}
+
+/*
+ * Stage and write locally in the background. A model in host memory is
+ * copied by the writer thread while the next step computes (tier1_finish
+ * before its optimizer step); otherwise copied here, and the replicas
+ * exchanged at once.
+ */
+int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+	       const struct ckpt_state *st, struct ckpt_times *ct)
+{
+	struct ckpt_async_stats cs;
+	uint64_t t0 = sigma_now_ms();
+	bool lazy = m->ops == &sigma_ops_cpu;
+	char err[1024];
+	int rc;
+
+	rc = lazy ? ckpt_async_submit_lazy(t->own, m, st, err, sizeof(err))
+		  : ckpt_async_submit(t->own, m, st, err, sizeof(err));
+	if (rc) {
+		sigma_error("tier 1: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	ckpt_async_stats(t->own, &cs);
+	ct->stall_ms = cs.stall_ms;
+	t->st = *st;
+	t->inflight = true;
+	if (lazy)
+		return 0;
+	rc = t->buddy >= 0 ? exchange(t, d, m, st) : 0;
+	t->inflight = false;
 	/* the replica's exchange stalls training too */
 	ct->stall_ms = (double)(sigma_now_ms() - t0);
-	return 0;
+	return rc;
+}
+
+int tier1_finish(struct tier1 *t, struct dist *d, const struct model *m,
+		 struct ckpt_times *ct)
+{
+	uint64_t t0 = sigma_now_ms();
+	double stall;
+	int rc;
+
+	if (!t->inflight)
+		return 0;
+	t->inflight = false;
+	stall = ckpt_async_copied(t->own);
+	rc = t->buddy >= 0 ? exchange(t, d, m, &t->st) : 0;
+	ct->stall_ms += t->buddy >= 0 ? (double)(sigma_now_ms() - t0) : stall;
+	return rc;
 }

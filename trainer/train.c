@@ -148,6 +148,8 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		return hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED;
 	}
 	if (gact & GUARD_ACT_ROLLBACK) {
+		if ((code = tier1_finish(&t->t1, t->d, m, &t->ct)))
+			return code;
 		out->act = STEP_ROLLBACK;
 		return step_rollback(t, done, &out->to);
 	}
@@ -156,6 +158,9 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 			    m->loss, out->gn);
 		return TRAIN_EXIT_DIVERGED;
 	}
+	/* the last tier-1 copy is made before the weights change */
+	if ((code = tier1_finish(&t->t1, t->d, m, &t->ct)))
+		return code;
 	out->lr = optim_lr(&t->o->optim, s) *
 		  (float)guard_lr_scale(&t->gr.g, done);
 	out->scale = (gact & GUARD_ACT_SKIP)
@@ -230,6 +235,9 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 		guard_state_export(&t->gr.g, &t->st.guard);
 	if (due.tier1) {
 		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
+		/* at the end or a stop, nothing follows to overlap */
+		if (code == 0 && last)
+			code = tier1_finish(&t->t1, d, t->m, &t->ct);
 		if (code)
 			return code;
 	}

@@ -36,7 +36,7 @@ drill_submit() {
 	rm -rf "$(ckdir "$1")"
 	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$1" --sigma-spares=1 \
 		--sigma-max-restarts="$2" --sigma-ckpt-every=10 --sigma-probe=quick \
-		--export="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$3,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0" \
+		--export="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$3,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0,SIGMA_LOCAL_CKPT_DIR=/dev/shm/sigma-local-$SIGMA_TEST_USER/$1" \
 		-o "$d/$1.out" "$EXAMPLE") || fail "sbatch failed"
 	echo "$jid"
 }

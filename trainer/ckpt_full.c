@@ -375,7 +375,7 @@ int ckpt_write_staged(const char *dir, const struct model *m,
 	struct ckpt_ctx c = { tmp, err, len };
 	float *host = NULL;
 	int64_t f = -1, g;
-	int rc, saved;
+	int rc;
 
 	ckpt_h5_quiet();
 	tmp[0] = '\0';
@@ -406,17 +406,27 @@ int ckpt_write_staged(const char *dir, const struct model *m,
 			      stage ? stage + 2 * n : m->v, stage != NULL,
 			      CKPT_ALL, host) ?:
 	     ckpt_write_state(&c, f, m, st);
-	/* a newer instance may have published while this one wrote */
-	if (rc == 0)
-		rc = ckpt_h5_publish(&c, &f, dir, final, st, ckpt_not_stale);
-	if (rc == 0 && path)
-		sigma_strlcpy(path, final, plen);
 out:
-	saved = errno;
-	rc = ckpt_h5_finish_failed(rc, saved, f, tmp, dir, n, "checkpoint",
-				   st->step, err, len);
+	rc = ckpt_write_end(&c, rc, &f, dir, final, st, n, "checkpoint", path,
+			    plen);
 	free(host);
 	return rc;
+}
+
+int ckpt_write_end(struct ckpt_ctx *c, int rc, int64_t *f, const char *dir,
+		   const char *final, const struct ckpt_state *st, size_t n,
+		   const char *what, char *path, size_t plen)
+{
+	int saved;
+
+	/* a newer instance may have published while this one wrote */
+	if (rc == 0)
+		rc = ckpt_h5_publish(c, f, dir, final, st, ckpt_not_stale);
+	if (rc == 0 && path)
+		sigma_strlcpy(path, final, plen);
+	saved = errno;
+	return ckpt_h5_finish_failed(rc, saved, *f, c->path, dir, n, what,
+				     st->step, c->err, c->len);
 }
 
 int ckpt_write(const char *dir, const struct model *m,

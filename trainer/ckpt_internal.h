@@ -67,6 +67,16 @@ int ckpt_write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
  */
 int ckpt_verify_shards(struct ckpt_ctx *c, int64_t f, const char *path);
 
+/*
+ * The end of a write whose temporary c->path is open as *f (rc: the
+ * write's result so far): published as final (checked against a newer
+ * instance first), path set, or the failure tidied up and said (a state
+ * of n floats for the full-disk check, what names the file's kind).
+ */
+int ckpt_write_end(struct ckpt_ctx *c, int rc, int64_t *f, const char *dir,
+		   const char *final, const struct ckpt_state *st, size_t n,
+		   const char *what, char *path, size_t plen);
+
 /* format_version accepted from 1 up to version */
 int ckpt_check_format(struct ckpt_ctx *c, int64_t f, const char *want,
 		      int version);

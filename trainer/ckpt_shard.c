@@ -54,7 +54,7 @@ int ckpt_write_shard(const char *dir, const struct model *m,
 	struct ckpt_ctx c = { tmp, err, len };
 	float *host;
 	int64_t f = -1, g;
-	int rc, saved;
+	int rc;
 
 	ckpt_h5_quiet();
 	tmp[0] = '\0';
@@ -91,14 +91,9 @@ int ckpt_write_shard(const char *dir, const struct model *m,
 				    which, host) ?:
 		    ckpt_write_block(&c, f, "optim/v", m, stage + 2 * n, true,
 				     which, host);
-	if (rc == 0)
-		rc = ckpt_h5_publish(&c, &f, dir, final, st, ckpt_not_stale);
-	if (rc == 0 && path)
-		sigma_strlcpy(path, final, plen);
 out:
-	saved = errno;
-	rc = ckpt_h5_finish_failed(rc, saved, f, tmp, dir, n, "checkpoint shard",
-				   st->step, err, len);
+	rc = ckpt_write_end(&c, rc, &f, dir, final, st, n, "checkpoint shard",
+			    path, plen);
 	free(host);
 	return rc;
 }
@@ -225,7 +220,7 @@ int ckpt_write_index(const char *dir, const struct model *whole,
 	struct ckpt_ctx c = { tmp, err, len };
 	char (*files)[64] = calloc((size_t)nw, 64);
 	int64_t f = -1, g;
-	int rc, saved;
+	int rc;
 
 	ckpt_h5_quiet();
 	tmp[0] = '\0';
@@ -255,14 +250,9 @@ int ckpt_write_index(const char *dir, const struct model *whole,
 	rc = rc ?: index_block(&c, f, "optim/m", whole, w, nw, files) ?:
 		    index_block(&c, f, "optim/v", whole, w, nw, files) ?:
 		    ckpt_write_state(&c, f, whole, st);
-	if (rc == 0)
-		rc = ckpt_h5_publish(&c, &f, dir, final, st, ckpt_not_stale);
-	if (rc == 0 && path)
-		sigma_strlcpy(path, final, plen);
 out:
-	saved = errno;
-	rc = ckpt_h5_finish_failed(rc, saved, f, tmp, dir, 0, "checkpoint index",
-				   st->step, err, len);
+	rc = ckpt_write_end(&c, rc, &f, dir, final, st, 0, "checkpoint index",
+			    path, plen);
 	free(files);
 	return rc;
 }

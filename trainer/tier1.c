@@ -93,26 +93,32 @@ void tier1_close(struct tier1 *t)
 	t->from_shard = NULL;
 }
 
-/* the replica exchange of the step staged last: send it to the buddy,
- * keep from's; an exit code or 0 */
+/* the replica exchange of step st: this rank's state (from, NULL: the
+ * staged copy) to the buddy, from's into its replica; an exit code or 0 */
 static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
-		    const struct ckpt_state *st)
+		    const struct model *live, const struct ckpt_state *st)
 {
-	const size_t n3 = 3 * m->nparams;
-	const size_t r3 = 3 * (t->from_shard ? t->from_shard : m)->nparams;
+	const size_t n = m->nparams;
+	const size_t rn = (t->from_shard ? t->from_shard : m)->nparams;
+	const float *own = ckpt_async_staged(t->own);
+	const float *blk[3] = { own, own + n, own + 2 * n };
 	struct ckpt_state rst;
 	char err[1024];
 	float *r;
-	int rc;
+	int rc = 0;
 
+	if (live) { /* host memory that nothing changes meanwhile */
+		blk[0] = live->params, blk[1] = live->m, blk[2] = live->v;
+	}
 	r = ckpt_async_claim(t->rep, err, sizeof(err));
 	if (!r) {
 		sigma_error("tier 1: replica: %s", err);
 		return TRAIN_EXIT_CANTCREAT;
 	}
-	rc = comm_sendrecv(d->world, ckpt_async_staged(t->own), n3, t->buddy,
-			   r, r3, t->from, COMM_F32,
-			   SIGMA_TAG_REPLICA_SHARD);
+	for (int b = 0; b < 3 && rc == 0; b++)
+		rc = comm_sendrecv(d->world, blk[b], n, t->buddy, r + b * rn,
+				   rn, t->from, COMM_F32,
+				   SIGMA_TAG_REPLICA_SHARD);
 	if (rc == 0)
 		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,
 				   sizeof(rst), t->from, COMM_U8,
@@ -127,10 +133,11 @@ static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
 }
 
 /*
- * Stage and write locally in the background. A model in host memory is
- * copied by the writer thread while the next step computes (tier1_finish
- * before its optimizer step); otherwise copied here, and the replicas
- * exchanged at once.
+ * Stage and write locally in the background, and swap replicas with the
+ * buddies. A model in host memory is copied by the writer thread while
+ * the next step computes (tier1_finish waits for it before the weights
+ * change), and the replicas travel straight from the model; otherwise
+ * the copy is made here and the replicas travel from it.
  */
 int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct)
@@ -148,30 +155,19 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 		return TRAIN_EXIT_CANTCREAT;
 	}
 	ckpt_async_stats(t->own, &cs);
-	ct->stall_ms = cs.stall_ms;
-	t->st = *st;
-	t->inflight = true;
-	if (lazy)
-		return 0;
-	rc = t->buddy >= 0 ? exchange(t, d, m, st) : 0;
-	t->inflight = false;
+	t->inflight = lazy;
+	rc = t->buddy >= 0 ? exchange(t, d, m, lazy ? m : NULL, st) : 0;
 	/* the replica's exchange stalls training too */
-	ct->stall_ms = (double)(sigma_now_ms() - t0);
+	ct->stall_ms = t->buddy >= 0 ? (double)(sigma_now_ms() - t0)
+				     : cs.stall_ms;
 	return rc;
 }
 
-int tier1_finish(struct tier1 *t, struct dist *d, const struct model *m,
-		 struct ckpt_times *ct)
+int tier1_finish(struct tier1 *t, struct ckpt_times *ct)
 {
-	uint64_t t0 = sigma_now_ms();
-	double stall;
-	int rc;
-
 	if (!t->inflight)
 		return 0;
 	t->inflight = false;
-	stall = ckpt_async_copied(t->own);
-	rc = t->buddy >= 0 ? exchange(t, d, m, &t->st) : 0;
-	ct->stall_ms += t->buddy >= 0 ? (double)(sigma_now_ms() - t0) : stall;
-	return rc;
+	ct->stall_ms += ckpt_async_copied(t->own);
+	return 0;
 }

@@ -23,9 +23,8 @@ struct tier1 {
 	/* what from holds (its tensors, no memory), when ranks hold
 	 * different parts; NULL: the same as this rank */
 	struct model *from_shard;
-	/* a save whose copy and replica exchange are still due */
+	/* a save whose copy the writer thread is still making */
 	bool inflight;
-	struct ckpt_state st; /* its state */
 };
 
 /* this rank's directories, cleared of another run's copies, and their
@@ -34,15 +33,14 @@ int tier1_open(struct tier1 *t, const struct train_opts *o,
 	       const struct dist *d, const struct model *m, const char *run);
 
 /* stage, write locally in the background, and swap copies with the
- * buddies (for a model in host memory the copy overlaps the next step,
- * and the swap is tier1_finish's); 0 or an exit code after printing why */
+ * buddies (for a model in host memory the copy overlaps the next step:
+ * tier1_finish); 0 or an exit code after printing why */
 int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct);
-/* before anything changes m's parameters or moments again: the copy of
- * the last save is made, and the replicas swapped; the wait is added to
- * ct->stall_ms. Every rank calls it at the same point. 0 or exit code */
-int tier1_finish(struct tier1 *t, struct dist *d, const struct model *m,
-		 struct ckpt_times *ct);
+/* before anything changes the model's parameters or moments again: the
+ * copy of the last save is made; the wait is added to ct->stall_ms.
+ * 0 (an int like the other steps of the loop) */
+int tier1_finish(struct tier1 *t, struct ckpt_times *ct);
 
 /* both writes in flight are on disk (or reported): 0 or -errno */
 int tier1_wait(struct tier1 *t);

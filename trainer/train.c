@@ -148,7 +148,7 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		return hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED;
 	}
 	if (gact & GUARD_ACT_ROLLBACK) {
-		if ((code = tier1_finish(&t->t1, t->d, m, &t->ct)))
+		if ((code = tier1_finish(&t->t1, &t->ct)))
 			return code;
 		out->act = STEP_ROLLBACK;
 		return step_rollback(t, done, &out->to);
@@ -159,7 +159,7 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		return TRAIN_EXIT_DIVERGED;
 	}
 	/* the last tier-1 copy is made before the weights change */
-	if ((code = tier1_finish(&t->t1, t->d, m, &t->ct)))
+	if ((code = tier1_finish(&t->t1, &t->ct)))
 		return code;
 	out->lr = optim_lr(&t->o->optim, s) *
 		  (float)guard_lr_scale(&t->gr.g, done);
@@ -237,7 +237,7 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
 		/* at the end or a stop, nothing follows to overlap */
 		if (code == 0 && last)
-			code = tier1_finish(&t->t1, d, t->m, &t->ct);
+			code = tier1_finish(&t->t1, &t->ct);
 		if (code)
 			return code;
 	}

@@ -82,6 +82,8 @@ static int setup_model(struct trainer *t)
 		sigma_error("--device: %s", err);
 		return TRAIN_EXIT_USAGE;
 	}
+	/* the GPU by the bootstrap's node-local rank, not the launcher's */
+	sigma_ops_set_local_rank(d->boot.pmix ? d->boot.local_rank : -1);
 	rc = ops->init(o->threads);
 	if (rc) {
 		sigma_error("--device %s: cannot initialise the %s kernels: %s",

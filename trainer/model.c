@@ -178,7 +178,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 	const struct model_config *c = &m->cfg;
 	size_t N = (size_t)m->B * c->T, NK = N * c->K;
 	size_t D = c->D, E = c->E, F = c->F, V = c->V;
-	size_t TT = (size_t)m->B * c->H * c->T * c->T;
+	size_t TT = m->att_tt ? (size_t)m->B * c->H * c->T * c->T : 0;
 
 	a->tokens = (int32_t *)carve(cv, sizeof(int32_t) * N);
 	a->targets = (int32_t *)carve(cv, sizeof(int32_t) * N);
@@ -191,7 +191,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 		la->q = CARVE_F(cv, N * D);
 		la->k = CARVE_F(cv, N * D);
 		la->v = CARVE_F(cv, N * D);
-		la->att = CARVE_F(cv, TT);
+		la->att = TT ? CARVE_F(cv, TT) : NULL;
 		la->ao = CARVE_F(cv, N * D);
 		la->xmid = CARVE_F(cv, N * D);
 		la->m = CARVE_F(cv, N * D);
@@ -223,7 +223,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 	a->dk = CARVE_F(cv, N * D);
 	a->dv = CARVE_F(cv, N * D);
 	a->dao = CARVE_F(cv, N * D);
-	a->datt = CARVE_F(cv, TT);
+	a->datt = TT ? CARVE_F(cv, TT) : NULL;
 	a->dp = CARVE_F(cv, N * E);
 	a->dr = CARVE_F(cv, N * E);
 	a->dgate = CARVE_F(cv, N * c->K);
@@ -283,6 +283,13 @@ int model_create_acts(struct model **out, const struct model_config *cfg,
 			goto out_free;
 		}
 	}
+	/* the T x T buffers only for an attention that uses them */
+	rc = ops->attention_plan ? ops->attention_plan(B, cfg->T, cfg->H,
+						       cfg->D / cfg->H, err, len)
+				 : 1;
+	if (rc < 0)
+		goto out_free;
+	m->att_tt = rc > 0;
 	m->nparams = layout(m);
 	pbytes = sizeof(float) * m->nparams;
 

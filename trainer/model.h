@@ -94,7 +94,7 @@ struct model_layer_acts {
 	float *a; /* [N, D] attn rmsnorm out */
 	float *a_rstd; /* [N] */
 	float *q, *k, *v; /* [N, D] q and k rotated */
-	float *att; /* [B, H, T, T] */
+	float *att; /* [B, H, T, T], NULL unless m->att_tt */
 	float *ao; /* [N, D] attention out, heads concatenated */
 	float *xmid; /* [N, D] residual after attention */
 	float *m; /* [N, D] moe rmsnorm out */
@@ -128,7 +128,7 @@ struct model_acts {
 	float *dmid; /* [N, D] */
 	float *dtmp; /* [N, D] */
 	float *dq, *dk, *dv, *dao; /* [N, D] */
-	float *datt; /* [B, H, T, T] */
+	float *datt; /* [B, H, T, T], NULL unless m->att_tt */
 	float *dp; /* [N, E] */
 	float *dr; /* [N, E] */
 	float *dgate; /* [N, K] */
@@ -156,6 +156,7 @@ struct model {
 	struct model_config cfg;
 	int B; /* sequences per batch (per micro-batch) */
 	const struct sigma_ops *ops;
+	bool att_tt; /* the ops' attention uses att and datt (else NULL) */
 
 	int ntensors;
 	struct model_tensor *tensors;

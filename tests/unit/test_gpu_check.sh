@@ -99,29 +99,29 @@ expect olddriver 'R580' "$out"
 expect olddriver '^driver +FAIL +.*cudaErrorInsufficientDriver' "$out"
 grep -q '^kernels' "$out" && bad "olddriver: went on after the driver check"
 
-# 3. each check fails when what it checks is wrong
-run badkernel KTEST_BAD=1 SIGMA_GPU_SKIP="build sanitizer train throughput"
-[ "$RC" = 1 ] || bad "badkernel: exit $RC, expected 1"
-expect badkernel '^kernels +FAIL' "$T/badkernel.out"
-expect badkernel '^  fp32 moe_router_backward +FAIL +max rel err 4.000e-03' "$T/badkernel.out"
-expect badkernel '^  fp32 matmul_forward +pass' "$T/badkernel.out"
-
-run step1 "SIGMA_GPU_FAKE_SKEW=gpu32:--aux-coef 0.02" \
-	SIGMA_GPU_SKIP="build kernels throughput"
-[ "$RC" = 1 ] || bad "step1: exit $RC, expected 1"
-expect step1 '^step1-fp32 +FAIL' "$T/step1.out"
-expect step1 '^step1-bf16 +pass' "$T/step1.out"
-
-run repeat "SIGMA_GPU_FAKE_SKEW=gpu32b:--clip 0.5" \
-	SIGMA_GPU_SKIP="build kernels throughput"
-[ "$RC" = 1 ] || bad "repeat: exit $RC, expected 1"
-expect repeat '^repeat +FAIL +cuda:fp32 twice: ' "$T/repeat.out"
-expect repeat '^step1-fp32 +pass' "$T/repeat.out"
-
-run attagree "SIGMA_GPU_FAKE_SKEW=big-fused:--aux-coef 0.5" \
-	SIGMA_GPU_SKIP="build kernels train"
-[ "$RC" = 1 ] || bad "attagree: exit $RC, expected 1"
-expect attagree '^tput-att-agree +FAIL +big-fused vs big-cublas at step 1' "$T/attagree.out"
+# 3. each check fails when what it checks is wrong: fails NAME VAR=VALUE
+# SKIP ROW-PATTERN...: the run exits 1 and its table has every row
+fails() {
+	local name=$1 var=$2 skip=$3 p
+	shift 3
+	run "$name" "$var" SIGMA_GPU_SKIP="$skip"
+	[ "$RC" = 1 ] || bad "$name: exit $RC, expected 1"
+	for p in "$@"; do
+		expect "$name" "$p" "$T/$name.out"
+	done
+}
+fails badkernel KTEST_BAD=1 "build sanitizer train throughput" \
+	'^kernels +FAIL' \
+	'^  fp32 moe_router_backward +FAIL +max rel err 4.000e-03' \
+	'^  fp32 matmul_forward +pass'
+fails step1 "SIGMA_GPU_FAKE_SKEW=gpu32:--aux-coef 0.02" \
+	"build kernels throughput" '^step1-fp32 +FAIL' '^step1-bf16 +pass'
+fails repeat "SIGMA_GPU_FAKE_SKEW=gpu32b:--clip 0.5" \
+	"build kernels throughput" '^repeat +FAIL +cuda:fp32 twice: ' \
+	'^step1-fp32 +pass'
+fails attagree "SIGMA_GPU_FAKE_SKEW=big-fused:--aux-coef 0.5" \
+	"build kernels train" \
+	'^tput-att-agree +FAIL +big-fused vs big-cublas at step 1'
 
 if [ "$FAILS" != 0 ]; then
 	for f in "$T"/*.out; do

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -404,7 +405,10 @@ static void test_rope(void **state)
 /* ---- attention ------------------------------------------------------------
  */
 
-static void attention_case(int B, int T, int H, int Dh, double tol)
+/* nobuf: the GPU op gets att and scratch NULL, as the model passes them
+ * when attention_plan says 0 (the fused kernels recompute) */
+static void attention_case_buf(int B, int T, int H, int Dh, double tol,
+			       bool nobuf)
 {
 	size_t n = (size_t)B * T * H * Dh, nt = (size_t)B * H * T * T;
 	struct pair q = pair_new(n, 1.0f), k = pair_new(n, 1.0f);
@@ -414,18 +418,21 @@ static void attention_case(int B, int T, int H, int Dh, double tol)
 	struct pair dv = pair_new(n, 0.0f), scr = pair_new(nt, 0.0f);
 	char name[64];
 
-	snprintf(name, sizeof(name), "attention(%s) T%d Dh%d",
+	snprintf(name, sizeof(name), "attention(%s%s) T%d Dh%d",
 		 sigma_cuda_get_attention() == SIGMA_CUDA_ATT_CUBLAS ? "cublas"
 								     : "fused",
-		 T, Dh);
+		 nobuf ? ", no att" : "", T, Dh);
 	cpu->attention_forward(out.h, att.h, q.h, k.h, v.h, B, T, H, Dh);
-	gpu->attention_forward(out.d, att.d, q.d, k.d, v.d, B, T, H, Dh);
+	gpu->attention_forward(out.d, nobuf ? NULL : att.d, q.d, k.d, v.d, B,
+			       T, H, Dh);
 	check(name, "out", &out, tol);
-	check(name, "att", &att, tol);
+	if (!nobuf)
+		check(name, "att", &att, tol);
 	cpu->attention_backward(dq.h, dk.h, dv.h, scr.h, dout.h, q.h, k.h, v.h,
 				att.h, B, T, H, Dh);
-	gpu->attention_backward(dq.d, dk.d, dv.d, scr.d, dout.d, q.d, k.d, v.d,
-				att.d, B, T, H, Dh);
+	gpu->attention_backward(dq.d, dk.d, dv.d, nobuf ? NULL : scr.d, dout.d,
+				q.d, k.d, v.d, nobuf ? NULL : att.d, B, T, H,
+				Dh);
 	check(name, "dq", &dq, tol);
 	check(name, "dk", &dk, tol);
 	check(name, "dv", &dv, tol);
@@ -439,6 +446,11 @@ static void attention_case(int B, int T, int H, int Dh, double tol)
 	pair_free(&dk);
 	pair_free(&dv);
 	pair_free(&scr);
+}
+
+static void attention_case(int B, int T, int H, int Dh, double tol)
+{
+	attention_case_buf(B, T, H, Dh, tol, false);
 }
 
 static void test_attention(void **state)
@@ -472,40 +484,14 @@ static void test_attention(void **state)
  */
 static void test_attention_nobuffers(void **state)
 {
-	int B = 2, T = 300, H = 2, Dh = 64;
-	size_t n = (size_t)B * T * H * Dh, nt = (size_t)B * H * T * T;
-	struct pair q = pair_new(n, 1.0f), k = pair_new(n, 1.0f);
-	struct pair v = pair_new(n, 1.0f), dout = pair_new(n, 1.0f);
-	struct pair out = pair_new(n, 0.0f), att = pair_new(nt, 0.0f);
-	struct pair dq = pair_new(n, 0.0f), dk = pair_new(n, 0.0f);
-	struct pair dv = pair_new(n, 0.0f), scr = pair_new(nt, 0.0f);
 	char err[256];
 
 	(void)state;
 	assert_int_equal(sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED), 0);
-	assert_int_equal(gpu->attention_plan(B, T, H, Dh, err, sizeof(err)),
+	assert_int_equal(gpu->attention_plan(2, 300, 2, 64, err, sizeof(err)),
 			 0);
-	cpu->attention_forward(out.h, att.h, q.h, k.h, v.h, B, T, H, Dh);
-	gpu->attention_forward(out.d, NULL, q.d, k.d, v.d, B, T, H, Dh);
-	check("attention(fused, no att) T300", "out", &out, TOL_FP32);
-	cpu->attention_backward(dq.h, dk.h, dv.h, scr.h, dout.h, q.h, k.h, v.h,
-				att.h, B, T, H, Dh);
-	gpu->attention_backward(dq.d, dk.d, dv.d, NULL, dout.d, q.d, k.d, v.d,
-				NULL, B, T, H, Dh);
-	check("attention(fused, no att) T300", "dq", &dq, TOL_FP32);
-	check("attention(fused, no att) T300", "dk", &dk, TOL_FP32);
-	check("attention(fused, no att) T300", "dv", &dv, TOL_FP32);
+	attention_case_buf(2, 300, 2, 64, TOL_FP32, true);
 	sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO);
-	pair_free(&q);
-	pair_free(&k);
-	pair_free(&v);
-	pair_free(&dout);
-	pair_free(&out);
-	pair_free(&att);
-	pair_free(&dq);
-	pair_free(&dk);
-	pair_free(&dv);
-	pair_free(&scr);
 }
 
 /* ---- mixture of experts ----------------------------------------------------
@@ -635,6 +621,15 @@ static void test_moe(void **state)
  * K = E, 32 and 64 experts, an expert no token picks, and enough rows
  * that the stable sort spans many tiles.
  */
+/* free the NULL-terminated lists of pairs */
+static void pairs_free(struct pair *const *f, struct ipair *const *i)
+{
+	for (; *f; f++)
+		pair_free(*f);
+	for (; *i; i++)
+		ipair_free(*i);
+}
+
 static void route_case(int N, int E, int K, int empty)
 {
 	size_t ne = (size_t)N * E, nk = (size_t)N * K;
@@ -671,14 +666,8 @@ static void route_case(int N, int E, int K, int empty)
 		check_int(name, "pos", &pos);
 		check(name, "gate", &gate, TOL_FP32);
 	}
-	pair_free(&lg);
-	pair_free(&p);
-	pair_free(&gate);
-	ipair_free(&idx);
-	ipair_free(&counts);
-	ipair_free(&offs);
-	ipair_free(&perm);
-	ipair_free(&pos);
+	pairs_free((struct pair *[]){&lg, &p, &gate, NULL},
+		   (struct ipair *[]){&idx, &counts, &offs, &perm, &pos, NULL});
 }
 
 static void test_route_shapes(void **state)

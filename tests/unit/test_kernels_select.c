@@ -93,23 +93,24 @@ static void test_attention_plan(void **state)
 
 	(void)state;
 	/* within every limit: as asked; auto is fused in fp32, cuBLAS in
-	 * bf16 (the tensor cores) */
-	assert_int_equal(cuda_plan_attention(fused, 1, 8, 1024, 16, 128, err,
-					     sizeof(err)),
-			 fused);
-	assert_int_equal(cuda_plan_attention(cublas, 0, 8, 1024, 16, 128, err,
-					     sizeof(err)),
-			 cublas);
-	assert_int_equal(cuda_plan_attention(autom, 0, 8, 1024, 16, 128, err,
-					     sizeof(err)),
-			 fused);
-	assert_int_equal(cuda_plan_attention(autom, 1, 8, 1024, 16, 128, err,
-					     sizeof(err)),
-			 cublas);
-	/* bf16, but T x T buffers of 8 GiB a layer: fused, which needs none */
-	assert_int_equal(cuda_plan_attention(autom, 1, 8, 4096, 16, 128, err,
-					     sizeof(err)),
-			 fused);
+	 * bf16 (the tensor cores), unless the T x T buffers would take 8 GiB
+	 * a layer: then fused, which needs none */
+	static const struct {
+		int mode, bf16, T, want;
+	} within[] = {
+	    {CUDA_PLAN_ATT_FUSED, 1, 1024, CUDA_PLAN_ATT_FUSED},
+	    {CUDA_PLAN_ATT_CUBLAS, 0, 1024, CUDA_PLAN_ATT_CUBLAS},
+	    {CUDA_PLAN_ATT_AUTO, 0, 1024, CUDA_PLAN_ATT_FUSED},
+	    {CUDA_PLAN_ATT_AUTO, 1, 1024, CUDA_PLAN_ATT_CUBLAS},
+	    {CUDA_PLAN_ATT_AUTO, 1, 4096, CUDA_PLAN_ATT_FUSED},
+	};
+
+	for (size_t i = 0; i < sizeof(within) / sizeof(within[0]); i++)
+		assert_int_equal(cuda_plan_attention(within[i].mode,
+						     within[i].bf16, 8,
+						     within[i].T, 16, 128, err,
+						     sizeof(err)),
+				 within[i].want);
 	/* the fused limits: refused by name when asked for, else cuBLAS */
 	err[0] = '\0';
 	assert_int_equal(cuda_plan_attention(fused, 0, 1, 64, 2, 512, err,

@@ -58,17 +58,17 @@ static inline long cuda_plan_env_index(const char *name, long limit)
  *      the step's SLURM_LOCALID (0 for all of them);
  *   4. else 0.
  */
-static inline int cuda_plan_device(int n, int local_rank, char *err,
-				   size_t len)
+static inline int cuda_plan_device(int n, int local_rank, char *err, size_t len)
 {
 	static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
 					   "LOCAL_RANK", "SLURM_LOCALID"};
 	long v = cuda_plan_env_index("SIGMA_CUDA_DEVICE", n);
 
 	if (v == -2) {
-		snprintf(err, len,
-			 "SIGMA_CUDA_DEVICE=%s: expected 0..%d (visible devices)",
-			 getenv("SIGMA_CUDA_DEVICE"), n - 1);
+		snprintf(
+		    err, len,
+		    "SIGMA_CUDA_DEVICE=%s: expected 0..%d (visible devices)",
+		    getenv("SIGMA_CUDA_DEVICE"), n - 1);
 		return -1;
 	}
 	if (v >= 0)
@@ -90,15 +90,17 @@ static inline int cuda_plan_fused_fits(int B, int H, int Dh, char *err,
 				       size_t len)
 {
 	if (Dh < 1 || Dh > CUDA_PLAN_FUSED_DH_MAX) {
-		snprintf(err, len,
-			 "fused attention: head dimension Dh = %d is outside its limit 1..%d",
-			 Dh, CUDA_PLAN_FUSED_DH_MAX);
+		snprintf(
+		    err, len,
+		    "fused attention: head dimension Dh = %d is outside its limit 1..%d",
+		    Dh, CUDA_PLAN_FUSED_DH_MAX);
 		return -EINVAL;
 	}
 	if ((long)B * H > CUDA_PLAN_FUSED_BH_MAX) {
-		snprintf(err, len,
-			 "fused attention: batch x heads = %d x %d = %ld is above its limit %d",
-			 B, H, (long)B * H, CUDA_PLAN_FUSED_BH_MAX);
+		snprintf(
+		    err, len,
+		    "fused attention: batch x heads = %d x %d = %ld is above its limit %d",
+		    B, H, (long)B * H, CUDA_PLAN_FUSED_BH_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -110,9 +112,10 @@ static inline int cuda_plan_cublas_fits(int B, int T, int H, char *err,
 					size_t len)
 {
 	if ((long long)B * H * T > INT_MAX) {
-		snprintf(err, len,
-			 "cuBLAS attention: batch x heads x T = %lld rows is above its limit %d",
-			 (long long)B * H * T, INT_MAX);
+		snprintf(
+		    err, len,
+		    "cuBLAS attention: batch x heads x T = %lld rows is above its limit %d",
+		    (long long)B * H * T, INT_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -128,8 +131,8 @@ static inline int cuda_plan_cublas_fits(int B, int T, int H, char *err,
  * fused kernels are fp32 on the CUDA cores), else the fused kernels,
  * and the cuBLAS path where the fused ones cannot go.
  */
-static inline int cuda_plan_attention(int mode, int bf16, int B, int T,
-				      int H, int Dh, char *err, size_t len)
+static inline int cuda_plan_attention(int mode, int bf16, int B, int T, int H,
+				      int Dh, char *err, size_t len)
 {
 	char why[192], why2[192];
 	size_t tt = sizeof(float) * (size_t)B * H * T * T;
@@ -147,8 +150,8 @@ static inline int cuda_plan_attention(int mode, int bf16, int B, int T,
 		return CUDA_PLAN_ATT_FUSED;
 	if (cuda_plan_cublas_fits(B, T, H, why2, sizeof(why2)) == 0)
 		return CUDA_PLAN_ATT_CUBLAS;
-	snprintf(err, len, "no CUDA attention takes these sizes: %.90s; %.90s", why,
-		 why2);
+	snprintf(err, len, "no CUDA attention takes these sizes: %.90s; %.90s",
+		 why, why2);
 	return -EINVAL;
 }
 

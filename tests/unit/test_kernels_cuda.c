@@ -423,8 +423,8 @@ static void attention_case_buf(int B, int T, int H, int Dh, double tol,
 								     : "fused",
 		 nobuf ? ", no att" : "", T, Dh);
 	cpu->attention_forward(out.h, att.h, q.h, k.h, v.h, B, T, H, Dh);
-	gpu->attention_forward(out.d, nobuf ? NULL : att.d, q.d, k.d, v.d, B,
-			       T, H, Dh);
+	gpu->attention_forward(out.d, nobuf ? NULL : att.d, q.d, k.d, v.d, B, T,
+			       H, Dh);
 	check(name, "out", &out, tol);
 	if (!nobuf)
 		check(name, "att", &att, tol);
@@ -638,7 +638,8 @@ static void route_case(int N, int E, int K, int empty)
 	struct pair gate = pair_new(nk ? nk : 1, 0.0f);
 	struct ipair idx = ipair_new(nk ? nk : 1), counts = ipair_new(E);
 	struct ipair offs = ipair_new((size_t)E + 1);
-	struct ipair perm = ipair_new(nk ? nk : 1), pos = ipair_new(nk ? nk : 1);
+	struct ipair perm = ipair_new(nk ? nk : 1),
+		     pos = ipair_new(nk ? nk : 1);
 	char name[64];
 
 	/* the last expert never among the top K: its logit far below */
@@ -673,12 +674,12 @@ static void route_case(int N, int E, int K, int empty)
 static void test_route_shapes(void **state)
 {
 	(void)state;
-	route_case(0, 8, 2, 0);	      /* no tokens */
-	route_case(97, 8, 1, 0);      /* top-1 */
-	route_case(61, 8, 8, 0);      /* every expert */
-	route_case(200, 32, 2, 1);    /* 32 experts, one empty */
-	route_case(300, 64, 4, 1);    /* 64 experts */
-	route_case(40000, 16, 2, 1);  /* 80000 rows: a sort of many tiles */
+	route_case(0, 8, 2, 0);	     /* no tokens */
+	route_case(97, 8, 1, 0);     /* top-1 */
+	route_case(61, 8, 8, 0);     /* every expert */
+	route_case(200, 32, 2, 1);   /* 32 experts, one empty */
+	route_case(300, 64, 4, 1);   /* 64 experts */
+	route_case(40000, 16, 2, 1); /* 80000 rows: a sort of many tiles */
 }
 
 /* more partial sums than the reduction's 1024 blocks hold: each block

@@ -120,6 +120,18 @@ struct sigma_ops {
 				   const float *v, const float *att, int B,
 				   int T, int H, int Dh);
 
+	/*
+	 * Whether attention_forward and attention_backward at these sizes
+	 * use att and scratch: 1 when they do (the caller passes both,
+	 * B*H*T*T floats each), 0 when both may be NULL (the kernels
+	 * recompute what they need), or -EINVAL with a message in err
+	 * (bounded by len) naming the limit when no kernel of the
+	 * implementation takes these sizes. Asked once, at configuration
+	 * time, after init; a table without it (NULL) uses them.
+	 */
+	int (*attention_plan)(int B, int T, int H, int Dh, char *err,
+			      size_t len);
+
 	/* ---- mixture of experts ------------------------------------------ */
 	/* p[N,C] (writes) = softmax over each row of logits[N,C] */
 	void (*softmax_forward)(float *p, const float *logits, int N, int C);

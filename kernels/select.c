@@ -56,6 +56,11 @@ const struct sigma_ops *sigma_ops_select(const char *device, char *err,
 	return sigma_cuda_ops();
 }
 
+void sigma_ops_set_local_rank(int local_rank)
+{
+	sigma_cuda_set_local_rank(local_rank);
+}
+
 const struct sigma_bf16 *sigma_bf16_select(const struct sigma_ops *ops)
 {
 	if (ops && ops == &sigma_ops_cpu)

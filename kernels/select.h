@@ -22,6 +22,13 @@ const struct sigma_ops *sigma_ops_select(const char *device, char *err,
 					 size_t errlen);
 
 /*
+ * The node-local rank of this process from the job's bootstrap
+ * (trainer/comm/boot.h; -1: none known), by which a device table's init
+ * chooses among several visible devices. Call before init.
+ */
+void sigma_ops_set_local_rank(int local_rank);
+
+/*
  * The bf16 forward-product table (kernels/bf16.h) that goes with ops:
  * sigma_bf16_cpu for the CPU table, sigma_bf16_cuda for the CUDA table,
  * NULL for anything else (NULL included).

@@ -15,10 +15,12 @@
 #include "membudget.h"
 
 void mem_need_of(struct mem_need *n, const struct model_config *cfg, int B,
-		 int nacts, const struct model_shard *shard, int stage_copies,
+		 int nacts, const struct model_shard *shard,
+		 const struct sigma_ops *ops, int stage_copies,
 		 size_t replica_floats)
 {
-	size_t pbytes = 0, all = model_bytes(cfg, B, nacts, shard, &pbytes);
+	size_t pbytes = 0,
+	       all = model_bytes(cfg, B, nacts, shard, ops, &pbytes);
 
 	n->state = 4 * (uint64_t)pbytes;
 	n->acts = all - n->state;

@@ -29,12 +29,13 @@ struct mem_limit {
 
 /*
  * The bytes of a rank holding shard of cfg with nacts activation sets of
- * B sequences: the model's own (model_bytes), plus stage_copies host
+ * B sequences on ops: the model's own (model_bytes), plus stage_copies host
  * copies of its parameters and moments (3 floats each) for checkpoints,
  * plus replica_floats for the replica it keeps of its buddy's shard.
  */
 void mem_need_of(struct mem_need *n, const struct model_config *cfg, int B,
-		 int nacts, const struct model_shard *shard, int stage_copies,
+		 int nacts, const struct model_shard *shard,
+		 const struct sigma_ops *ops, int stage_copies,
 		 size_t replica_floats);
 
 /*

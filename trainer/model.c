@@ -248,7 +248,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 	const struct model_config *c = &m->cfg;
 	size_t N = (size_t)m->B * c->T, NK = N * c->K;
 	size_t D = c->D, E = c->E, F = c->F, V = c->V;
-	size_t TT = (size_t)m->B * c->H * c->T * c->T;
+	size_t TT = m->att_tt ? (size_t)m->B * c->H * c->T * c->T : 0;
 
 	a->tokens = (int32_t *)carve(cv, sizeof(int32_t) * N);
 	a->targets = (int32_t *)carve(cv, sizeof(int32_t) * N);
@@ -261,7 +261,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 		la->q = CARVE_F(cv, N * D);
 		la->k = CARVE_F(cv, N * D);
 		la->v = CARVE_F(cv, N * D);
-		la->att = CARVE_F(cv, TT);
+		la->att = TT ? CARVE_F(cv, TT) : NULL;
 		la->ao = CARVE_F(cv, N * D);
 		la->xmid = CARVE_F(cv, N * D);
 		la->m = CARVE_F(cv, N * D);
@@ -293,7 +293,7 @@ static void carve_acts(struct model *m, struct model_acts *a,
 	a->dk = CARVE_F(cv, N * D);
 	a->dv = CARVE_F(cv, N * D);
 	a->dao = CARVE_F(cv, N * D);
-	a->datt = CARVE_F(cv, TT);
+	a->datt = TT ? CARVE_F(cv, TT) : NULL;
 	a->dp = CARVE_F(cv, N * E);
 	a->dr = CARVE_F(cv, N * E);
 	a->dgate = CARVE_F(cv, N * c->K);
@@ -398,8 +398,21 @@ static void carve_all_acts(struct model *m, struct carver *cv)
 		carve_acts(m, &m->acts[i], cv);
 }
 
+/* 1 when ops' attention uses the T x T buffers, 0 when not, or -errno
+ * of a shape it refuses (err says why); no ops: 1 */
+static int attention_tt(const struct sigma_ops *ops,
+			const struct model_config *cfg, int B, char *err,
+			size_t len)
+{
+	if (!ops || !ops->attention_plan)
+		return 1;
+	return ops->attention_plan(B, cfg->T, cfg->H, cfg->D / cfg->H, err,
+				   len);
+}
+
 size_t model_bytes(const struct model_config *cfg, int B, int nacts,
-		   const struct model_shard *shard, size_t *pbytes)
+		   const struct model_shard *shard,
+		   const struct sigma_ops *ops, size_t *pbytes)
 {
 	struct model_layer_acts *la;
 	struct model_acts a = { 0 };
@@ -416,6 +429,7 @@ size_t model_bytes(const struct model_config *cfg, int B, int nacts,
 	}
 	a.layer = la;
 	m->B = B;
+	m->att_tt = attention_tt(ops, cfg, B, NULL, 0) > 0;
 	cv.used = 4 * sizeof(float) * m->nparams;
 	for (int i = 0; i < nacts; i++)
 		carve_acts(m, &a, &cv);
@@ -467,6 +481,11 @@ int model_create_shard(struct model **out, const struct model_config *cfg,
 			goto out_free;
 		}
 	}
+	/* the T x T buffers only for an attention that uses them */
+	rc = attention_tt(ops, cfg, B, err, len);
+	if (rc < 0)
+		goto out_free;
+	m->att_tt = rc > 0;
 	/* count, allocate, carve for real */
 	carve_all_acts(m, &cv);
 	m->arena_bytes = cv.used;

@@ -122,7 +122,7 @@ struct model_layer_acts {
 	float *a; /* [N, D] attn rmsnorm out */
 	float *a_rstd; /* [N] */
 	float *q, *k, *v; /* [N, D] q and k rotated */
-	float *att; /* [B, H, T, T] */
+	float *att; /* [B, H, T, T], NULL unless m->att_tt */
 	float *ao; /* [N, D] attention out, heads concatenated */
 	float *xmid; /* [N, D] residual after attention */
 	float *m; /* [N, D] moe rmsnorm out */
@@ -156,7 +156,7 @@ struct model_acts {
 	float *dmid; /* [N, D] */
 	float *dtmp; /* [N, D] */
 	float *dq, *dk, *dv, *dao; /* [N, D] */
-	float *datt; /* [B, H, T, T] */
+	float *datt; /* [B, H, T, T], NULL unless m->att_tt */
 	float *dp; /* [N, E] */
 	float *dr; /* [N, E] */
 	float *dgate; /* [N, K] */
@@ -184,6 +184,7 @@ struct model {
 	struct model_config cfg;
 	int B; /* sequences per batch (per micro-batch) */
 	const struct sigma_ops *ops;
+	bool att_tt; /* the ops' attention uses att and datt (else NULL) */
 
 	/* what this rank holds: the tensors, and expert ids [L][El] */
 	struct model_shard shard;
@@ -296,12 +297,14 @@ int model_create_layout(struct model **out, const struct model_config *cfg,
 			const struct model_shard *shard, char *err,
 			size_t len);
 /*
- * Bytes model_create_shard allocates for it (parameters, gradients, both
- * moments, nacts activation sets), without allocating; pbytes gets the
- * bytes of one parameter-shaped block.
+ * Bytes model_create_shard allocates for it with ops (parameters,
+ * gradients, both moments, nacts activation sets, the T x T attention
+ * buffers only where ops use them; ops NULL: counted), without
+ * allocating; pbytes gets the bytes of one parameter-shaped block.
  */
 size_t model_bytes(const struct model_config *cfg, int B, int nacts,
-		   const struct model_shard *shard, size_t *pbytes);
+		   const struct model_shard *shard,
+		   const struct sigma_ops *ops, size_t *pbytes);
 /* The model's row (expert id, or j) of local row j of t. */
 uint64_t model_tensor_row(const struct model *m, const struct model_tensor *t,
 			  uint64_t j);

@@ -88,7 +88,7 @@ static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
 				return n;
 			dist_shard_of(d, (d->rank - ls + d->size) % d->size,
 				      &fs, ex);
-			model_bytes(&o->model, 1, 1, &fs, &pb);
+			model_bytes(&o->model, 1, 1, &fs, NULL, &pb);
 			*rep = 3 * pb / sizeof(float);
 			free(ex);
 		}
@@ -98,7 +98,7 @@ static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
 
 /* what this rank needs against what it may use: 0, or exit 64 */
 static int setup_memory(struct trainer *t, const struct model_shard *sh,
-			int B)
+			const struct sigma_ops *ops, int B)
 {
 	const struct train_opts *o = t->o;
 	struct dist *d = t->d;
@@ -108,7 +108,7 @@ static int setup_memory(struct trainer *t, const struct model_shard *sh,
 	int copies = staging_of(t, sh->ep > 1 || sh->layer_count < o->model.L,
 				&rep);
 
-	mem_need_of(&need, &o->model, B, d->micro, sh, copies, rep);
+	mem_need_of(&need, &o->model, B, d->micro, sh, ops, copies, rep);
 	t->mem_need = need.total;
 	if (mem_limit_of(d, &lim))
 		return TRAIN_EXIT_PEER;
@@ -147,17 +147,19 @@ static int setup_model(struct trainer *t)
 	if (!ex)
 		return TRAIN_EXIT_OSERR;
 	dist_shard_of(d, d->rank, &sh, ex);
-	code = setup_memory(t, &sh, B);
-	if (code) {
-		free(ex);
-		return code;
-	}
 	ops = sigma_ops_select(dev, err, sizeof(err));
 	if (!ops) {
 		free(ex);
 		sigma_error("--device: %s", err);
 		return TRAIN_EXIT_USAGE;
 	}
+	code = setup_memory(t, &sh, ops, B);
+	if (code) {
+		free(ex);
+		return code;
+	}
+	/* the GPU by the bootstrap's node-local rank, not the launcher's */
+	sigma_ops_set_local_rank(d->boot.pmix ? d->boot.local_rank : -1);
 	rc = ops->init(o->threads);
 	if (rc) {
 		free(ex);

@@ -23,9 +23,11 @@
  * dq = scale ds k, dk = scale ds^T q, dv = p^T dout.
  *
  * The op table's entries (cuda_attention_forward_op, _backward_op, at the
- * end) run these kernels, or, when sigma_cuda_set_attention (here) chose
- * SIGMA_CUDA_ATT_CUBLAS and ops.h's att and scratch are given, the CPU
- * algorithm through cuBLAS batched products.
+ * end) run these kernels, or, when the plan for the sizes (cuda_plan.h:
+ * the mode sigma_cuda_set_attention chose, the precision, the limits)
+ * says cuBLAS and ops.h's att and scratch are given, the CPU algorithm
+ * through cuBLAS batched products. attention_plan tells the model which,
+ * so that it allocates the T x T buffers only for the cuBLAS path.
  */
 #include <cerrno>
 #include <cmath>
@@ -35,11 +37,13 @@
 #include "sigma_cuda.h"
 #include "cuda_internal.h"
 #include "cuda_blas.h"
+#include "cuda_plan.h"
 
 #define ATT_ROWS 8  /* warps (rows) per block */
 #define ATT_BK	 32 /* keys or queries per shared tile */
 #define ATT_DPL	 8  /* outputs per lane: Dh <= 256 */
 #define ATT_DMAX (32 * ATT_DPL)
+static_assert(ATT_DMAX == CUDA_PLAN_FUSED_DH_MAX, "cuda_plan.h's Dh limit");
 
 struct att_dims {
 	int T, H, Dh, D; /* D = H * Dh, the row stride */
@@ -357,12 +361,12 @@ static att_dims att_make(int B, int T, int H, int Dh)
 {
 	att_dims a;
 
-	if (Dh < 1 || Dh > ATT_DMAX)
-		cuda_fatal(__FILE__, __LINE__, "attention",
-			   "head dimension outside 1..256");
-	if ((long)B * H > 65535) /* the grid's y dimension */
-		cuda_fatal(__FILE__, __LINE__, "attention",
-			   "batch x heads above 65535");
+	char why[192];
+
+	/* attention_plan refuses these at configuration time; a caller that
+	 * did not ask stops here */
+	if (cuda_plan_fused_fits(B, H, Dh, why, sizeof(why)))
+		cuda_fatal(__FILE__, __LINE__, "attention", why);
 	a.T = T;
 	a.H = H;
 	a.Dh = Dh;
@@ -441,11 +445,12 @@ static void cuda_attention_backward(float *dq, float *dk, float *dv,
  * follow the precision setting (bf16 inputs with fp32 accumulation, or
  * fp32); the softmax is fp32.
  */
-static enum sigma_cuda_attention cuda_att_mode = SIGMA_CUDA_ATT_FUSED;
+static enum sigma_cuda_attention cuda_att_mode = SIGMA_CUDA_ATT_AUTO;
 
 extern "C" int sigma_cuda_set_attention(enum sigma_cuda_attention a)
 {
-	if (a != SIGMA_CUDA_ATT_FUSED && a != SIGMA_CUDA_ATT_CUBLAS)
+	if (a != SIGMA_CUDA_ATT_FUSED && a != SIGMA_CUDA_ATT_CUBLAS &&
+	    a != SIGMA_CUDA_ATT_AUTO)
 		return -EINVAL;
 	cuda_att_mode = a;
 	return 0;
@@ -590,13 +595,43 @@ static void att_blas_backward(float *dq, float *dk, float *dv, float *scratch,
 	}
 }
 
+static_assert(SIGMA_CUDA_ATT_FUSED == CUDA_PLAN_ATT_FUSED &&
+		  SIGMA_CUDA_ATT_CUBLAS == CUDA_PLAN_ATT_CUBLAS &&
+		  SIGMA_CUDA_ATT_AUTO == CUDA_PLAN_ATT_AUTO,
+	      "cuda_plan.h numbers the attention kinds as sigma_cuda.h");
+
+/* the kernels these sizes get now: fused, cublas, or -EINVAL */
+static int att_plan(int B, int T, int H, int Dh, char *err, size_t len)
+{
+	return cuda_plan_attention(
+	    (int)cuda_att_mode, sigma_cuda_get_precision() == SIGMA_CUDA_BF16,
+	    B, T, H, Dh, err, len);
+}
+
+int cuda_attention_plan_op(int B, int T, int H, int Dh, char *err, size_t len)
+{
+	int rc = att_plan(B, T, H, Dh, err, len);
+
+	return rc < 0 ? rc : rc == CUDA_PLAN_ATT_CUBLAS;
+}
+
+/* the cuBLAS path where the plan says so and the caller gave its
+ * buffers; the fused kernels otherwise (they refuse what they cannot do) */
+static bool att_use_blas(int B, int T, int H, int Dh, bool buffers)
+{
+	char why[256];
+
+	return buffers && att_plan(B, T, H, Dh, why, sizeof(why)) ==
+			      CUDA_PLAN_ATT_CUBLAS;
+}
+
 void cuda_attention_forward_op(float *out, float *att, const float *q,
 			       const float *k, const float *v, int B, int T,
 			       int H, int Dh)
 {
 	if (B <= 0 || T <= 0 || H <= 0 || Dh <= 0)
 		return;
-	if (cuda_att_mode == SIGMA_CUDA_ATT_CUBLAS && att)
+	if (att_use_blas(B, T, H, Dh, att))
 		att_blas_forward(out, att, q, k, v, B, T, H, Dh);
 	else
 		cuda_attention_forward(out, att, q, k, v, B, T, H, Dh);
@@ -609,7 +644,7 @@ void cuda_attention_backward_op(float *dq, float *dk, float *dv, float *scratch,
 {
 	if (B <= 0 || T <= 0 || H <= 0 || Dh <= 0)
 		return;
-	if (cuda_att_mode == SIGMA_CUDA_ATT_CUBLAS && att && scratch)
+	if (att_use_blas(B, T, H, Dh, att && scratch))
 		att_blas_backward(dq, dk, dv, scratch, dout, q, k, v, att, B, T,
 				  H, Dh);
 	else

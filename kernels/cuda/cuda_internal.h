@@ -141,6 +141,7 @@ void cuda_attention_backward_op(float *dq, float *dk, float *dv, float *scratch,
 				const float *dout, const float *q,
 				const float *k, const float *v,
 				const float *att, int B, int T, int H, int Dh);
+int cuda_attention_plan_op(int B, int T, int H, int Dh, char *err, size_t len);
 
 /* moe.cu */
 void cuda_moe_route(int *idx, float *gate, int *counts, int *offs, int *perm,

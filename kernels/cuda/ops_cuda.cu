@@ -37,6 +37,7 @@
 #include "sigma_cuda.h"
 #include "cuda_internal.h"
 #include "cuda_blas.h"
+#include "cuda_plan.h"
 
 /* ---- state, errors, workspace ----------------------------------------- */
 
@@ -67,54 +68,18 @@ void *cuda_workspace(size_t bytes)
 	return cuda_ws;
 }
 
-/* a non-negative decimal below limit, or -1 */
-static long cuda_env_index(const char *name, long limit)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
+/* the bootstrap's node-local rank, -1 while none is known */
+static int cuda_local_rank = -1;
 
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 0 || v >= limit)
-		return -2;
-	return v;
+extern "C" void sigma_cuda_set_local_rank(int local_rank)
+{
+	cuda_local_rank = local_rank >= 0 ? local_rank : -1;
 }
 
-/*
- * The device of this process among the n visible: SIGMA_CUDA_DEVICE when
- * set; else, with several visible, the node-local rank (SLURM_LOCALID,
- * LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK) modulo n, so that the tasks of a
- * node spread over its GPUs when Slurm did not bind them (with
- * --gpus-per-task each sees one); else 0. -1 for a SIGMA_CUDA_DEVICE out
- * of range.
- */
-static int cuda_pick_device(int n)
+/* cuda_plan_device: the choice without a GPU, so that tests can make it */
+extern "C" int sigma_cuda_pick_device(int n, char *err, size_t len)
 {
-	long v = cuda_env_index("SIGMA_CUDA_DEVICE", n);
-
-	if (v == -2) {
-		fprintf(
-		    stderr,
-		    "sigma-cuda: SIGMA_CUDA_DEVICE=%s: expected 0..%d (visible devices)\n",
-		    getenv("SIGMA_CUDA_DEVICE"), n - 1);
-		return -1;
-	}
-	if (v >= 0)
-		return (int)v;
-	if (n > 1) {
-		v = cuda_env_index("SLURM_LOCALID", 1L << 20);
-		if (v < 0)
-			v = cuda_env_index("LOCAL_RANK", 1L << 20);
-		if (v < 0) /* mpirun */
-			v = cuda_env_index("OMPI_COMM_WORLD_LOCAL_RANK",
-					   1L << 20);
-		if (v >= 0)
-			return (int)(v % n);
-	}
-	return 0;
+	return cuda_plan_device(n, cuda_local_rank, err, len);
 }
 
 static int cuda_dev = -1; /* the device cuda_init chose */
@@ -138,6 +103,7 @@ static int cuda_init(int threads)
 {
 	const char *env = getenv("SIGMA_CUDA_PRECISION");
 	enum sigma_cuda_precision p;
+	char why[256];
 	int n = 0, dev;
 
 	if (threads < 0)
@@ -158,10 +124,12 @@ static int cuda_init(int threads)
 			sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED);
 		else if (!strcmp(env, "cublas"))
 			sigma_cuda_set_attention(SIGMA_CUDA_ATT_CUBLAS);
+		else if (!strcmp(env, "auto"))
+			sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO);
 		else {
 			fprintf(
 			    stderr,
-			    "sigma-cuda: SIGMA_CUDA_ATTENTION=%s: expected fused or cublas\n",
+			    "sigma-cuda: SIGMA_CUDA_ATTENTION=%s: expected fused, cublas or auto\n",
 			    env);
 			return -EINVAL;
 		}
@@ -172,9 +140,11 @@ static int cuda_init(int threads)
 		(void)cudaGetLastError();
 		return -ENODEV;
 	}
-	dev = cuda_pick_device(n);
-	if (dev < 0)
+	dev = sigma_cuda_pick_device(n, why, sizeof(why));
+	if (dev < 0) {
+		fprintf(stderr, "sigma-cuda: %s\n", why);
 		return -EINVAL;
+	}
 	if (cuda_device_own(dev))
 		return -ENODEV;
 	cuda_dev = dev;
@@ -351,6 +321,7 @@ const struct sigma_ops sigma_ops_cuda = {
     .rope = cuda_rope,
     .attention_forward = cuda_attention_forward_op,
     .attention_backward = cuda_attention_backward_op,
+    .attention_plan = cuda_attention_plan_op,
     .softmax_forward = cuda_softmax_forward,
     .softmax_backward = cuda_softmax_backward,
     .moe_route = cuda_moe_route,

@@ -34,10 +34,15 @@ enum sigma_cuda_precision {
  *   SIGMA_CUDA_ATT_CUBLAS  the CPU algorithm with cuBLAS batched products
  *                          (tensor cores, the matmul precision) over the
  *                          T x T att and scratch buffers of ops.h
+ *   SIGMA_CUDA_ATT_AUTO    the default: cuBLAS under bf16 while one
+ *                          layer's T x T buffer is at most 4 GiB, else
+ *                          fused; cuBLAS where the fused kernels cannot go
+ *                          (cuda_plan.h has the limits)
  */
 enum sigma_cuda_attention {
 	SIGMA_CUDA_ATT_FUSED = 0,
 	SIGMA_CUDA_ATT_CUBLAS = 1,
+	SIGMA_CUDA_ATT_AUTO = 2,
 };
 
 #ifdef HAVE_CUDA
@@ -52,11 +57,24 @@ int sigma_cuda_device_count(char *why, unsigned long whylen);
  * The CUDA op table (kernels/cuda/ops_cuda.cu): device memory, cuBLAS for
  * the matrix products, CUDA C kernels for the rest. Call its init before
  * any other op. init picks one of the visible devices: SIGMA_CUDA_DEVICE,
- * else the node-local rank (SLURM_LOCALID, LOCAL_RANK,
- * OMPI_COMM_WORLD_LOCAL_RANK) modulo their number,
- * else the first.
+ * else the node-local rank modulo their number (the bootstrap's, given
+ * by sigma_cuda_set_local_rank; else the launcher's variables, in the
+ * order of cuda_plan.h), else the first.
  */
 extern const struct sigma_ops sigma_ops_cuda;
+
+/*
+ * The node-local rank that init is to place this process by (the PMIx
+ * bootstrap's, trainer/comm/boot.h); -1 (the default) for none known.
+ * Call before init; later calls do not move a device already chosen.
+ */
+void sigma_cuda_set_local_rank(int local_rank);
+/*
+ * The device init would take among n visible, from the settings above
+ * and the environment; -1 with err (len bytes) for a SIGMA_CUDA_DEVICE
+ * out of range. Makes no CUDA call.
+ */
+int sigma_cuda_pick_device(int n, char *err, size_t len);
 
 /* The device sigma_ops_cuda.init chose, -1 before it ran. */
 int sigma_cuda_device(void);
@@ -93,8 +111,10 @@ static inline const struct sigma_bf16 *sigma_cuda_bf16(void)
 int sigma_cuda_set_precision(enum sigma_cuda_precision p);
 enum sigma_cuda_precision sigma_cuda_get_precision(void);
 /*
- * Select the attention kernels (default fused; the environment variable
- * SIGMA_CUDA_ATTENTION=fused|cublas sets it at init). 0 or -EINVAL.
+ * Select the attention kernels (default auto; the environment variable
+ * SIGMA_CUDA_ATTENTION=fused|cublas|auto sets it at init). 0 or -EINVAL.
+ * The model asks which one a shape gets when it allocates
+ * (attention_plan of ops.h): select before that.
  */
 int sigma_cuda_set_attention(enum sigma_cuda_attention a);
 enum sigma_cuda_attention sigma_cuda_get_attention(void);
@@ -172,7 +192,20 @@ static inline int sigma_cuda_set_attention(enum sigma_cuda_attention a)
 
 static inline enum sigma_cuda_attention sigma_cuda_get_attention(void)
 {
-	return SIGMA_CUDA_ATT_FUSED;
+	return SIGMA_CUDA_ATT_AUTO;
+}
+
+static inline void sigma_cuda_set_local_rank(int local_rank)
+{
+	(void)local_rank;
+}
+
+static inline int sigma_cuda_pick_device(int n, char *err, size_t len)
+{
+	(void)n;
+	(void)err;
+	(void)len;
+	return -1;
 }
 
 static inline int sigma_cuda_parse_precision(const char *s,

@@ -6,11 +6,17 @@
  * (routing) must match exactly. Prints one line per op and tensor: the
  * figures contrib/gpu-check reports.
  *
+ * Shapes include what the model meets at scale: attention at T = 1024 with
+ * Dh = 128, the fused kernels without the T x T buffers, routing over 32
+ * and 64 experts with K = 1, K = E, an empty expert, N = 0 and a sort of
+ * many tiles, and reductions over more spans than the 1024 blocks.
+ *
  * Without a CUDA device the whole program is skipped (exit 77).
  */
 #include "config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -399,7 +405,10 @@ static void test_rope(void **state)
 /* ---- attention ------------------------------------------------------------
  */
 
-static void attention_case(int B, int T, int H, int Dh, double tol)
+/* nobuf: the GPU op gets att and scratch NULL, as the model passes them
+ * when attention_plan says 0 (the fused kernels recompute) */
+static void attention_case_buf(int B, int T, int H, int Dh, double tol,
+			       bool nobuf)
 {
 	size_t n = (size_t)B * T * H * Dh, nt = (size_t)B * H * T * T;
 	struct pair q = pair_new(n, 1.0f), k = pair_new(n, 1.0f);
@@ -409,18 +418,21 @@ static void attention_case(int B, int T, int H, int Dh, double tol)
 	struct pair dv = pair_new(n, 0.0f), scr = pair_new(nt, 0.0f);
 	char name[64];
 
-	snprintf(name, sizeof(name), "attention(%s) T%d Dh%d",
+	snprintf(name, sizeof(name), "attention(%s%s) T%d Dh%d",
 		 sigma_cuda_get_attention() == SIGMA_CUDA_ATT_CUBLAS ? "cublas"
 								     : "fused",
-		 T, Dh);
+		 nobuf ? ", no att" : "", T, Dh);
 	cpu->attention_forward(out.h, att.h, q.h, k.h, v.h, B, T, H, Dh);
-	gpu->attention_forward(out.d, att.d, q.d, k.d, v.d, B, T, H, Dh);
+	gpu->attention_forward(out.d, nobuf ? NULL : att.d, q.d, k.d, v.d, B, T,
+			       H, Dh);
 	check(name, "out", &out, tol);
-	check(name, "att", &att, tol);
+	if (!nobuf)
+		check(name, "att", &att, tol);
 	cpu->attention_backward(dq.h, dk.h, dv.h, scr.h, dout.h, q.h, k.h, v.h,
 				att.h, B, T, H, Dh);
-	gpu->attention_backward(dq.d, dk.d, dv.d, scr.d, dout.d, q.d, k.d, v.d,
-				att.d, B, T, H, Dh);
+	gpu->attention_backward(dq.d, dk.d, dv.d, nobuf ? NULL : scr.d, dout.d,
+				q.d, k.d, v.d, nobuf ? NULL : att.d, B, T, H,
+				Dh);
 	check(name, "dq", &dq, tol);
 	check(name, "dk", &dk, tol);
 	check(name, "dv", &dv, tol);
@@ -434,6 +446,11 @@ static void attention_case(int B, int T, int H, int Dh, double tol)
 	pair_free(&dk);
 	pair_free(&dv);
 	pair_free(&scr);
+}
+
+static void attention_case(int B, int T, int H, int Dh, double tol)
+{
+	attention_case_buf(B, T, H, Dh, tol, false);
 }
 
 static void test_attention(void **state)
@@ -455,8 +472,26 @@ static void test_attention(void **state)
 		attention_case(1, 33, 2, 80, tol); /* Dh not a multiple of 32 */
 		attention_case(1, 1, 1, 8, tol);   /* one position */
 		attention_case(1, 40, 1, 256, tol); /* the largest Dh */
+		/* the model's sizes: many tiles of keys, Dh 128 */
+		attention_case(1, 1024, 2, 128, tol);
 	}
-	sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED);
+	sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO);
+}
+
+/*
+ * The fused kernels as the model calls them when attention_plan says 0:
+ * att and scratch NULL, the same results as with them.
+ */
+static void test_attention_nobuffers(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED), 0);
+	assert_int_equal(gpu->attention_plan(2, 300, 2, 64, err, sizeof(err)),
+			 0);
+	attention_case_buf(2, 300, 2, 64, TOL_FP32, true);
+	sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO);
 }
 
 /* ---- mixture of experts ----------------------------------------------------
@@ -579,6 +614,95 @@ static void test_moe(void **state)
 	pair_free(&dgate);
 	pair_free(&dx);
 	pair_free(&dp);
+}
+
+/*
+ * Routing alone at the shapes test_moe does not reach: N = 0, K = 1,
+ * K = E, 32 and 64 experts, an expert no token picks, and enough rows
+ * that the stable sort spans many tiles.
+ */
+/* free the NULL-terminated lists of pairs */
+static void pairs_free(struct pair *const *f, struct ipair *const *i)
+{
+	for (; *f; f++)
+		pair_free(*f);
+	for (; *i; i++)
+		ipair_free(*i);
+}
+
+static void route_case(int N, int E, int K, int empty)
+{
+	size_t ne = (size_t)N * E, nk = (size_t)N * K;
+	struct pair lg = pair_new(ne ? ne : 1, 3.0f);
+	struct pair p = pair_new(ne ? ne : 1, 0.0f);
+	struct pair gate = pair_new(nk ? nk : 1, 0.0f);
+	struct ipair idx = ipair_new(nk ? nk : 1), counts = ipair_new(E);
+	struct ipair offs = ipair_new((size_t)E + 1);
+	struct ipair perm = ipair_new(nk ? nk : 1),
+		     pos = ipair_new(nk ? nk : 1);
+	char name[64];
+
+	/* the last expert never among the top K: its logit far below */
+	if (empty)
+		for (int n = 0; n < N; n++)
+			lg.h[(size_t)n * E + E - 1] = -30.0f;
+	if (N > 0) {
+		cpu->softmax_forward(p.h, lg.h, N, E);
+		gpu->from_host(p.d, p.h, sizeof(float) * ne);
+	}
+	snprintf(name, sizeof(name), "moe_route N%d E%d K%d%s", N, E, K,
+		 empty ? " empty" : "");
+	cpu->moe_route(idx.h, gate.h, counts.h, offs.h, perm.h, pos.h, p.h, N,
+		       E, K);
+	gpu->moe_route(idx.d, gate.d, counts.d, offs.d, perm.d, pos.d, p.d, N,
+		       E, K);
+	if (empty)
+		assert_int_equal(counts.h[E - 1], 0);
+	assert_int_equal(offs.h[E], N * K);
+	check_int(name, "counts", &counts);
+	check_int(name, "offs", &offs);
+	if (N > 0) {
+		check_int(name, "idx", &idx);
+		check_int(name, "perm", &perm);
+		check_int(name, "pos", &pos);
+		check(name, "gate", &gate, TOL_FP32);
+	}
+	pairs_free((struct pair *[]){&lg, &p, &gate, NULL},
+		   (struct ipair *[]){&idx, &counts, &offs, &perm, &pos, NULL});
+}
+
+static void test_route_shapes(void **state)
+{
+	(void)state;
+	route_case(0, 8, 2, 0);	     /* no tokens */
+	route_case(97, 8, 1, 0);     /* top-1 */
+	route_case(61, 8, 8, 0);     /* every expert */
+	route_case(200, 32, 2, 1);   /* 32 experts, one empty */
+	route_case(300, 64, 4, 1);   /* 64 experts */
+	route_case(40000, 16, 2, 1); /* 80000 rows: a sort of many tiles */
+}
+
+/* more partial sums than the reduction's 1024 blocks hold: each block
+ * takes several spans, still in a fixed order */
+static void test_reduce_blocks(void **state)
+{
+	size_t n = (size_t)12 * 1000 * 1000 + 5;
+	struct pair x = pair_new(n, 1.0f);
+	double a, b, c, sa, sb;
+
+	(void)state;
+	cpu->sumsq(&a, x.h, n);
+	gpu->sumsq(&b, x.d, n);
+	gpu->sumsq(&c, x.d, n);
+	cpu->sum(&sa, x.h, n);
+	gpu->sum(&sb, x.d, n);
+	printf("cuda-vs-cpu %-4s %-24s %-6s rel err %.3e / %.3e (tol 1e-12)\n",
+	       prec_name, "sum, sumsq(12M)", "double", fabs(b - a) / a,
+	       fabs(sb - sa) / fabs(sa));
+	assert_true(fabs(b - a) <= 1e-12 * a);
+	assert_true(fabs(sb - sa) <= 1e-9 * (fabs(sa) + sqrt((double)n)));
+	assert_true(b == c);
+	pair_free(&x);
 }
 
 static void test_swiglu(void **state)
@@ -751,11 +875,14 @@ int main(void)
 	    cmocka_unit_test(test_rmsnorm),
 	    cmocka_unit_test(test_rope),
 	    cmocka_unit_test(test_attention),
+	    cmocka_unit_test(test_attention_nobuffers),
 	    cmocka_unit_test(test_softmax),
 	    cmocka_unit_test(test_moe),
+	    cmocka_unit_test(test_route_shapes),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_crossentropy),
 	    cmocka_unit_test(test_reduce_large),
+	    cmocka_unit_test(test_reduce_blocks),
 	    cmocka_unit_test(test_adamw),
 	    cmocka_unit_test(test_scale),
 	};

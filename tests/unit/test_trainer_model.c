@@ -3,7 +3,8 @@
  * docs/model.md: gradients against finite differences of the loss, per
  * tensor and along a random direction; bitwise determinism; layout and
  * initialisation; the learning-rate schedule and clipping; the hooks of
- * data parallelism (gradients final per layer, global expert counts).
+ * data parallelism (gradients final per layer, global expert counts); the
+ * T x T attention buffers allocated only for ops that use them.
  */
 #include <errno.h>
 #include <math.h>
@@ -277,6 +278,106 @@ static void test_determinism_and_learning(void **state)
 	model_destroy(a), model_destroy(b), model_destroy(c);
 }
 
+/*
+ * An attention that keeps nothing between its passes, as the fused CUDA
+ * kernels: its plan says 0, it takes att and scratch NULL and recomputes
+ * the probabilities into buffers of its own (the CPU op's, so results
+ * must match the CPU table bit for bit).
+ */
+static float *rc_att, *rc_scr, *rc_out;
+
+static void rc_need(int Bn, int T, int H, int Dh)
+{
+	size_t nt = (size_t)Bn * H * T * T, n = (size_t)Bn * T * H * Dh;
+
+	free(rc_att), free(rc_scr), free(rc_out);
+	rc_att = malloc(sizeof(float) * nt);
+	rc_scr = malloc(sizeof(float) * nt);
+	rc_out = malloc(sizeof(float) * n);
+	assert_true(rc_att && rc_scr && rc_out);
+}
+
+static void rc_forward(float *out, float *att, const float *q,
+		       const float *k, const float *v, int Bn, int T, int H,
+		       int Dh)
+{
+	assert_null(att);
+	rc_need(Bn, T, H, Dh);
+	sigma_ops_cpu.attention_forward(out, rc_att, q, k, v, Bn, T, H, Dh);
+}
+
+static void rc_backward(float *dq, float *dk, float *dv, float *scratch,
+			const float *dout, const float *q, const float *k,
+			const float *v, const float *att, int Bn, int T, int H,
+			int Dh)
+{
+	assert_null(scratch);
+	assert_null(att);
+	rc_need(Bn, T, H, Dh);
+	sigma_ops_cpu.attention_forward(rc_out, rc_att, q, k, v, Bn, T, H, Dh);
+	sigma_ops_cpu.attention_backward(dq, dk, dv, rc_scr, dout, q, k, v,
+					 rc_att, Bn, T, H, Dh);
+}
+
+static int rc_plan(int Bn, int T, int H, int Dh, char *err, size_t len)
+{
+	(void)Bn, (void)T, (void)H, (void)Dh, (void)err, (void)len;
+	return 0;
+}
+
+static int refuse_plan(int Bn, int T, int H, int Dh, char *err, size_t len)
+{
+	(void)Bn, (void)T, (void)H;
+	snprintf(err, len, "attention: Dh = %d is above the limit 8", Dh);
+	return -EINVAL;
+}
+
+static void test_attention_buffers(void **state)
+{
+	struct sigma_ops recomp = sigma_ops_cpu, refuse = sigma_ops_cpu;
+	struct model_config c;
+	struct model *a = small(3), *b = NULL;
+	struct optim_config oc;
+	double la[3], lb[3];
+	size_t tt;
+	char err[256] = "";
+
+	(void)state;
+	model_config_small(&c);
+	recomp.attention_forward = rc_forward;
+	recomp.attention_backward = rc_backward;
+	recomp.attention_plan = rc_plan;
+	assert_int_equal(model_create(&b, &c, B, &recomp, err, sizeof(err)),
+			 0);
+	model_init_weights(b, 3);
+	/* nothing for the T x T buffers: L of att, one datt */
+	assert_true(a->att_tt);
+	assert_false(b->att_tt);
+	assert_non_null(a->act.layer[0].att);
+	assert_null(b->act.layer[0].att);
+	assert_null(b->act.layer[c.L - 1].att);
+	assert_null(b->act.datt);
+	tt = ((sizeof(float) * B * c.H * c.T * c.T) + 63) & ~(size_t)63;
+	assert_int_equal(a->arena_bytes - b->arena_bytes, (c.L + 1) * tt);
+	/* and the same training, bit for bit */
+	optim_config_default(&oc);
+	oc.steps = 3;
+	train(a, &oc, 3, la);
+	train(b, &oc, 3, lb);
+	assert_memory_equal(la, lb, sizeof(la));
+	assert_memory_equal(a->params, b->params,
+			    sizeof(float) * 3 * a->nparams);
+	model_destroy(a), model_destroy(b);
+	free(rc_att), free(rc_scr), free(rc_out);
+	rc_att = rc_scr = rc_out = NULL;
+	/* a shape the attention refuses: at creation, with its message */
+	refuse.attention_plan = refuse_plan;
+	assert_int_equal(model_create(&b, &c, B, &refuse, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(b);
+	assert_string_equal(err, "attention: Dh = 16 is above the limit 8");
+}
+
 /* data-parallel hooks: the offsets the backward pass reports, and
  * global expert counts */
 struct hook_log {
@@ -394,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_config_check),
 		cmocka_unit_test(test_gradcheck),
 		cmocka_unit_test(test_determinism_and_learning),
+		cmocka_unit_test(test_attention_buffers),
 		cmocka_unit_test(test_dp_hooks),
 		cmocka_unit_test(test_schedule_and_clip),
 	};

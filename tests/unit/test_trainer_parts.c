@@ -116,11 +116,13 @@ static void test_shard_draws_the_whole_models_rows(void **state)
 	model_shard_whole(&sh, &p->cfg);
 	sh.ep = 2;
 	sh.experts = ids;
-	assert_int_equal(model_bytes(&p->cfg, 1, 1, &sh, &pb), p->arena_bytes);
+	assert_int_equal(model_bytes(&p->cfg, 1, 1, &sh, &sigma_ops_cpu, &pb),
+			 p->arena_bytes);
 	assert_int_equal(pb, sizeof(float) * p->nparams);
 	/* a stage of one of the two layers holds half of them, no head */
 	sh = (struct model_shard){ 0, 1, 1, NULL };
-	assert_true(model_bytes(&p->cfg, 1, 1, &sh, &pb) < w->arena_bytes);
+	assert_true(model_bytes(&p->cfg, 1, 1, &sh, &sigma_ops_cpu, &pb) <
+		    w->arena_bytes);
 	model_destroy(w);
 	model_destroy(p);
 }

@@ -348,8 +348,6 @@ static int write_prepare(const char *dir, const struct model *m,
 			 const struct ckpt_state *st, char *final,
 			 size_t flen, char *err, size_t len)
 {
-	int rc;
-
 	if (st->step < 0 || st->step > 99999999L || st->attempt < 0 ||
 	    st->attempt > CKPT_ATTEMPT_MAX)
 		return sigma_set_err(err, len, EINVAL,
@@ -358,12 +356,19 @@ static int write_prepare(const char *dir, const struct model *m,
 	if (ckpt_path(final, flen, dir, st->step, st->attempt))
 		return sigma_set_err(err, len, ENAMETOOLONG,
 				     "%s: checkpoint path too long", dir);
-	rc = sigma_mkdir_p(dir, 0755);
+	return ckpt_write_ready(dir, m->nparams, st, err, len);
+}
+
+int ckpt_write_ready(const char *dir, size_t n, const struct ckpt_state *st,
+		     char *err, size_t len)
+{
+	int rc = sigma_mkdir_p(dir, 0755);
+
 	if (rc)
 		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
 				     dir, strerror(-rc));
 	return ckpt_not_stale(dir, st, err, len) ?:
-	       ckpt_h5_check_room(dir, m->nparams, st->step, err, len);
+	       ckpt_h5_check_room(dir, n, st->step, err, len);
 }
 
 int ckpt_write_staged(const char *dir, const struct model *m,

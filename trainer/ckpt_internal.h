@@ -67,6 +67,11 @@ int ckpt_write_block(struct ckpt_ctx *c, int64_t f, const char *gname,
  */
 int ckpt_verify_shards(struct ckpt_ctx *c, int64_t f, const char *path);
 
+/* The directory made, no newer instance there, room for n floats x 3:
+ * 0 or -errno with err (ESTALE, ENOSPC, ...). */
+int ckpt_write_ready(const char *dir, size_t n, const struct ckpt_state *st,
+		     char *err, size_t len);
+
 /*
  * The end of a write whose temporary c->path is open as *f (rc: the
  * write's result so far): published as final (checked against a newer

@@ -63,12 +63,7 @@ int ckpt_write_shard(const char *dir, const struct model *m,
 		return sigma_set_err(err, len, EINVAL,
 				     "shard %d of step %ld of attempt %d cannot be named",
 				     rank, st->step, st->attempt);
-	rc = sigma_mkdir_p(dir, 0755);
-	if (rc)
-		return sigma_set_err(err, len, -rc, "%s: cannot create: %s",
-				     dir, strerror(-rc));
-	rc = ckpt_not_stale(dir, st, err, len) ?:
-	     ckpt_h5_check_room(dir, n, st->step, err, len);
+	rc = ckpt_write_ready(dir, n, st, err, len);
 	if (rc)
 		return rc;
 	host = malloc(sizeof(float) * ckpt_max_tensor(m));

@@ -69,16 +69,19 @@ static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
 {
 	const struct train_opts *o = t->o;
 	const struct dist *d = t->d;
-	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1, n = 0;
+	int n = 0, buddy, from;
+	unsigned which;
 
 	*rep = 0;
 	if (!*o->ckpt_dir)
 		return 0;
-	n += sharded ? d->me.ep_group == 0 : d->rank == 0; /* tier 2 */
-	n += d->rank == 0 && o->ckpt_diff_every > 0;	     /* its base */
+	n += sharded ? tier2_parts_writer(d, d->rank, &which) /* tier 2 */
+		     : d->rank == 0;
+	n += d->rank == 0 && o->ckpt_diff_every > 0; /* its base */
 	if (*o->local_dir) {
 		n++;
-		if (d->size > ls) {
+		tier1_buddies(d, &buddy, &from);
+		if (from >= 0) {
 			struct model_shard fs;
 			int *ex = calloc((size_t)o->model.L * o->model.E,
 					 sizeof(int));
@@ -86,8 +89,7 @@ static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
 
 			if (!ex)
 				return n;
-			dist_shard_of(d, (d->rank - ls + d->size) % d->size,
-				      &fs, ex);
+			dist_shard_of(d, from, &fs, ex);
 			model_bytes(&o->model, 1, 1, &fs, NULL, &pb);
 			*rep = 3 * pb / sizeof(float);
 			free(ex);

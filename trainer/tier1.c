@@ -23,22 +23,28 @@
  * the same place on the next node (ranks placed node by node, as srun
  * does by default), so it is on another node whenever there is one.
  */
+void tier1_buddies(const struct dist *d, int *buddy, int *from)
+{
+	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1;
+
+	*buddy = *from = -1;
+	if (d->size > ls) {
+		*buddy = (d->rank + ls) % d->size;
+		*from = (d->rank - ls + d->size) % d->size;
+	}
+}
+
 int tier1_open(struct tier1 *t, const struct train_opts *o,
 	       const struct dist *d, const struct model *m, const char *run)
 {
 	const char *node = getenv("SLURMD_NODENAME");
-	int ls = d->boot.local_size > 0 ? d->boot.local_size : 1;
 	char err[1024];
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	if (!node || !*node)
 		node = *d->boot.node ? d->boot.node : "localhost";
-	t->buddy = t->from = -1;
-	if (d->size > ls) {
-		t->buddy = (d->rank + ls) % d->size;
-		t->from = (d->rank - ls + d->size) % d->size;
-	}
+	tier1_buddies(d, &t->buddy, &t->from);
 	if (sigma_snprintf(t->node_dir, sizeof(t->node_dir), "%s/%s",
 			   o->local_dir, node) ||
 	    sigma_snprintf(t->own_dir, sizeof(t->own_dir), "%s/%s/rank-%d",

@@ -27,6 +27,10 @@ struct tier1 {
 	bool inflight;
 };
 
+/* the rank this one sends its copies to, and the one whose replica it
+ * keeps (the same place on the next and the previous node); -1: none */
+void tier1_buddies(const struct dist *d, int *buddy, int *from);
+
 /* this rank's directories, cleared of another run's copies, and their
  * writers; 0 or -errno after printing why */
 int tier1_open(struct tier1 *t, const struct train_opts *o,

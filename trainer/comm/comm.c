@@ -300,6 +300,45 @@ int comm_allreduce_f32(struct comm *c, float *buf, size_t n)
 	COMM_CALL(c, "allreduce", n * 4, c->ops->allreduce_f32(c, buf, n));
 }
 
+/* the blocks' total in *n, -EINVAL when counts cannot describe a buffer */
+static int check_blocks(const struct comm *c, const float *buf,
+			const size_t *counts, size_t *n)
+{
+	*n = 0;
+	if (!counts)
+		return -EINVAL;
+	for (int r = 0; r < c->size; r++) {
+		if (counts[r] > SIZE_MAX / 4 - *n)
+			return -EINVAL;
+		*n += counts[r];
+	}
+	return check_buf(buf, *n, COMM_F32);
+}
+
+int comm_reduce_scatter_f32(struct comm *c, float *buf, const size_t *counts)
+{
+	size_t n;
+
+	if (check_blocks(c, buf, counts, &n) < 0)
+		return -EINVAL;
+	if (!n || c->size == 1)
+		return 0;
+	COMM_CALL(c, "reduce-scatter", n * 4,
+		  c->ops->reduce_scatter_f32(c, buf, counts));
+}
+
+int comm_allgather_f32(struct comm *c, float *buf, const size_t *counts)
+{
+	size_t n;
+
+	if (check_blocks(c, buf, counts, &n) < 0)
+		return -EINVAL;
+	if (!n || c->size == 1)
+		return 0;
+	COMM_CALL(c, "all-gather", counts[c->rank] * 4 * (size_t)(c->size - 1),
+		  c->ops->allgather_f32(c, buf, counts));
+}
+
 int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
 			struct comm_request *req)
 {

@@ -151,6 +151,18 @@ int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
 			struct comm_request *req);
 int comm_wait(struct comm_request *req);
 
+/*
+ * Blocks of a buffer split over the ranks (ZeRO-style sharding): rank r's
+ * block is buf[displ(r) .. + counts[r]), displ(r) the sum of the counts
+ * before it. counts[size] is the same on every rank.
+ *
+ * reduce_scatter: buf is summed over the ranks and this rank's block
+ * receives its part of the sum; the rest of buf is left undefined.
+ * allgather: every rank's block of buf, in place, to every rank.
+ */
+int comm_reduce_scatter_f32(struct comm *c, float *buf, const size_t *counts);
+int comm_allgather_f32(struct comm *c, float *buf, const size_t *counts);
+
 /* buf[n] of root copied to every rank. */
 int comm_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 	       int root);

@@ -29,6 +29,10 @@ struct comm_ops {
 	int (*iallreduce_f32)(struct comm *c, float *buf, size_t n,
 			      struct comm_request *req);
 	int (*wait)(struct comm_request *req);
+	/* counts[size] of comm.h's blocks, their sum already checked */
+	int (*reduce_scatter_f32)(struct comm *c, float *buf,
+				  const size_t *counts);
+	int (*allgather_f32)(struct comm *c, float *buf, const size_t *counts);
 	int (*bcast)(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 		     int root);
 	int (*alltoallv)(struct comm *c, const void *send,

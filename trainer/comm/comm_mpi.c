@@ -178,6 +178,57 @@ static int mpi_wait(struct comm_request *req)
 	return 0;
 }
 
+/* counts as MPI's ints in st->counts, displacements after them; false when
+ * one is beyond an int */
+static bool mpi_blocks(struct comm *c, const size_t *counts)
+{
+	struct mpi_state *st = c->impl;
+	int *ic = st->counts, *id = ic + c->size;
+	size_t off = 0;
+
+	for (int p = 0; p < c->size; p++) {
+		if (counts[p] > INT_MAX || off > INT_MAX)
+			return false;
+		ic[p] = (int)counts[p];
+		id[p] = (int)off;
+		off += counts[p];
+	}
+	return off <= INT_MAX;
+}
+
+static int mpi_reduce_scatter(struct comm *c, float *buf, const size_t *counts)
+{
+	struct mpi_state *st = c->impl;
+	int me = c->rank, rc;
+
+	if (!mpi_blocks(c, counts))
+		return -EOVERFLOW;
+	/* in place, the sum of this rank's block lands at the start of buf */
+	rc = MPI_Reduce_scatter(MPI_IN_PLACE, buf, st->counts, MPI_FLOAT,
+				MPI_SUM, st->comm);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Reduce_scatter", rc);
+	if (st->counts[c->size + me])
+		memmove(buf + st->counts[c->size + me], buf,
+			sizeof(float) * counts[me]);
+	return 0;
+}
+
+static int mpi_allgather(struct comm *c, float *buf, const size_t *counts)
+{
+	struct mpi_state *st = c->impl;
+	int rc;
+
+	if (!mpi_blocks(c, counts))
+		return -EOVERFLOW;
+	rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+			    st->counts, st->counts + c->size, MPI_FLOAT,
+			    st->comm);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Allgatherv", rc);
+	return 0;
+}
+
 static int mpi_bcast(struct comm *c, void *buf, size_t n, enum comm_dtype t,
 		     int root)
 {
@@ -295,6 +346,8 @@ static const struct comm_ops mpi_ops = {
     .allreduce_f32 = mpi_allreduce,
     .iallreduce_f32 = mpi_iallreduce,
     .wait = mpi_wait,
+    .reduce_scatter_f32 = mpi_reduce_scatter,
+    .allgather_f32 = mpi_allgather,
     .bcast = mpi_bcast,
     .alltoallv = mpi_alltoallv,
     .send = mpi_send,

@@ -389,6 +389,74 @@ static int nccl_alltoallv(struct comm *c, const void *send,
 	return nccl_group_end(c, "all-to-all (ncclSend/ncclRecv)", r);
 }
 
+/* the blocks' common size, 0 when they differ (or are all empty) */
+static size_t nccl_equal_blocks(const struct comm *c, const size_t *counts)
+{
+	for (int p = 1; p < c->size; p++)
+		if (counts[p] != counts[0])
+			return 0;
+	return counts[0];
+}
+
+/*
+ * Equal blocks take NCCL's in-place reduce-scatter (the receive buffer at
+ * the rank's block of the send buffer); unequal ones a group of in-place
+ * reductions, one to each block's owner.
+ */
+static int nccl_reduce_scatter(struct comm *c, float *buf,
+			       const size_t *counts)
+{
+	struct nccl_state *st = c->impl;
+	size_t k = nccl_equal_blocks(c, counts), off = 0;
+	ncclResult_t r = ncclSuccess;
+	int rc;
+
+	if ((rc = nccl_prepare(st)) < 0)
+		return rc;
+	if (k)
+		return nccl_run(c, "ncclReduceScatter",
+				ncclReduceScatter(buf, buf + (size_t)c->rank * k,
+						  k, ncclFloat32, ncclSum,
+						  st->comm, nccl_stream(st)));
+	r = ncclGroupStart();
+	if (r != ncclSuccess)
+		return nccl_fail(st, "ncclGroupStart", r);
+	for (int p = 0; p < c->size && (r == ncclSuccess || r == ncclInProgress);
+	     off += counts[p++])
+		if (counts[p])
+			r = ncclReduce(buf + off, buf + off, counts[p],
+				       ncclFloat32, ncclSum, p, st->comm,
+				       nccl_stream(st));
+	return nccl_group_end(c, "reduce-scatter (ncclReduce)", r);
+}
+
+/* the same shapes: ncclAllGather in place, or a group of broadcasts */
+static int nccl_allgather(struct comm *c, float *buf, const size_t *counts)
+{
+	struct nccl_state *st = c->impl;
+	size_t k = nccl_equal_blocks(c, counts), off = 0;
+	ncclResult_t r = ncclSuccess;
+	int rc;
+
+	if ((rc = nccl_prepare(st)) < 0)
+		return rc;
+	if (k)
+		return nccl_run(c, "ncclAllGather",
+				ncclAllGather(buf + (size_t)c->rank * k, buf, k,
+					      ncclFloat32, st->comm,
+					      nccl_stream(st)));
+	r = ncclGroupStart();
+	if (r != ncclSuccess)
+		return nccl_fail(st, "ncclGroupStart", r);
+	for (int p = 0; p < c->size && (r == ncclSuccess || r == ncclInProgress);
+	     off += counts[p++])
+		if (counts[p])
+			r = ncclBroadcast(buf + off, buf + off, counts[p],
+					  ncclFloat32, p, st->comm,
+					  nccl_stream(st));
+	return nccl_group_end(c, "all-gather (ncclBroadcast)", r);
+}
+
 static int nccl_send(struct comm *c, const void *buf, size_t n,
 		     enum comm_dtype t, int peer, int tag)
 {
@@ -485,6 +553,8 @@ static const struct comm_ops nccl_ops = {
     .allreduce_f32 = nccl_allreduce,
     .iallreduce_f32 = nccl_iallreduce,
     .wait = nccl_wait,
+    .reduce_scatter_f32 = nccl_reduce_scatter,
+    .allgather_f32 = nccl_allgather,
     .bcast = nccl_bcast,
     .alltoallv = nccl_alltoallv,
     .send = nccl_send,

@@ -185,6 +185,55 @@ static void check_bcast(struct comm *c, size_t n)
 	pass("%s bcast n=%zu from every root", comm_name(c), n);
 }
 
+/* block of rank p for the sharding checks: uneven, one of them empty */
+static size_t blk_count(int p, int s, size_t n)
+{
+	return p == s - 1 && s > 1 ? 0 : n + (size_t)p * 3;
+}
+
+static void check_blocks(struct comm *c, size_t n)
+{
+	int r = comm_rank(c), s = comm_size(c);
+	size_t counts[64], total = 0, off = 0;
+	struct buf b;
+	float *h;
+
+	if (s > 64)
+		die("check_blocks: %d ranks", s);
+	for (int p = 0; p < s; p++)
+		total += counts[p] = blk_count(p, s, n);
+	buf_new(&b, c, (total + 1) * sizeof(float));
+	h = b.host;
+	for (size_t i = 0; i < total; i++)
+		h[i] = (float)(r + 1) * (float)(i % 1000);
+	buf_push(&b);
+	check_rc(comm_reduce_scatter_f32(c, b.dev, counts), "reduce-scatter");
+	buf_pull(&b);
+	for (int p = 0; p < r; p++)
+		off += counts[p];
+	for (size_t i = off; i < off + counts[r]; i++)
+		if (h[i] != (float)(s * (s + 1) / 2) * (float)(i % 1000))
+			die("%s reduce-scatter: [%zu] of block %zu..%zu = %.1f",
+			    comm_name(c), i, off, off + counts[r], (double)h[i]);
+	/* each rank's block carries its rank; the rest is stale */
+	for (size_t i = 0; i < total; i++)
+		h[i] = i >= off && i < off + counts[r] ? (float)(r * 100000) +
+							      (float)i
+						       : -1.0f;
+	buf_push(&b);
+	check_rc(comm_allgather_f32(c, b.dev, counts), "all-gather");
+	buf_pull(&b);
+	off = 0;
+	for (int p = 0; p < s; off += counts[p++])
+		for (size_t i = off; i < off + counts[p]; i++)
+			if (h[i] != (float)(p * 100000) + (float)i)
+				die("%s all-gather: [%zu] = %.1f, want rank %d's",
+				    comm_name(c), i, (double)h[i], p);
+	buf_free(&b);
+	pass("%s reduce-scatter and all-gather of uneven blocks n=%zu",
+	     comm_name(c), n);
+}
+
 /* uneven: rank src sends this many elements to dst (zero happens) */
 static size_t a2a_count(int src, int dst, int salt)
 {
@@ -351,6 +400,8 @@ static void check_all(struct comm *c)
 	check_allreduce(c, 1 << 18, false);
 	check_allreduce(c, 4097, true);
 	check_bcast(c, 333);
+	check_blocks(c, 1);
+	check_blocks(c, 5000);
 	check_alltoallv(c, 0, COMM_I32);
 	check_alltoallv(c, 1, COMM_F32);
 	check_alltoallv(c, 2, COMM_I32);

@@ -160,8 +160,8 @@ static void stage_copy(struct ckpt_async *w, const struct model *m)
 	const size_t n = m->nparams;
 
 	m->ops->to_host(w->stage, m->params, sizeof(float) * n);
-	m->ops->to_host(w->stage + n, m->m, sizeof(float) * n);
-	m->ops->to_host(w->stage + 2 * n, m->v, sizeof(float) * n);
+	/* a sharded optimizer's own blocks: its caller gathers the rest */
+	model_moments_store(m, w->stage + n, w->stage + 2 * n);
 }
 
 static void *async_main(void *arg)

@@ -71,8 +71,7 @@ void ckpt_base_set(struct ckpt_base *b, const struct model *m,
 		memcpy(b->state, stage, sizeof(float) * 3 * n);
 	} else {
 		m->ops->to_host(b->state, m->params, sizeof(float) * n);
-		m->ops->to_host(b->state + n, m->m, sizeof(float) * n);
-		m->ops->to_host(b->state + 2 * n, m->v, sizeof(float) * n);
+		model_moments_store(m, b->state + n, b->state + 2 * n);
 	}
 	b->checksum = state_hash(m, b->state);
 	sigma_strlcpy(b->file, slash ? slash + 1 : path, sizeof(b->file));
@@ -533,8 +532,7 @@ int ckpt_read_diff(const char *path, struct model *m, struct ckpt_state *st,
 		goto out;
 	/* all of it is good: only now touch the model */
 	m->ops->from_host(m->params, cur, sizeof(float) * n);
-	m->ops->from_host(m->m, cur + n, sizeof(float) * n);
-	m->ops->from_host(m->v, cur + 2 * n, sizeof(float) * n);
+	model_moments_load(m, cur + n, cur + 2 * n);
 	*st = tmp;
 out:
 	free(base);

@@ -384,6 +384,9 @@ int ckpt_write_staged(const char *dir, const struct model *m,
 
 	ckpt_h5_quiet();
 	tmp[0] = '\0';
+	if (!stage && m->zero)
+		return sigma_set_err(err, len, EINVAL,
+				     "the moments are split over the ranks: a checkpoint is written from a stage its rank gathered");
 	rc = write_prepare(dir, m, st, final, sizeof(final), err, len);
 	if (rc)
 		return rc;
@@ -732,12 +735,10 @@ static int read_file(const char *path, enum seal_need need, bool *sealed,
 	/* all of it is good: only now touch the model */
 	m->ops->from_host(m->params, stage, sizeof(float) * n);
 	if (st) {
-		m->ops->from_host(m->m, stage + n, sizeof(float) * n);
-		m->ops->from_host(m->v, stage + 2 * n, sizeof(float) * n);
+		model_moments_load(m, stage + n, stage + 2 * n);
 		*st = tmp;
 	} else {
-		m->ops->zero(m->m, n);
-		m->ops->zero(m->v, n);
+		model_moments_load(m, NULL, NULL);
 	}
 out:
 	ckpt_h5_virtual_dir(NULL);

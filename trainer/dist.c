@@ -147,6 +147,7 @@ static void teardown(struct dist *d, bool fence)
 	if (d->req.active)
 		(void)comm_wait(&d->req);
 	dist_ep_fini(d);
+	dist_zero_fini(d);
 	device_comms_fini(d);
 	dist_pipe_fini(d);
 	comm_destroy(d->edp);
@@ -384,6 +385,8 @@ int dist_attach(struct dist *d, struct model *m, char *err, size_t len)
 		m->counts_ctx = d;
 		m->count_ranks = comm_size(d->dp);
 	}
+	if (dist_zero_attach(d, m))
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	if (d->lp.ep > 1) {
 		rc = dist_ep_attach(d, m);
 		if (rc)
@@ -444,7 +447,7 @@ void dist_grad_begin(struct dist *d, struct model *m)
 	 * one of the step for every gradient, and the block is one range:
 	 * one stage, one micro-batch, no expert range of its own */
 	if (comm_size(d->dp) > 1 && d->lp.pp == 1 && d->micro == 1 &&
-	    m->ndense == m->nparams) {
+	    m->ndense == m->nparams && !m->zero) {
 		m->grad_ready = on_grad_ready;
 		m->grad_ready_ctx = d;
 	} else {
@@ -462,6 +465,11 @@ int dist_grad_finish(struct dist *d)
 	m->grad_ready = NULL;
 	if (n == 1)
 		return 0;
+	if (m->zero) {
+		rc = dist_zero_reduce(d, m);
+		d->comm_ns += dist_now_ns() - t0;
+		return rc;
+	}
 	if (d->req.active) {
 		int w = comm_wait(&d->req);
 
@@ -489,8 +497,10 @@ int dist_grad_finish(struct dist *d)
 static double on_norm(void *ctx, const double ss[2])
 {
 	struct dist *d = ctx;
-	double mine = (d->me.dp_index == 0 ? ss[0] : 0.0) +
-		      (d->me.ep_group == 0 ? ss[1] : 0.0);
+	/* split moments: every rank's gradient blocks are its own */
+	bool each = d->m && d->m->zero;
+	double mine = (each || d->me.dp_index == 0 ? ss[0] : 0.0) +
+		      (each || d->me.ep_group == 0 ? ss[1] : 0.0);
 	double *all = calloc((size_t)d->size, sizeof(double)), sum = 0.0;
 	uint64_t t0 = dist_now_ns();
 	int rc = all ? dist_allgather(d, &mine, sizeof(mine), all) : -ENOMEM;

@@ -99,6 +99,10 @@ struct dist {
 	int fwd_err;	  /* a forward-pass reduction failed */
 	uint64_t comm_ns; /* time spent waiting for communication */
 	uint64_t buckets; /* buckets started in the last backward */
+
+	/* --zero 1: the block sizes of the dense range over dp and of the
+	 * experts over expert_dp (NULL: that range is not split) */
+	size_t *zc[2];
 };
 
 /*
@@ -181,6 +185,22 @@ int dist_forward_error(struct dist *d);
 void dist_grad_begin(struct dist *d, struct model *m);
 /* Reduce what is left, wait for every bucket, average over dp. */
 int dist_grad_finish(struct dist *d);
+
+/*
+ * ZeRO-1 (dist_zero.c): with --zero 1 the AdamW moments of the dense
+ * range are split over the stage's data-parallel group and those of the
+ * experts over their expert_dp group. dist_zero_of sets this rank's
+ * blocks in s (dist_shard_of's, for model_create_shard). After the
+ * optimizer step (dist_grad_finish reduce-scatters instead of
+ * all-reducing), dist_params_gather hands every block's new parameters to
+ * every holder. dist_moments_gather fills fm and fv (host, m->nparams
+ * floats each; NULL: a scratch of its own) with every moment of what this
+ * rank holds, for a checkpoint: collective over the groups, 0 or -errno.
+ */
+void dist_zero_of(const struct dist *d, struct model_shard *s);
+int dist_params_gather(struct dist *d, struct model *m);
+int dist_moments_gather(struct dist *d, const struct model *m, float *fm,
+			float *fv);
 
 /* Bytes this rank has sent through all its communicators so far. */
 uint64_t dist_bytes_sent(const struct dist *d);

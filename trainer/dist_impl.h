@@ -23,6 +23,14 @@ static inline uint64_t dist_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- dist_zero.c --------------------------------------------------------- */
+
+/* the block sizes of a model whose moments are split: 0 or -ENOMEM */
+int dist_zero_attach(struct dist *d, struct model *m);
+void dist_zero_fini(struct dist *d);
+/* each rank's block of the gradients summed over its group, / dp */
+int dist_zero_reduce(struct dist *d, struct model *m);
+
 /* ---- dist_ep.c ---------------------------------------------------------- */
 
 /* A buffer of floats in the ops' memory that only grows. */

@@ -326,6 +326,12 @@ static int shard_check(const struct model_config *cfg,
 		return sigma_set_err(err, len, EINVAL,
 				     "layers [%d, %d) of %d", s->layer_first,
 				     s->layer_first + s->layer_count, cfg->L);
+	for (int k = 0; k < 2; k++)
+		if (s->zsize[k] < 0 || s->zsize[k] > 65536 || s->zrank[k] < 0 ||
+		    (s->zsize[k] > 0 && s->zrank[k] >= s->zsize[k]))
+			return sigma_set_err(err, len, EINVAL,
+					     "moment block %d of %d",
+					     s->zrank[k], s->zsize[k]);
 	if (s->ep < 1 || cfg->E % s->ep || (s->ep > 1 && !s->experts))
 		return sigma_set_err(err, len, EINVAL,
 				     "%d experts over ep %d", cfg->E, s->ep);
@@ -335,6 +341,36 @@ static int shard_check(const struct model_config *cfg,
 					     "expert %d of %d", s->experts[i],
 					     cfg->E);
 	return 0;
+}
+
+void model_zero_block(size_t n, int k, int size, size_t *lo, size_t *hi)
+{
+	if (size <= 1) {
+		*lo = 0, *hi = n;
+		return;
+	}
+	/* balanced: the blocks differ by one float at most */
+	*lo = (size_t)((unsigned __int128)n * (unsigned)k / (unsigned)size);
+	*hi = (size_t)((unsigned __int128)n * (unsigned)(k + 1) /
+		       (unsigned)size);
+}
+
+/* the moments m holds, from its shard's blocks */
+static void moments_layout(struct model *m)
+{
+	const size_t base[2] = { 0, m->ndense };
+	const size_t n[2] = { m->ndense, m->nparams - m->ndense };
+
+	m->nmom = 0;
+	for (int k = 0; k < 2; k++) {
+		model_zero_block(n[k], m->shard.zrank[k], m->shard.zsize[k],
+				 &m->mom_lo[k], &m->mom_hi[k]);
+		m->mom_lo[k] += base[k];
+		m->mom_hi[k] += base[k];
+		m->nmom += m->mom_hi[k] - m->mom_lo[k];
+		m->zero |= m->shard.zsize[k] > 1;
+	}
+	m->sharded |= m->zero;
 }
 
 /* m with its tensor table for shard (NULL: whole); no arena */
@@ -376,6 +412,7 @@ static int layout_new(struct model **out, const struct model_config *cfg,
 	}
 	m->shard.experts = m->expert_ids;
 	m->nparams = layout(m);
+	moments_layout(m);
 	*out = m;
 	return 0;
 nomem:
@@ -393,7 +430,7 @@ int model_create_layout(struct model **out, const struct model_config *cfg,
 /* the activation sets, counted (cv->base NULL) or carved */
 static void carve_all_acts(struct model *m, struct carver *cv)
 {
-	cv->used = 4 * sizeof(float) * m->nparams;
+	cv->used = 2 * sizeof(float) * (m->nparams + m->nmom);
 	for (int i = 0; i < m->nacts; i++)
 		carve_acts(m, &m->acts[i], cv);
 }
@@ -430,7 +467,7 @@ size_t model_bytes(const struct model_config *cfg, int B, int nacts,
 	a.layer = la;
 	m->B = B;
 	m->att_tt = attention_tt(ops, cfg, B, NULL, 0) > 0;
-	cv.used = 4 * sizeof(float) * m->nparams;
+	cv.used = 2 * sizeof(float) * (m->nparams + m->nmom);
 	for (int i = 0; i < nacts; i++)
 		carve_acts(m, &a, &cv);
 	n = cv.used;
@@ -499,7 +536,7 @@ int model_create_shard(struct model **out, const struct model_config *cfg,
 	m->params = (float *)m->arena;
 	m->grads = m->params + m->nparams;
 	m->m = m->grads + m->nparams;
-	m->v = m->m + m->nparams;
+	m->v = m->m + m->nmom;
 	cv.base = m->arena;
 	carve_all_acts(m, &cv);
 	m->act = m->acts[0];
@@ -595,9 +632,45 @@ void model_init_weights(struct model *m, uint64_t seed)
 			init_tensor(m, t, seed, x);
 	}
 	m->ops->from_host(m->params, host, sizeof(float) * m->nparams);
-	m->ops->zero(m->m, m->nparams);
-	m->ops->zero(m->v, m->nparams);
+	model_moments_load(m, NULL, NULL);
 	free(host);
+}
+
+void model_moments_load(struct model *m, const float *fm, const float *fv)
+{
+	size_t mo = 0;
+
+	for (int k = 0; k < 2; k++) {
+		size_t n = m->mom_hi[k] - m->mom_lo[k];
+
+		if (!n)
+			continue;
+		if (fm) {
+			m->ops->from_host(m->m + mo, fm + m->mom_lo[k],
+					  sizeof(float) * n);
+			m->ops->from_host(m->v + mo, fv + m->mom_lo[k],
+					  sizeof(float) * n);
+		} else {
+			m->ops->zero(m->m + mo, n);
+			m->ops->zero(m->v + mo, n);
+		}
+		mo += n;
+	}
+}
+
+void model_moments_store(const struct model *m, float *fm, float *fv)
+{
+	size_t mo = 0;
+
+	for (int k = 0; k < 2; k++) {
+		size_t n = m->mom_hi[k] - m->mom_lo[k];
+
+		if (!n)
+			continue;
+		m->ops->to_host(fm + m->mom_lo[k], m->m + mo, sizeof(float) * n);
+		m->ops->to_host(fv + m->mom_lo[k], m->v + mo, sizeof(float) * n);
+		mo += n;
+	}
 }
 
 /* ---- forward ------------------------------------------------------------- */
@@ -824,11 +897,15 @@ void model_backward_part(struct model *m, int l0, int l1, float loss_scale)
 double model_grad_norm(struct model *m)
 {
 	double ss[2] = { 0.0, 0.0 };
+	/* a sharded optimizer's gradients are summed in its blocks only */
+	const size_t lo[2] = { m->zero ? m->mom_lo[0] : 0,
+			       m->zero ? m->mom_lo[1] : m->ndense };
+	const size_t hi[2] = { m->zero ? m->mom_hi[0] : m->ndense,
+			       m->zero ? m->mom_hi[1] : m->nparams };
 
-	m->ops->sumsq(&ss[0], m->grads, m->ndense);
-	if (m->nparams > m->ndense)
-		m->ops->sumsq(&ss[1], m->grads + m->ndense,
-			      m->nparams - m->ndense);
+	for (int k = 0; k < 2; k++)
+		if (hi[k] > lo[k])
+			m->ops->sumsq(&ss[k], m->grads + lo[k], hi[k] - lo[k]);
 	if (m->norm_reduce)
 		return sqrt(m->norm_reduce(m->norm_ctx, ss));
 	return sqrt(ss[0] + ss[1]);
@@ -858,13 +935,24 @@ float optim_step(struct model *m, const struct optim_config *o, double gnorm,
 
 	if (o->clip > 0.0f && gnorm > o->clip)
 		scale = (float)(o->clip / gnorm);
+	/* each tensor's part in the moments this rank holds */
 	for (int i = 0; i < m->ntensors; i++) {
 		const struct model_tensor *tn = &m->tensors[i];
+		size_t a, b, mo = 0;
 
-		m->ops->adamw(m->params + tn->offset, m->m + tn->offset,
-			      m->v + tn->offset, m->grads + tn->offset, tn->n,
-			      lr, o->beta1, o->beta2, o->eps,
-			      tn->decay ? o->weight_decay : 0.0f, scale, t);
+		for (int k = 0; k < 2; mo += m->mom_hi[k] - m->mom_lo[k], k++) {
+			a = tn->offset > m->mom_lo[k] ? tn->offset : m->mom_lo[k];
+			b = tn->offset + tn->n < m->mom_hi[k] ? tn->offset + tn->n
+							      : m->mom_hi[k];
+			if (a >= b)
+				continue;
+			m->ops->adamw(m->params + a, m->m + mo + a - m->mom_lo[k],
+				      m->v + mo + a - m->mom_lo[k],
+				      m->grads + a, b - a, lr, o->beta1,
+				      o->beta2, o->eps,
+				      tn->decay ? o->weight_decay : 0.0f,
+				      scale, t);
+		}
 	}
 	return scale;
 }

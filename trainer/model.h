@@ -96,6 +96,12 @@ struct model_shard {
 	int layer_first, layer_count;
 	int ep;
 	const int *experts;
+	/*
+	 * ZeRO-1: the AdamW moments of range k (0: the dense range, 1: the
+	 * experts) are split over zsize[k] ranks, this one holding block
+	 * zrank[k] (model_zero_block). zsize 0 or 1: all of them.
+	 */
+	int zrank[2], zsize[2];
 };
 
 void model_shard_whole(struct model_shard *s, const struct model_config *c);
@@ -201,11 +207,19 @@ struct model {
 	 * range is reduced over its own group.
 	 */
 	size_t ndense;
+	/*
+	 * The moments this rank holds (all, unless model_shard splits them):
+	 * parameters [mom_lo[k], mom_hi[k]) of range k, block 0's moments
+	 * first, then block 1's, nmom floats in all. zero: some are not here.
+	 */
+	size_t mom_lo[2], mom_hi[2], nmom;
+	bool zero;
 
 	/* one allocation; everything below points into it */
 	void *arena;
 	size_t arena_bytes;
-	float *params, *grads, *m, *v; /* [nparams] each */
+	float *params, *grads; /* [nparams] each */
+	float *m, *v;	       /* [nmom] each */
 	struct model_ptrs P, G;
 	/* the activation set in use, one of acts[nacts] (model_use_acts):
 	 * a pipeline stage keeps one per micro-batch in flight */
@@ -308,6 +322,17 @@ size_t model_bytes(const struct model_config *cfg, int B, int nacts,
 /* The model's row (expert id, or j) of local row j of t. */
 uint64_t model_tensor_row(const struct model *m, const struct model_tensor *t,
 			  uint64_t j);
+/* Block k of n floats split over size ranks: [*lo, *hi). */
+void model_zero_block(size_t n, int k, int size, size_t *lo, size_t *hi);
+/*
+ * The moments between host buffers of nparams floats (the parameter
+ * block's positions, as checkpoints hold them) and the ones this rank
+ * holds: load takes its ranges of fm and fv (NULL: zeroes), store puts
+ * them into fm and fv and leaves the other positions as they are.
+ */
+void model_moments_load(struct model *m, const float *fm, const float *fv);
+void model_moments_store(const struct model *m, float *fm, float *fv);
+
 /* Make activation set i (0 <= i < nacts) the one in use. */
 void model_use_acts(struct model *m, int i);
 void model_destroy(struct model *m);

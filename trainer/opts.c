@@ -74,6 +74,9 @@ void train_usage(FILE *f)
 		"  --micro N             micro-batches per step and rank (1), on the\n"
 		"                        1F1B schedule; the loss is their mean\n"
 		"  --grad-bucket-mb M    gradient all-reduce bucket (default 16)\n"
+		"  --zero 0|1            1: the AdamW moments are split over the ranks\n"
+		"                        that hold each tensor (ZeRO-1), gradients\n"
+		"                        reduce-scattered, parameters all-gathered (0)\n"
 		"Precision and guardrails (docs/guardrails.md):\n"
 		"  --precision fp32|bf16 forward matrix products (default fp32)\n"
 		"  --guard on|off        numerical guardrails (default on)\n"
@@ -256,6 +259,7 @@ static const struct opt_def opt_table[] = {
 	INT("ep", ep, 1, LAYOUT_MAX_RANKS),
 	INT("pp", pp, 1, LAYOUT_MAX_RANKS),
 	INT("micro", micro, 1, 4096),
+	INT("zero", zero, 0, 1),
 	DOUBLE("grad-bucket-mb", bucket_mb, 0.001, 4096),
 	/* precision and guardrails (docs/guardrails.md) */
 	WORD("precision", bf16, precisions),

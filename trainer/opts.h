@@ -46,6 +46,7 @@ struct train_opts {
 	bool bf16; /* --precision bf16 */
 	char device[32]; /* --device: cpu (empty), cuda, cuda:fp32, cuda:bf16 */
 	int dp, ep, pp; /* layout; dp 0: the job size */
+	int zero; /* 1: AdamW moments split over the data-parallel ranks */
 	int micro;	/* micro-batches per step and rank */
 	double bucket_mb; /* gradient all-reduce bucket */
 	bool blas_pick; /* --blas-pick: blas_pick.h acts on it before this */

@@ -366,8 +366,7 @@ static int run_tier1(struct dist *d, struct model *m,
 			}
 		} else if (got) {
 			m->ops->from_host(m->params, buf, sizeof(float) * n);
-			m->ops->from_host(m->m, buf + n, sizeof(float) * n);
-			m->ops->from_host(m->v, buf + 2 * n, sizeof(float) * n);
+			model_moments_load(m, buf + n, buf + 2 * n);
 		}
 		/* a failed transfer is counted by its sender */
 	}

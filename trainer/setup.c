@@ -107,7 +107,10 @@ static int setup_memory(struct trainer *t, const struct model_shard *sh,
 	struct mem_limit lim;
 	struct mem_need need;
 	size_t rep;
-	int copies = staging_of(t, sh->ep > 1 || sh->layer_count < o->model.L,
+	bool zero = sh->zsize[0] > 1 || sh->zsize[1] > 1;
+	int copies = staging_of(t,
+				zero || sh->ep > 1 ||
+				    sh->layer_count < o->model.L,
 				&rep);
 
 	mem_need_of(&need, &o->model, B, d->micro, sh, ops, copies, rep);
@@ -149,6 +152,8 @@ static int setup_model(struct trainer *t)
 	if (!ex)
 		return TRAIN_EXIT_OSERR;
 	dist_shard_of(d, d->rank, &sh, ex);
+	if (o->zero)
+		dist_zero_of(d, &sh);
 	ops = sigma_ops_select(dev, err, sizeof(err));
 	if (!ops) {
 		free(ex);
@@ -402,7 +407,7 @@ static int setup_writers(struct trainer *t)
 	 * unless asked otherwise; one held in parts: each part's writer,
 	 * always in the background (--ckpt-sync waits for it) */
 	if (t->m->sharded && *o->ckpt_dir && o->ckpt_diff_every > 0) {
-		sigma_error("--ckpt-diff-every: differential checkpoints need a model that every rank holds whole (--ep 1, --pp 1)");
+		sigma_error("--ckpt-diff-every: differential checkpoints need a model that every rank holds whole (--ep 1, --pp 1, --zero 0)");
 		return TRAIN_EXIT_USAGE;
 	}
 	if (t->m->sharded && *o->ckpt_dir)
@@ -491,10 +496,11 @@ static void rank_summary(const struct trainer *t)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%); sent %.1f KiB per step; holds %zu parameters (%.1f MiB with gradients and moments), peak RSS %.1f MiB; needs %.1f MiB by the configuration check",
+	sigma_info("rank %d (stage %d, dp_index %d): %ld steps, %.2f ms per step: %.2f ms computing, %.2f ms waiting on communication (%.1f%%); sent %.1f KiB per step; holds %zu parameters and the moments of %zu (%.1f MiB with gradients), peak RSS %.1f MiB; needs %.1f MiB by the configuration check",
 		   d->rank, d->me.stage, d->me.dp_index, t->st.step - t->start,
 		   ms, ms - cm, cm, ms > 0 ? 100.0 * cm / ms : 0.0,
-		   (double)dist_bytes_sent(d) / 1024.0 / n, t->m->nparams, 16.0 * t->m->nparams / 1048576.0,
+		   (double)dist_bytes_sent(d) / 1024.0 / n, t->m->nparams, t->m->nmom,
+		   8.0 * (double)(t->m->nparams + t->m->nmom) / 1048576.0,
 		   ru.ru_maxrss / 1024.0, t->mem_need / 1048576.0);
 }
 

@@ -150,17 +150,29 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 {
 	struct ckpt_async_stats cs;
 	uint64_t t0 = sigma_now_ms();
-	bool lazy = m->ops == &sigma_ops_cpu;
+	/* split moments are gathered here, by every rank together */
+	bool lazy = m->ops == &sigma_ops_cpu && !m->zero;
 	char err[1024];
 	int rc;
 
-	rc = lazy ? ckpt_async_submit_lazy(t->own, m, st, err, sizeof(err))
-		  : ckpt_async_submit(t->own, m, st, err, sizeof(err));
-	if (rc) {
-		sigma_error("tier 1: %s", err);
-		return TRAIN_EXIT_CANTCREAT;
+	if (m->zero) {
+		rc = tier2_submit_gathered(t->own, d, m, st, &cs.stall_ms, err,
+					   sizeof(err));
+		if (rc) {
+			sigma_error("tier 1: %s", err);
+			return rc == -ECANCELED ? TRAIN_EXIT_CANTCREAT
+						: TRAIN_EXIT_PEER;
+		}
+	} else {
+		rc = lazy ? ckpt_async_submit_lazy(t->own, m, st, err,
+						   sizeof(err))
+			  : ckpt_async_submit(t->own, m, st, err, sizeof(err));
+		if (rc) {
+			sigma_error("tier 1: %s", err);
+			return TRAIN_EXIT_CANTCREAT;
+		}
+		ckpt_async_stats(t->own, &cs);
 	}
-	ckpt_async_stats(t->own, &cs);
 	t->inflight = lazy;
 	rc = t->buddy >= 0 ? exchange(t, d, m, lazy ? m : NULL, st) : 0;
 	/* the replica's exchange stalls training too */

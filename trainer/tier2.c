@@ -4,7 +4,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -29,6 +31,32 @@ static int tier2_submit(struct ckpt_async *aw, const struct model *m,
 	}
 	ckpt_async_stats(aw, &cs);
 	ct->stall_ms = cs.stall_ms;
+	return 0;
+}
+
+int tier2_submit_gathered(struct ckpt_async *aw, struct dist *d,
+			  const struct model *m, const struct ckpt_state *st,
+			  double *stall_ms, char *err, size_t len)
+{
+	const size_t n = m->nparams;
+	uint64_t t0 = sigma_now_ms();
+	float *s = NULL;
+	int rc;
+
+	if (aw) {
+		s = ckpt_async_claim(aw, err, len);
+		if (!s) /* its previous write failed */
+			return -ECANCELED;
+		m->ops->to_host(s, m->params, sizeof(float) * n);
+	}
+	rc = dist_moments_gather(d, m, s ? s + n : NULL, s ? s + 2 * n : NULL);
+	if (rc)
+		return sigma_set_err(err, len, -rc,
+				     "step %ld: gathering the moments: %s",
+				     st->step, strerror(-rc));
+	if (aw)
+		ckpt_async_commit(aw, st);
+	*stall_ms = (double)(sigma_now_ms() - t0);
 	return 0;
 }
 

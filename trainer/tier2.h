@@ -8,6 +8,7 @@
 #define SIGMA_TRAIN_TIER2_H
 
 #include "ckpt.h"
+#include "dist.h"
 #include "opts.h"
 
 /* checkpoint timings for the metrics file: NAN where none in the row */
@@ -27,6 +28,19 @@ int tier2_save(const struct train_opts *o, struct ckpt_async *aw,
 int tier2_save_diff(const struct train_opts *o, struct ckpt_async *aw,
 		    struct ckpt_base *base, const struct model *m,
 		    struct ckpt_state *st, struct ckpt_times *ct);
+
+/*
+ * A model whose moments are split over the ranks (--zero 1): every rank
+ * of the groups calls this at the same step. The writer aw's stage (NULL:
+ * this rank writes nothing, and lends its moments only) receives the
+ * parameters and every moment of what this rank holds, gathered from
+ * their holders, and goes to the writer as st. 0, or with err
+ * -ECANCELED (aw's previous write failed), -ENOMEM, or the exchange's
+ * -errno (a peer).
+ */
+int tier2_submit_gathered(struct ckpt_async *aw, struct dist *d,
+			  const struct model *m, const struct ckpt_state *st,
+			  double *stall_ms, char *err, size_t len);
 
 /* the background write in flight, if any, is on disk or reported */
 int tier2_wait(struct ckpt_async *aw);

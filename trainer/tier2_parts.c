@@ -74,13 +74,23 @@ void tier2_parts_close(struct tier2_parts *p)
 }
 
 int tier2_parts_save(struct tier2_parts *p, struct ckpt_async *aw,
-		     const struct model *m, const struct ckpt_state *st,
-		     struct ckpt_times *ct)
+		     struct dist *d, const struct model *m,
+		     const struct ckpt_state *st, struct ckpt_times *ct)
 {
 	struct ckpt_async_stats cs;
 	char err[1024];
 
-	if (p->writer) {
+	if (m->zero) {
+		int rc = tier2_submit_gathered(p->writer ? aw : NULL, d, m, st,
+					       &ct->stall_ms, err, sizeof(err));
+
+		if (rc) {
+			sigma_error("checkpoint failed: %s", err);
+			return rc == -ECANCELED ? TRAIN_EXIT_CANTCREAT
+			       : rc == -ENOMEM	? TRAIN_EXIT_OSERR
+						: TRAIN_EXIT_PEER;
+		}
+	} else if (p->writer) {
 		if (ckpt_async_submit(aw, m, st, err, sizeof(err))) {
 			sigma_error("checkpoint failed: %s", err);
 			return TRAIN_EXIT_CANTCREAT;

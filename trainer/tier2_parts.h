@@ -38,10 +38,11 @@ void tier2_parts_close(struct tier2_parts *p);
 bool tier2_parts_writer(const struct dist *d, int rank, unsigned *which);
 
 /* Hand step st's part to the writer (writers), and mark it pending on
- * every rank. 0 or an exit code. */
+ * every rank; with split moments every rank lends its moments to the
+ * writers' stages (collective). 0 or an exit code. */
 int tier2_parts_save(struct tier2_parts *p, struct ckpt_async *aw,
-		     const struct model *m, const struct ckpt_state *st,
-		     struct ckpt_times *ct);
+		     struct dist *d, const struct model *m,
+		     const struct ckpt_state *st, struct ckpt_times *ct);
 
 /*
  * A pending step's index: written by rank 0 once every part is published

@@ -167,6 +167,12 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 			     ? 0.0f
 			     : optim_step(m, &t->o->optim, out->gn, out->lr,
 					  done);
+	/* split moments: each rank updated its block of the parameters */
+	if (!(gact & GUARD_ACT_SKIP) && dist_params_gather(t->d, m)) {
+		sigma_error("step %ld: gathering the updated parameters failed",
+			    done);
+		return TRAIN_EXIT_PEER;
+	}
 	t->st.step = done;
 	out->act = STEP_DONE;
 	out->stop = red[2] > 0 ? (sig ? sig : -2)
@@ -244,7 +250,7 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	if (due.full && t->m->sharded) {
 		/* each part by its writer, then the index (at once with
 		 * --ckpt-sync and at the end, else when the parts are in) */
-		code = tier2_parts_save(&t->parts, t->aw, t->m, &t->st,
+		code = tier2_parts_save(&t->parts, t->aw, d, t->m, &t->st,
 					&t->ct);
 		if (code == 0 && (last || t->o->ckpt_sync))
 			code = tier2_parts_settle(&t->parts, t->o, t->aw, d,

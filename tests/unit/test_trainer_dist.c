@@ -243,7 +243,7 @@ static void test_ep_hooks_match_model(void **state)
 	assert_int_equal(a->cfg.L * a->cfg.E, 8);
 	for (int i = 0; i < 8; i++)
 		slots[i] = loc[i % 4];
-	sh = (struct model_shard){ 0, a->cfg.L, 1, slots };
+	sh = (struct model_shard){ .layer_count = a->cfg.L, .ep = 1, .experts = slots };
 	assert_int_equal(model_create_shard(&b, &a->cfg, B, 1, &sh,
 					    &sigma_ops_cpu, err, sizeof(err)),
 			 0);

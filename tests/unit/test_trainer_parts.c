@@ -7,7 +7,9 @@
  *   - the parts of two expert ranks, joined by an index, read back whole
  *     into one model, and into shards of another placement (resharding);
  *   - a part replaced after the index was written, or missing, is
- *     refused with a message that names it.
+ *     refused with a message that names it;
+ *   - split moments (ZeRO-1): the blocks cover each range once, and the
+ *     blocks' AdamW steps together are the whole model's step.
  */
 #include <errno.h>
 #include <limits.h>
@@ -120,11 +122,110 @@ static void test_shard_draws_the_whole_models_rows(void **state)
 			 p->arena_bytes);
 	assert_int_equal(pb, sizeof(float) * p->nparams);
 	/* a stage of one of the two layers holds half of them, no head */
-	sh = (struct model_shard){ 0, 1, 1, NULL };
+	sh = (struct model_shard){ .layer_count = 1, .ep = 1 };
 	assert_true(model_bytes(&p->cfg, 1, 1, &sh, &sigma_ops_cpu, &pb) <
 		    w->arena_bytes);
 	model_destroy(w);
 	model_destroy(p);
+}
+
+static void test_zero_blocks_cover_each_range_once(void **state)
+{
+	static const size_t ns[] = { 0, 1, 7, 1000, 262977 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (int P = 1; P <= 9; P++) {
+			size_t at = 0, lo, hi;
+
+			for (int k = 0; k < P; k++) {
+				model_zero_block(ns[i], k, P, &lo, &hi);
+				assert_int_equal(lo, at);
+				assert_true(hi - lo <= ns[i] / P + 1);
+				at = hi;
+			}
+			assert_int_equal(at, ns[i]);
+		}
+}
+
+/* the small model holding experts ids with its moments split over P
+ * ranks, block k of each range */
+static struct model *zero_part(int ep, const int *ids, int P, int k)
+{
+	struct model_config c;
+	struct model_shard sh;
+	struct model *m = NULL;
+	char err[256];
+
+	model_config_small(&c);
+	model_shard_whole(&sh, &c);
+	sh.ep = ep;
+	sh.experts = ids;
+	sh.zrank[0] = sh.zrank[1] = k;
+	sh.zsize[0] = sh.zsize[1] = P;
+	assert_int_equal(model_create_shard(&m, &c, 1, 1, &sh, &sigma_ops_cpu,
+					    err, sizeof(err)),
+			 0);
+	model_init_weights(m, 5);
+	return m;
+}
+
+static void test_zero_blocks_step_like_the_whole(void **state)
+{
+	static const int ids[2 * 2] = { 3, 1, 0, 2 };
+	struct model *w = zero_part(2, ids, 1, 0), *z[3];
+	struct optim_config o;
+	const size_t n = w->nparams;
+	float *fm = calloc(n, sizeof(float)), *fv = calloc(n, sizeof(float));
+	float *out = calloc(n, sizeof(float));
+	struct model_shard sh;
+	size_t covered = 0;
+
+	(void)state;
+	optim_config_default(&o);
+	assert_false(w->zero);
+	for (size_t i = 0; i < n; i++) { /* one gradient, some moments */
+		w->grads[i] = 1e-2f * (float)((int)(i % 41) - 20);
+		fm[i] = 1e-3f * (float)(i % 977);
+		fv[i] = 1e-6f * (float)(i % 613);
+	}
+	model_moments_load(w, fm, fv);
+	for (int k = 0; k < 3; k++) {
+		z[k] = zero_part(2, ids, 3, k);
+		assert_true(z[k]->zero && z[k]->sharded);
+		assert_true(z[k]->nmom < n / 2);
+		covered += z[k]->nmom;
+		memcpy(z[k]->grads, w->grads, sizeof(float) * n);
+		model_moments_load(z[k], fm, fv);
+		optim_step(z[k], &o, 1.0, 1e-3f, 3);
+	}
+	assert_int_equal(covered, n);
+	optim_step(w, &o, 1.0, 1e-3f, 3);
+	/* each block's parameters and moments are the whole model's */
+	for (int k = 0; k < 3; k++) {
+		memset(fm, 0, sizeof(float) * n);
+		memset(fv, 0, sizeof(float) * n);
+		model_moments_store(z[k], fm, fv);
+		for (int r = 0; r < 2; r++)
+			for (size_t i = z[k]->mom_lo[r]; i < z[k]->mom_hi[r];
+			     i++) {
+				assert_true(fm[i] == w->m[i] && fv[i] == w->v[i]);
+				out[i] = z[k]->params[i];
+			}
+	}
+	assert_memory_equal(out, w->params, sizeof(float) * n);
+	/* the arena is smaller by the moments it does not hold */
+	model_shard_whole(&sh, &w->cfg);
+	sh.ep = 2, sh.experts = ids, sh.zsize[0] = sh.zsize[1] = 3;
+	assert_int_equal(model_bytes(&w->cfg, 1, 1, &sh, &sigma_ops_cpu, NULL),
+			 z[0]->arena_bytes);
+	assert_true(z[0]->arena_bytes < w->arena_bytes);
+	for (int k = 0; k < 3; k++)
+		model_destroy(z[k]);
+	model_destroy(w);
+	free(fm);
+	free(fv);
+	free(out);
 }
 
 struct fix {
@@ -257,6 +358,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shard_draws_the_whole_models_rows),
+		cmocka_unit_test(test_zero_blocks_cover_each_range_once),
+		cmocka_unit_test(test_zero_blocks_step_like_the_whole),
 		cmocka_unit_test_setup_teardown(test_parts_read_whole_and_resharded,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_part_replaced_or_missing_is_refused,

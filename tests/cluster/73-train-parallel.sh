@@ -2,10 +2,12 @@
 # sigma-train's expert and pipeline parallelism under srun --mpi=pmix across
 # nodes: for the same global batch and seed, every layout gives the losses
 # of one process (within fp32 reordering) for 20 steps and the same
-# weights: ep 2 (dp 2), pp 2, dp 2 x ep 2 (dp 4), pp 2 x dp 2, and with
+# weights: ep 2 (dp 2), pp 2, dp 2 x ep 2 (dp 4), pp 2 x dp 2, dp 4 and
+# pp 2 x dp 2 x ep 2 with the AdamW moments split (--zero 1), and with
 # micro-batches (1F1B) pp 2 x dp 2 x ep 2 against one process with the
 # same micro-batches. A checkpoint of dp 2 x ep 2 restores into one process
-# and into pp 2 and both give the uninterrupted run's next-step loss.
+# and into pp 2, one of dp 4 with split moments into pp 2 x dp 2, and all
+# give the uninterrupted run's next-step loss.
 # Layouts that cannot work are refused with exit 64 and a reason.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 need_train
@@ -56,7 +58,8 @@ log "one process"
 run one 1
 [ "$(losses one | wc -l)" = 20 ] || fail "one process: $(losses one | wc -l) metric rows"
 for layout in "ep2 2 --dp 2 --ep 2" "pp2 2 --pp 2" "dp2ep2 4 --dp 4 --ep 2" \
-	"pp2dp2 4 --pp 2 --dp 2"; do
+	"pp2dp2 4 --pp 2 --dp 2" "dp4z 4 --dp 4 --zero 1" \
+	"pp2dp2ep2z 4 --pp 2 --dp 2 --ep 2 --zero 1"; do
 	set -- $layout
 	name=$1
 	log "$name: ${*:3}"
@@ -68,6 +71,15 @@ for layout in "ep2 2 --dp 2 --ep 2" "pp2 2 --pp 2" "dp2ep2 4 --dp 4 --ep 2" \
 	awk -v a="$(val one)" -v b="$(val "$name")" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }' ||
 		fail "$name: validation ce $(val "$name"), one process $(val one)"
 done
+# split moments: a rank of dp 4 holds a quarter of them, and the step-20
+# checkpoint holds them whole, as one process's
+grep -q 'holds [0-9]* parameters and the moments of [0-9]* ' "$d/dp4z.err" ||
+	fail "dp4z: no summary line: $(tail -3 "$d/dp4z.err")"
+sed -nE 's/.*holds ([0-9]+) parameters and the moments of ([0-9]+) .*/\1 \2/p' "$d/dp4z.err" |
+	awk '{ if ($2 * 4 > $1 + 4 || $2 * 4 < $1 - 4) bad = 1 } END { exit bad }' ||
+	fail "dp4z: the moments are not split in 4: $(grep holds "$d/dp4z.err")"
+h5diff -d 1e-4 "$d/one/ckpt-00000020.h5" "$d/dp4z/ckpt-00000020.h5" /optim /optim >/dev/null ||
+	fail "dp4z: its checkpoint's moments differ from one process's"
 grep -q 'stage 1 (layers 1-1)' "$d/pp2.err" || fail "pp 2: the second stage does not hold layer 1: $(cat "$d/pp2.err")"
 
 log "micro-batches on the 1F1B schedule: pp 2 x dp 2 x ep 2 against one process, 4 micro-batches"
@@ -82,13 +94,15 @@ if cmp -s <(losses one) <(losses onem); then
 fi
 
 log "a checkpoint of dp 2 x ep 2 restores into one process and into pp 2"
-mkdir -p "$d/r1" "$d/rpp"
+mkdir -p "$d/r1" "$d/rpp" "$d/rz"
 # a checkpoint in parts: the index and its shards, with their seals
 cp "$d/dp2ep2/"ckpt-00000010.h5* "$d/dp2ep2/"shard-00000010-* "$d/r1/"
 cp "$d/dp2ep2/"ckpt-00000010.h5* "$d/dp2ep2/"shard-00000010-* "$d/rpp/"
 run r1 1 --resume --stop-at 11
 run rpp 2 --pp 2 --resume --stop-at 11
-for r in r1 rpp; do
+cp "$d/dp4z/"ckpt-00000010.h5* "$d/dp4z/"shard-00000010-* "$d/rz/"
+run rz 4 --pp 2 --dp 2 --resume --stop-at 11
+for r in r1 rpp rz; do
 	grep -q 'resume: .*ckpt-00000010.h5, continuing at step 10' "$d/$r.out" ||
 		fail "$r: did not resume from step 10: $(grep resume "$d/$r.out")"
 	[ "$(losses "$r" | head -1 | cut -d' ' -f1)" = 11 ] ||

@@ -111,7 +111,7 @@ for r in r1 rpp rz; do
 		'BEGIN { r = (a - b) / a; exit !(r < 1e-3 && r > -1e-3) }' ||
 		fail "$r: step 11 loss $(losses "$r" | head -1), uninterrupted $(losses one | sed -n 11p)"
 done
-log "step 11: uninterrupted $(losses one | sed -n 11p | cut -d' ' -f2), one process $(losses r1 | head -1 | cut -d' ' -f2), pp 2 $(losses rpp | head -1 | cut -d' ' -f2)"
+log "step 11: uninterrupted $(losses one | sed -n 11p | cut -d' ' -f2), one process $(losses r1 | head -1 | cut -d' ' -f2), pp 2 $(losses rpp | head -1 | cut -d' ' -f2), pp 2 x dp 2 from split moments $(losses rz | head -1 | cut -d' ' -f2)"
 
 log "layouts that cannot work are refused (exit 64, with the reason)"
 refused() {

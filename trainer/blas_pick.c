@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,12 +96,26 @@ static bool as_if(char **argv)
 	return false;
 }
 
+/*
+ * After the exec of /proc/self/exe the kernel names the process "exe"
+ * (ps, top, pgrep -x sigma-train, Slurm's process listings): give it its
+ * own name back.
+ */
+static void keep_name(char **argv)
+{
+	const char *slash = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+
+	if (getenv(ENV_PICKED) || getenv(ENV_ASIF))
+		prctl(PR_SET_NAME, slash ? slash + 1 : "sigma-train", 0, 0, 0);
+}
+
 void blas_pick(int argc, char **argv)
 {
 	struct cpu_features f;
 	const char *now, *best;
 	char why[256];
 
+	keep_name(argv);
 	if (pick_off(argc, argv))
 		return;
 	if (!as_if(argv) && (getenv(ENV_PICKED) || getenv("OPENBLAS_CORETYPE")))

@@ -26,7 +26,7 @@
 /* an index of whole tensors over shard files (virtual datasets) */
 #define CKPT_VERSION_SHARDED 2
 #define CKPT_SHARD_FORMAT "sigma-checkpoint-shard"
-#define CKPT_LAYOUT_MAX 48
+#define CKPT_LAYOUT_MAX 96
 #define CKPT_ATTEMPT_MAX 1000000
 
 /* Everything besides the tensors that a resumed run needs. */

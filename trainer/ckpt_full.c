@@ -182,6 +182,34 @@ int ckpt_write_header(struct ckpt_ctx *c, int64_t f, const char *format,
 	       (st->run[0] ? ckpt_h5_set_str(c, f, "run_id", st->run) : 0);
 }
 
+/* /experts/owner [L, E]: the ep rank of each expert, /experts/ep; none
+ * when one rank holds every expert */
+static int write_placement(struct ckpt_ctx *c, int64_t f, const struct model *m)
+{
+	const struct model_shard *s = &m->shard;
+	const size_t n = (size_t)m->cfg.L * m->cfg.E;
+	const uint64_t shape[2] = { (uint64_t)m->cfg.L, (uint64_t)m->cfg.E };
+	uint32_t *own;
+	int64_t g;
+	int rc;
+
+	if (!s->owner || s->owner_ep <= 1)
+		return 0;
+	own = malloc(sizeof(*own) * n);
+	if (!own)
+		return ckpt_fail(c, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		own[i] = (uint32_t)s->owner[i];
+	g = ckpt_h5_group_create(f, "experts");
+	rc = g < 0 ? ckpt_fail(c, EIO, "cannot create group experts")
+		   : ckpt_h5_set_i32(c, g, "ep", s->owner_ep) ?:
+		     ckpt_h5_dataset_write(c, g, "owner", "experts/owner",
+					   CKPT_H5_U32, 2, shape, 0, own, NULL);
+	ckpt_h5_close(g);
+	free(own);
+	return rc;
+}
+
 int ckpt_write_config(struct ckpt_ctx *c, int64_t f, const struct model *m,
 		      const struct ckpt_state *st)
 {
@@ -202,7 +230,7 @@ int ckpt_write_config(struct ckpt_ctx *c, int64_t f, const struct model *m,
 	     ckpt_h5_set_f32(c, g, "aux_coef", k->aux_coef) ?:
 	     ckpt_h5_set_i32(c, g, "batch", st ? st->batch : m->B);
 	ckpt_h5_close(g);
-	return rc;
+	return rc ?: write_placement(c, f, m);
 }
 
 /* data position, RNG state and the guard's */

@@ -183,7 +183,9 @@ void dist_shard_of(const struct dist *d, int rank, struct model_shard *s,
 	*s = (struct model_shard){ .layer_first = c.layer_first,
 				   .layer_count = c.layer_count,
 				   .ep = P,
-				   .experts = P > 1 ? experts : NULL };
+				   .experts = P > 1 ? experts : NULL,
+				   .owner = P > 1 ? d->pl.owner : NULL,
+				   .owner_ep = P };
 	for (int l = 0; P > 1 && l < d->lp.L; l++)
 		memcpy(experts + (size_t)l * El,
 		       &d->ep_loc[((size_t)l * P + c.ep_rank) * El],

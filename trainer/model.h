@@ -102,6 +102,11 @@ struct model_shard {
 	 * zrank[k] (model_zero_block). zsize 0 or 1: all of them.
 	 */
 	int zrank[2], zsize[2];
+	/* the whole placement, for the checkpoints' /experts: [L, E] the ep
+	 * rank holding each expert, over owner_ep ranks (NULL: one holds
+	 * all); not owned */
+	const int16_t *owner;
+	int owner_ep;
 };
 
 void model_shard_whole(struct model_shard *s, const struct model_config *c);

@@ -25,6 +25,8 @@
 #include "select.h"
 #include "train.h"
 
+#include <xxhash.h>
+
 /* ---- data and model ------------------------------------------------------ */
 
 static int setup_data(struct trainer *t)
@@ -288,6 +290,16 @@ static void setup_state(struct trainer *t)
 	st->attempt = o->attempt;
 	snprintf(st->layout, sizeof(st->layout), "ranks=%d dp=%d ep=%d pp=%d",
 		 d->size, d->lp.dp, d->lp.ep, d->lp.pp);
+	/* a part's slots are its experts in this placement: a tier-1 copy
+	 * of another one is of another layout */
+	if (d->lp.ep > 1)
+		snprintf(st->layout + strlen(st->layout),
+			 sizeof(st->layout) - strlen(st->layout),
+			 " placement=%08x",
+			 (unsigned)(XXH3_64bits(d->pl.owner,
+						sizeof(*d->pl.owner) *
+						    (size_t)d->pl.L * d->pl.E) &
+				    0xffffffffu));
 }
 
 /* the run, tier 1's directories, and where this start begins */

@@ -42,8 +42,11 @@ int tier2_parts_open(struct tier2_parts *p, struct dist *d,
 	if (!p->w)
 		return TRAIN_EXIT_OSERR;
 	rc = model_create_layout(&p->whole, &m->cfg, NULL, err, sizeof(err));
-	if (rc == 0)
+	if (rc == 0) { /* its placement, for the index's /experts */
 		p->whole->ops = m->ops;
+		p->whole->shard.owner = m->shard.owner;
+		p->whole->shard.owner_ep = m->shard.owner_ep;
+	}
 	for (int r = 0; rc == 0 && r < d->size; r++) {
 		struct ckpt_writer *w = &p->w[p->nw];
 		struct model *part;

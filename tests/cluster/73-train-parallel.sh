@@ -80,6 +80,11 @@ sed -nE 's/.*holds ([0-9]+) parameters and the moments of ([0-9]+) .*/\1 \2/p' "
 	fail "dp4z: the moments are not split in 4: $(grep holds "$d/dp4z.err")"
 h5diff -d 1e-4 "$d/one/ckpt-00000020.h5" "$d/dp4z/ckpt-00000020.h5" /optim /optim >/dev/null ||
 	fail "dp4z: its checkpoint's moments differ from one process's"
+# the expert placement is in the checkpoint: contiguous halves of the 4
+# experts of each of the 2 layers on ep ranks 0 and 1
+h5dump -d /experts/owner -y -w 0 "$d/dp2ep2/ckpt-00000020.h5" | tr -d ' \n' |
+	grep -q 'DATA{0,0,1,1,0,0,1,1}' ||
+	fail "dp2ep2: no placement table in its checkpoint: $(h5dump -d /experts/owner "$d/dp2ep2/ckpt-00000020.h5" 2>&1 | tail -5)"
 grep -q 'stage 1 (layers 1-1)' "$d/pp2.err" || fail "pp 2: the second stage does not hold layer 1: $(cat "$d/pp2.err")"
 
 log "micro-batches on the 1F1B schedule: pp 2 x dp 2 x ep 2 against one process, 4 micro-batches"

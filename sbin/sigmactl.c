@@ -200,7 +200,7 @@ static int ctl_request(const char *path, const char *req, bool history,
 			putchar('\n');
 			continue;
 		}
-		if (!evlog_parse_line(line, len, &ev))
+		if (!evlog_parse_line(line, len, &ev, NULL, 0))
 			ctl_print_event(&ev);
 	}
 	fclose(in);

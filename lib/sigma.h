@@ -84,6 +84,16 @@ const char *sigma_enum_list(const char *const names[], char *buf, size_t size);
  */
 const char *sigma_escape(const char *s, char *out, size_t size);
 
+/*
+ * How people read times (sigmactl): a duration as "45s", "3m12s",
+ * "2h05m", "3d04h" (two units, the larger first; negative reads as 0s),
+ * and a moment as local time "2026-01-05 14:03:12 CET". Both truncate to
+ * fit out (24 bytes is always enough for the duration, 64 for the time)
+ * and return out.
+ */
+const char *sigma_format_duration(int64_t secs, char *out, size_t size);
+const char *sigma_format_time(int64_t t, char *out, size_t size);
+
 /* ---- key=value configuration (kv.c) --------------------------------------- */
 
 #define SIGMA_KV_MAX_KEY 64

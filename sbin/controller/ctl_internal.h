@@ -146,6 +146,10 @@ void ctl_pool_sync(struct ctl *c, struct ctl_view *v);
 
 /* ---- decisions (ctl_decide.c) -------------------------------------------- */
 
+struct sigma_block;
+/* the restarts a job may have: its --sigma-max-restarts within the cap */
+int ctl_max_restarts(const struct ctl *c, const struct sigma_block *opts);
+
 /* decide on every failure and warning v shows */
 void ctl_detect(struct ctl *c, const struct ctl_view *v);
 /* log the nodes each running sigma job runs on, when they changed */

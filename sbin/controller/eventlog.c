@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,20 +187,6 @@ static const struct evlog_member evlog_strings[] = {
     EVLOG_STR(node), EVLOG_STR(spare), EVLOG_STR(text),
 };
 
-static int evlog_bad(char *err, size_t errlen, const char *fmt, ...)
-    SIGMA_PRINTF(3, 4);
-static int evlog_bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* the integer member key of o in [min, max] into *out; absent: 0 */
 static int evlog_get_int(json_t *o, const char *key, long long min,
 			 long long max, long long *out, char *err,
@@ -213,12 +198,13 @@ static int evlog_get_int(json_t *o, const char *key, long long min,
 	if (!v)
 		return 0;
 	if (!json_is_integer(v))
-		return evlog_bad(err, errlen, "'%s' is not an integer", key);
+		return sigma_set_err(err, errlen, -EINVAL,
+				     "'%s' is not an integer", key);
 	*out = json_integer_value(v);
 	if (*out < min || *out > max)
-		return evlog_bad(err, errlen,
-				 "'%s' %lld is out of [%lld, %lld]", key, *out,
-				 min, max);
+		return sigma_set_err(err, errlen, -EINVAL,
+				     "'%s' %lld is out of [%lld, %lld]", key,
+				     *out, min, max);
 	return 0;
 }
 
@@ -233,12 +219,12 @@ static int evlog_get_strings(json_t *o, struct evlog_event *ev, char *err,
 		if (!v)
 			continue;
 		if (!json_is_string(v))
-			return evlog_bad(err, errlen, "'%s' is not a string",
-					 m->key);
+			return sigma_set_err(err, errlen, -EINVAL,
+					     "'%s' is not a string", m->key);
 		if (json_string_length(v) >= m->size)
-			return evlog_bad(err, errlen,
-					 "'%s' is longer than %zu bytes",
-					 m->key, m->size - 1);
+			return sigma_set_err(err, errlen, -EINVAL,
+					     "'%s' is longer than %zu bytes",
+					     m->key, m->size - 1);
 		memcpy((char *)ev + m->off, json_string_value(v),
 		       json_string_length(v) + 1);
 	}
@@ -252,9 +238,9 @@ static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
 	int rc;
 
 	if (!json_is_object(o))
-		return evlog_bad(err, errlen, "not a JSON object");
+		return sigma_set_err(err, errlen, -EINVAL, "not a JSON object");
 	if (!json_is_integer(json_object_get(o, "time")))
-		return evlog_bad(err, errlen, "no integer 'time'");
+		return sigma_set_err(err, errlen, -EINVAL, "no integer 'time'");
 	rc = evlog_get_int(o, "time", -(1LL << 62), 1LL << 62, &v[0], err,
 			   errlen);
 	rc = rc ? rc
@@ -268,7 +254,7 @@ static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
 	if (rc)
 		return rc;
 	if (!ev->type[0])
-		return evlog_bad(err, errlen, "no 'type'");
+		return sigma_set_err(err, errlen, -EINVAL, "no 'type'");
 	ev->time = v[0];
 	ev->job = (uint32_t)v[1];
 	ev->uid = (uint32_t)v[2];
@@ -287,8 +273,8 @@ int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev,
 	memset(ev, 0, sizeof(*ev));
 	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o)
-		return evlog_bad(err, errlen, "column %d: %s", jerr.column,
-				 jerr.text);
+		return sigma_set_err(err, errlen, -EINVAL, "column %d: %s",
+				     jerr.column, jerr.text);
 	rc = evlog_from_json(o, ev, err, errlen);
 	json_decref(o);
 	if (rc)

@@ -823,25 +823,30 @@ static void test_socket(void **state)
 	ticks(c, 4);
 
 	request(c, srv, user, "status", reply, sizeof(reply));
+	/* one line of JSON: sigmactl shows it (test_sigmactl_show) */
+	assert_non_null(strstr(reply, "\"spares\":{\"reservation\":"
+				      "\"sigma_spares\",\"pool\":[\"n6\"],"
+				      "\"members\":[\"n5\",\"n6\"]}"));
+	assert_non_null(strstr(reply, "\"job\":7,"));
+	assert_non_null(strstr(reply, "\"state\":\"RUNNING\",\"restarts\":1,"
+				      "\"restarts_left\":"));
 	assert_non_null(
-	    strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
+	    strstr(reply, "\"nodes\":[\"n1\",\"n2\",\"n4\",\"n5\"]}"));
 	assert_non_null(
-	    strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
-	assert_non_null(strstr(reply, "n3 drained since"));
+	    strstr(reply, "{\"node\":\"n3\",\"state\":\"drained\",\"since\":"));
+	assert_int_equal(strchr(reply, '\n') - reply + 1, strlen(reply));
 	if (root) {
 		/* PrivateData=jobs: another user sees no one else's job */
 		request(c, srv, user - 1, "status", reply, sizeof(reply));
-		assert_null(strstr(reply, "7 RUNNING"));
-		assert_null(strstr(reply, "job 7 attempt"));
-		assert_non_null(strstr(reply, "spares: n6"));
+		assert_null(strstr(reply, "\"job\":7,"));
+		assert_non_null(strstr(reply, "\"pool\":[\"n6\"]"));
 		request(c, srv, admin, "status", reply, sizeof(reply));
-		assert_non_null(strstr(reply, "7 RUNNING"));
+		assert_non_null(strstr(reply, "\"job\":7,"));
 	}
 
 	if (root) {
 		/* mutating requests: refused to a normal user */
-		request(c, srv, user, "drain\tn1\tmaint", reply,
-			sizeof(reply));
+		request(c, srv, user, "drain\tn1\tmaint", reply, sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_int_equal(M.drains[0], 0);
 		request(c, srv, user, "spares\tremove\tn6", reply,
@@ -849,15 +854,13 @@ static void test_socket(void **state)
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_true(M.n[5].flags & CTL_N_RESERVED);
 		/* history: a normal user sees their own job's events only */
-		request(c, srv, user, "history", reply,
-			sizeof(reply));
+		request(c, srv, user, "history", reply, sizeof(reply));
 		assert_non_null(
 		    strstr(reply, "\"type\":\"decide\",\"job\":7,"));
 		assert_null(strstr(reply, "\"type\":\"pool\""));
 	}
 	/* root (or SlurmUser) may */
-	request(c, srv, admin, "drain\tn1\tfan swap", reply,
-		sizeof(reply));
+	request(c, srv, admin, "drain\tn1\tfan swap", reply, sizeof(reply));
 	assert_non_null(
 	    strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
 	assert_int_equal(M.drains[0], 1);
@@ -866,33 +869,30 @@ static void test_socket(void **state)
 	ticks(c, 1);
 	request(c, srv, admin, "status", reply, sizeof(reply));
 	{
-		char *admins = strstr(reply, "nodes drained by an admin");
-		char *repair = strstr(reply, "nodes in repair:\n");
+		char *admins = strstr(reply, "\"admin_drained\":[");
+		char *repair = strstr(reply, "\"repair\":[");
 
 		assert_non_null(admins);
 		assert_non_null(repair);
-		assert_non_null(strstr(admins, "(sigmactl drain):\n  n1 "));
+		assert_non_null(strstr(admins, "[{\"node\":\"n1\","));
 		*admins = '\0'; /* the repair section alone */
-		assert_null(strstr(repair, "  n1 "));
-		assert_non_null(strstr(repair, "  n3 drained since"));
+		assert_null(strstr(repair, "\"n1\""));
+		assert_non_null(
+		    strstr(repair, "{\"node\":\"n3\",\"state\":\"drained\""));
 	}
 	request(c, srv, admin, "resume\tn1", reply, sizeof(reply));
 	assert_false(M.n[0].flags & CTL_N_DRAIN);
-	request(c, srv, admin, "drain\tn99\tx", reply,
-		sizeof(reply));
+	request(c, srv, admin, "drain\tn99\tx", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "error: no node called 'n99'"));
-	request(c, srv, admin, "spares\tremove\tn6", reply,
-		sizeof(reply));
+	request(c, srv, admin, "spares\tremove\tn6", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "ok: n6 left the spare pool"));
 	assert_false(M.n[5].flags & CTL_N_RESERVED);
-	request(c, srv, admin, "history\tnode=n1", reply,
-		sizeof(reply));
+	request(c, srv, admin, "history\tnode=n1", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"drain\""));
 	/* job 7 ran on n1 (a "run" event), but nothing else of it was */
 	assert_non_null(strstr(reply, "\"type\":\"run\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"decide\",\"job\":7"));
-	request(c, srv, admin, "history\tjob=7", reply,
-		sizeof(reply));
+	request(c, srv, admin, "history\tjob=7", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"drain\",\"uid\""));
 	request(c, srv, admin, "history\tsince=99999999999", reply,

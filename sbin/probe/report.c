@@ -324,56 +324,49 @@ int probe_print_json(const struct probe_report *rep, FILE *out)
 
 int probe_format_metrics(const struct probe_report *rep, char *buf, size_t size)
 {
-	size_t used = 0;
+	const char *lv = probe_level_name(rep->level);
+	struct sigma_metrics m;
 
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run, 4 cannot judge\n"
-	    "# TYPE sigma_probe_verdict gauge\n"
-	    "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
-	    rep->node, probe_level_name(rep->level), rep->verdict);
-	append(buf, size, &used,
-	       "# HELP sigma_probe_gpus GPUs the probe found\n"
-	       "# TYPE sigma_probe_gpus gauge\n"
-	       "sigma_probe_gpus{node=\"%s\"} %d\n",
-	       rep->node, rep->ngpus < 0 ? 0 : rep->ngpus);
-	append(buf, size, &used,
-	       "# HELP sigma_probe_duration_seconds wall time of the probe\n"
-	       "# TYPE sigma_probe_duration_seconds gauge\n"
-	       "sigma_probe_duration_seconds{node=\"%s\",level=\"%s\"} %.3f\n",
-	       rep->node, probe_level_name(rep->level),
-	       (double)rep->elapsed_ms / 1000.0);
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_reading one reading, with its thresholds as sigma_probe_threshold\n"
-	    "# TYPE sigma_probe_reading gauge\n");
-	for (int i = 0; i < rep->n; i++) {
-		const struct probe_reading *r = &rep->r[i];
-
-		if (isnan(r->value))
-			continue;
-		append(
-		    buf, size, &used,
-		    "sigma_probe_reading{node=\"%s\",component=\"%s\",key=\"%s\"} %.17g\n",
-		    rep->node, r->comp, r->key, r->value);
-	}
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_threshold the warn and fail limits of a reading\n"
-	    "# TYPE sigma_probe_threshold gauge\n");
+	sigma_metrics_init(&m, buf, size);
+	sigma_metrics_family(&m, "sigma_probe_verdict", "gauge",
+			     "sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 "
+			     "could not run, 4 cannot judge");
+	sigma_metrics_sample(&m, "sigma_probe_verdict", rep->verdict, "node",
+			     rep->node, "level", lv, NULL);
+	sigma_metrics_family(&m, "sigma_probe_gpus", "gauge",
+			     "GPUs the probe found");
+	sigma_metrics_sample(&m, "sigma_probe_gpus",
+			     rep->ngpus < 0 ? 0 : rep->ngpus, "node", rep->node,
+			     NULL);
+	sigma_metrics_family(&m, "sigma_probe_duration_seconds", "gauge",
+			     "wall time of the probe");
+	sigma_metrics_sample(&m, "sigma_probe_duration_seconds",
+			     (double)rep->elapsed_ms / 1000.0, "node",
+			     rep->node, "level", lv, NULL);
+	sigma_metrics_family(&m, "sigma_probe_reading", "gauge",
+			     "one reading, with its thresholds as "
+			     "sigma_probe_threshold");
+	for (int i = 0; i < rep->n; i++)
+		if (!isnan(rep->r[i].value))
+			sigma_metrics_sample(&m, "sigma_probe_reading",
+					     rep->r[i].value, "node", rep->node,
+					     "component", rep->r[i].comp, "key",
+					     rep->r[i].key, NULL);
+	sigma_metrics_family(&m, "sigma_probe_threshold", "gauge",
+			     "the warn and fail limits of a reading");
 	for (int i = 0; i < rep->n; i++) {
 		const struct probe_reading *r = &rep->r[i];
 
 		if (!isnan(r->warn))
-			append(
-			    buf, size, &used,
-			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"warn\"} %.17g\n",
-			    rep->node, r->comp, r->key, r->warn);
+			sigma_metrics_sample(&m, "sigma_probe_threshold",
+					     r->warn, "node", rep->node,
+					     "component", r->comp, "key", r->key,
+					     "kind", "warn", NULL);
 		if (!isnan(r->fail))
-			append(
-			    buf, size, &used,
-			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"fail\"} %.17g\n",
-			    rep->node, r->comp, r->key, r->fail);
+			sigma_metrics_sample(&m, "sigma_probe_threshold",
+					     r->fail, "node", rep->node,
+					     "component", r->comp, "key", r->key,
+					     "kind", "fail", NULL);
 	}
-	return used + 1 >= size ? -ENOSPC : (int)used;
+	return sigma_metrics_end(&m);
 }

@@ -1062,6 +1062,75 @@ static void test_probe_async(void **state)
 	assert_int_equal(p.pid, 0);
 }
 
+/*
+ * The metrics file: after a recovery it counts one requeue decision, one
+ * drain, one duration; a new sigmad counts the same from the event log
+ * (the counters survive a restart, and nothing is counted twice). With
+ * SIGMA_METRICS_OUT set the file is copied there (tests/unit/
+ * test_metrics.sh runs promtool on it).
+ */
+static char *metrics_read(void)
+{
+	char path[300], *buf = NULL;
+
+	snprintf(path, sizeof(path), "%s/sigmad.prom", dir);
+	assert_int_equal(sigma_file_read(path, 1 << 20, &buf, NULL), 0);
+	return buf;
+}
+
+static void check_metrics(const char *buf)
+{
+	static const char *const want[] = {
+	    "sigma_recoveries_total{kind=\"failure\",verdict=\"requeue\"} 1\n",
+	    "sigma_recoveries_total{kind=\"warning\",verdict=\"checkpoint\"} 0\n",
+	    "sigma_drains_total{class=\"failure\"} 1\n",
+	    "sigma_drains_total{class=\"admin\"} 0\n",
+	    "sigma_recovery_duration_seconds_bucket{le=\"+Inf\"} 1\n",
+	    "sigma_recovery_duration_seconds_count 1\n",
+	    "sigma_job_restarts_left{job=\"7\"} 2\n",
+	    "sigma_managed_jobs{state=\"running\"} 1\n",
+	    "sigma_nodes_in_repair 1\n",
+	    "sigma_spares{state=\"in_use\"} 1\n",
+	    "# TYPE sigma_recovery_duration_seconds histogram\n",
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(buf, want[i]))
+			fail_msg("metrics lack %s in:\n%s", want[i], buf);
+}
+
+static void test_metrics(void **state)
+{
+	struct ctl *c = NULL;
+	char *buf, path[300];
+	const char *keep = getenv("SIGMA_METRICS_OUT");
+
+	cluster_reset(true);
+	sigma_strlcpy(cfg.metrics_dir, dir, sizeof(cfg.metrics_dir));
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	M.n[2].reason_time = M.now;
+	ticks(c, 8);
+	buf = metrics_read();
+	check_metrics(buf);
+	free(buf);
+	ctl_destroy(c); /* a new sigmad counts the same from the log */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 1);
+	buf = metrics_read();
+	check_metrics(buf);
+	if (keep)
+		assert_int_equal(
+		    sigma_file_write_atomic(keep, buf, strlen(buf), 0644), 0);
+	free(buf);
+	ctl_destroy(c);
+	snprintf(path, sizeof(path), "%s/sigmad.prom", dir);
+	unlink(path);
+	cfg.metrics_dir[0] = '\0';
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1076,6 +1145,7 @@ int main(void)
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_probe_async),
+	    cmocka_unit_test(test_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

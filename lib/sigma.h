@@ -84,6 +84,43 @@ const char *sigma_enum_list(const char *const names[], char *buf, size_t size);
  */
 const char *sigma_escape(const char *s, char *out, size_t size);
 
+/*
+ * How people read times (sigmactl): a duration as "45s", "3m12s",
+ * "2h05m", "3d04h" (two units, the larger first; negative reads as 0s),
+ * and a moment as local time "2026-01-05 14:03:12 CET". Both truncate to
+ * fit out (24 bytes is always enough for the duration, 64 for the time)
+ * and return out.
+ */
+const char *sigma_format_duration(int64_t secs, char *out, size_t size);
+const char *sigma_format_time(int64_t t, char *out, size_t size);
+
+/* ---- Prometheus text format (metrics.c) --------------------------------- */
+
+/*
+ * A metrics file for node_exporter's textfile collector, built in the
+ * caller's buffer: a family's HELP and TYPE lines, then its samples. Label
+ * values are escaped; a sample that does not fit is left out whole and
+ * the builder is full from then on. Names and label keys are the caller's
+ * constants (Prometheus naming: sigma_..._total, _seconds, base units).
+ */
+struct sigma_metrics {
+	char *buf;
+	size_t size, used;
+	bool full;
+};
+
+void sigma_metrics_init(struct sigma_metrics *m, char *buf, size_t size);
+/* type: counter, gauge or histogram */
+void sigma_metrics_family(struct sigma_metrics *m, const char *name,
+			  const char *type, const char *help);
+/* name{k1="v1",...} value; the labels are key, value pairs ending in NULL */
+void sigma_metrics_sample(struct sigma_metrics *m, const char *name,
+			  double value, ...);
+/* The length of the text, or -ENOSPC when something did not fit. */
+int sigma_metrics_end(const struct sigma_metrics *m);
+/* Write it to path atomically (mode 0644); 0, -ENOSPC or -errno. */
+int sigma_metrics_write(const struct sigma_metrics *m, const char *path);
+
 /* ---- key=value configuration (kv.c) --------------------------------------- */
 
 #define SIGMA_KV_MAX_KEY 64

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #include "sigma.h"
@@ -162,5 +163,34 @@ const char *sigma_escape(const char *s, char *out, size_t size)
 		}
 	}
 	out[n] = '\0';
+	return out;
+}
+
+const char *sigma_format_duration(int64_t secs, char *out, size_t size)
+{
+	long long s = secs < 0 ? 0 : (long long)secs;
+
+	if (s < 60)
+		snprintf(out, size, "%llds", s);
+	else if (s < 3600)
+		snprintf(out, size, "%lldm%02llds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(out, size, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(out, size, "%lldd%02lldh", s / 86400,
+			 s % 86400 / 3600);
+	return out;
+}
+
+const char *sigma_format_time(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!size)
+		return out;
+	if (!localtime_r(&tt, &tm) ||
+	    !strftime(out, size, "%Y-%m-%d %H:%M:%S %Z", &tm))
+		snprintf(out, size, "@%lld", (long long)t);
 	return out;
 }

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "sigma.h"
+#include "sigmactl_show.h"
 
 #ifndef SIGMA_SYSCONFDIR
 #define SIGMA_SYSCONFDIR "/etc"
@@ -30,7 +32,8 @@
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: sigmactl [--socket PATH] [--config FILE] COMMAND\n");
+	fprintf(f, "usage: sigmactl [--socket PATH] [--config FILE] COMMAND "
+		   "[--json]\n");
 	cmd_usage(f);
 }
 
@@ -99,45 +102,100 @@ static int ctl_parse_since(const char *s, long *out)
 	return -EINVAL;
 }
 
-/* prefix then s, with control characters escaped: s came from users */
-static void ctl_put(FILE *f, const char *prefix, const char *s)
+/* how the reply of a command is printed */
+struct ctl_out {
+	enum cmd_id cmd;
+	bool json;
+	struct show_history hist;
+};
+
+/* an error line of sigmad's, "error: TEXT": to stderr, or JSON on stdout */
+static void ctl_print_error(const struct ctl_out *o, const char *text)
 {
 	char safe[4 * EVLOG_LINE_MAX + 1];
+	json_t *e;
 
-	fprintf(f, "%s%s", prefix, sigma_escape(s, safe, sizeof(safe)));
+	if (!o->json) {
+		fprintf(stderr, "sigmactl: %s\n",
+			sigma_escape(text, safe, sizeof(safe)));
+		return;
+	}
+	e = json_pack("{s:s}", "error", text);
+	if (!e || json_dumpf(e, stdout, JSON_COMPACT))
+		fputs("{\"error\":\"?\"}", stdout);
+	putchar('\n');
+	json_decref(e);
 }
 
-static void ctl_print_event(const struct evlog_event *ev)
+/* "ok: TEXT" of drain, resume, spares add|remove */
+static void ctl_print_ok(const struct ctl_out *o, const char *line)
 {
-	char when[32];
-	time_t t = (time_t)ev->time;
-	struct tm tm;
+	char safe[4 * EVLOG_LINE_MAX + 1];
+	const char *text = strncmp(line, "ok: ", 4) ? line : line + 4;
+	json_t *j;
 
-	localtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	printf("%s %-12s", when, ev->type);
-	if (ev->job)
-		printf(" job %u", ev->job);
-	if (ev->attempt)
-		printf(" attempt %d", ev->attempt);
-	if (ev->kind[0])
-		ctl_put(stdout, " ", ev->kind);
-	if (ev->node[0])
-		ctl_put(stdout, " ", ev->node);
-	if (ev->verdict[0])
-		ctl_put(stdout, " -> ", ev->verdict);
-	if (ev->spare[0])
-		ctl_put(stdout, " spares ", ev->spare);
-	if (!strcmp(ev->type, "repair"))
-		printf(" exit %d", ev->rc);
-	if (ev->text[0])
-		ctl_put(stdout, ": ", ev->text);
-	printf("\n");
+	if (!o->json) {
+		printf("%s\n", sigma_escape(line, safe, sizeof(safe)));
+		return;
+	}
+	j = json_pack("{s:b, s:s}", "ok", 1, "message", text);
+	if (j && !json_dumpf(j, stdout, JSON_COMPACT))
+		putchar('\n');
+	json_decref(j);
+}
+
+/* status or spares: sigmad's JSON as it is, or shown for people */
+static int ctl_print_view(const struct ctl_out *o, const char *line)
+{
+	char err[256];
+	int rc;
+
+	if (o->json) {
+		printf("%s\n", line);
+		return 0;
+	}
+	if (o->cmd == CMD_STATUS)
+		rc = show_status(line, (int64_t)time(NULL), stdout, err,
+				 sizeof(err));
+	else
+		rc = show_spares(line, stdout, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "sigmactl: %s\n", err);
+	return rc ? 1 : 0;
+}
+
+/* one line of sigmad's reply (without its '\n'): 0, or 1 for an error */
+static int ctl_print_line(struct ctl_out *o, const char *line, size_t len)
+{
+	char err[256];
+	struct evlog_event ev;
+
+	if (!strncmp(line, "error: ", 7)) {
+		ctl_print_error(o, line + 7);
+		return 1;
+	}
+	switch (o->cmd) {
+	case CMD_STATUS:
+	case CMD_SPARES:
+		return ctl_print_view(o, line);
+	case CMD_HISTORY:
+		if (evlog_parse_line(line, len, &ev, err, sizeof(err))) {
+			fprintf(stderr, "sigmactl: history: %s\n", err);
+			return 1;
+		}
+		if (o->json)
+			printf("%s\n", line); /* one event a line */
+		else
+			show_event(&o->hist, &ev, stdout);
+		return 0;
+	default:
+		ctl_print_ok(o, line);
+		return 0;
+	}
 }
 
 /* Send one request, print the reply. Returns the exit code. */
-static int ctl_request(const char *path, const char *req, bool history,
-		       bool json)
+static int ctl_request(const char *path, const char *req, struct ctl_out *o)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char line[EVLOG_LINE_MAX + 2];
@@ -180,28 +238,11 @@ static int ctl_request(const char *path, const char *req, bool history,
 		return 1;
 	}
 	while (fgets(line, sizeof(line), in)) {
-		struct evlog_event ev;
 		size_t len = strlen(line);
 
-		if (json) {
-			fputs(line, stdout); /* JSON escapes its own strings */
-			continue;
-		}
 		if (len && line[len - 1] == '\n')
 			line[--len] = '\0';
-		if (!strncmp(line, "error: ", 7)) {
-			ctl_put(stderr, "sigmactl: ", line + 7);
-			fputc('\n', stderr);
-			rc = 1;
-			continue;
-		}
-		if (!history) {
-			ctl_put(stdout, "", line);
-			putchar('\n');
-			continue;
-		}
-		if (!evlog_parse_line(line, len, &ev))
-			ctl_print_event(&ev);
+		rc |= ctl_print_line(o, line, len);
 	}
 	fclose(in);
 	return rc;
@@ -396,6 +437,7 @@ static int ctl_format_request(const struct cmd_spec *cmd,
 int main(int argc, char **argv)
 {
 	struct ctl_args a = {.since = -1};
+	struct ctl_out out = {0};
 	const struct cmd_spec *cmd;
 	char path[SIGMAD_SOCKET_MAX], req[4096];
 	const char *name;
@@ -418,5 +460,7 @@ int main(int argc, char **argv)
 	rc = ctl_format_request(cmd, &a, req, sizeof(req));
 	if (rc)
 		return rc;
-	return ctl_request(path, req, cmd->id == CMD_HISTORY, a.json);
+	out.cmd = cmd->id;
+	out.json = a.json;
+	return ctl_request(path, req, &out);
 }

@@ -20,6 +20,7 @@ void sigmad_config_init(struct sigmad_config *cfg)
 	sigma_strlcpy(cfg->reservation, SIGMAD_DEFAULT_RESERVATION,
 		      sizeof(cfg->reservation));
 	cfg->poll_interval_s = 5;
+	cfg->metrics_interval_s = 60;
 	cfg->restart_delay_s = 5;
 	cfg->down_on_no_respond = true;
 	cfg->log_level = SIGMA_LOG_INFO;
@@ -106,6 +107,17 @@ static int config_key(const char *key, const char *value, void *arg, char *err,
 		return config_copy(cfg->state_dir, sizeof(cfg->state_dir), key,
 				   value, err, errlen);
 	}
+	if (!strcmp(key, "sigmad_metrics_dir")) {
+		if (value[0] && value[0] != '/')
+			return sigma_set_err(err, errlen, EINVAL,
+					     "%s: '%s' is not an absolute path",
+					     key, value);
+		return config_copy(cfg->metrics_dir, sizeof(cfg->metrics_dir),
+				   key, value, err, errlen);
+	}
+	if (!strcmp(key, "sigmad_metrics_interval"))
+		return config_seconds(key, value, 1, 3600,
+				      &cfg->metrics_interval_s, err, errlen);
 	if (!strcmp(key, "sigmad_spares")) {
 		if (*value && !config_is_nodelist(value))
 			return sigma_set_err(err, errlen, EINVAL,

@@ -25,6 +25,8 @@ struct sigmad_config {
 	char spare_feature[SIGMAD_NAME_MAX]; /* sigmad_spare_feature */
 	char reservation[SIGMAD_NAME_MAX];   /* sigmad_reservation */
 	char probe_command[SIGMAD_LIST_MAX]; /* sigmad_probe_command */
+	char metrics_dir[PATH_MAX];	     /* sigmad_metrics_dir, "": off */
+	int64_t metrics_interval_s;	     /* sigmad_metrics_interval */
 	int64_t poll_interval_s;	     /* sigmad_poll_interval */
 	int64_t restart_delay_s;	     /* sigmad_restart_delay */
 	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */

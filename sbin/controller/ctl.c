@@ -95,6 +95,8 @@ int ctl_log(struct ctl *c, const struct evlog_event *ev)
 	if (rc)
 		sigma_error("event log %s: cannot append %s: %s", c->log_path,
 			    ev->type, strerror(-rc));
+	else
+		ctl_metrics_count(c, ev);
 	return rc;
 }
 
@@ -269,8 +271,13 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 {
 	struct ctl *c = arg;
 
-	if (!strcmp(ev->type, "decide"))
-		return ctl_replay_decide(c, ev);
+	if (!strcmp(ev->type, "decide")) {
+		int rc = ctl_replay_decide(c, ev);
+
+		if (!rc)
+			ctl_metrics_count(c, ev);
+		return rc;
+	}
 	if (!strcmp(ev->type, "spare_add")) {
 		ctl_list_add(c->added, sizeof(c->added), ev->node);
 		ctl_list_del(c->removed, ev->node);
@@ -282,6 +289,7 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 	} else {
 		ctl_replay_step(c, ev);
 	}
+	ctl_metrics_count(c, ev);
 	return 0;
 }
 
@@ -386,6 +394,7 @@ void ctl_destroy(struct ctl *c)
 	ctl_view_free(&c->view);
 	free(c->recs);
 	free(c->last);
+	free(c->metrics_last);
 	free(c);
 }
 
@@ -425,5 +434,6 @@ int ctl_tick(struct ctl *c)
 	ctl_remember_nodes(c, &v);
 	ctl_view_free(&c->view);
 	c->view = v;
+	ctl_metrics_tick(c, v.now);
 	return 0;
 }

@@ -2,11 +2,12 @@
  * ctl_cmd.c - the commands of sigmactl that sigmad's server hands the
  * controller (see ctl.h): status and spares read the latest look at the
  * cluster; spares add and remove, drain and resume change it, and are
- * logged with the uid that asked. Replies are lines of text, errors begin
- * with "error: ".
+ * logged with the uid that asked. status and spares reply one line of JSON,
+ * the others a line of text; errors begin with "error: ".
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,12 @@
 
 /* ---- what sigmad sees ---------------------------------------------------- */
 
+/*
+ * status and spares answer one JSON object on one line, times in epoch
+ * seconds: sigmactl prints it for people in their own time zone, or as it
+ * is with --json (the schema is sigmactl(8)'s).
+ */
+
 static const char *job_state_name(const struct ctl_job *j)
 {
 	static const char *const names[] = {"PENDING", "RUNNING", "ENDED"};
@@ -25,14 +32,30 @@ static const char *job_state_name(const struct ctl_job *j)
 	return names[j->state];
 }
 
-/* sigma's drained nodes: in repair, or (admin) those an admin took out */
-static void ctl_status_nodes(const struct ctl_view *v, FILE *out,
-			     const char *title, bool admin)
+/* a comma list as a JSON array of names */
+static json_t *ctl_json_list(const char *list)
 {
-	size_t n = 0;
+	json_t *a = json_array();
+	const char *p = list;
 
-	fprintf(out, "%s:\n", title);
-	for (size_t i = 0; i < v->nnodes; i++) {
+	while (a && p && *p) {
+		size_t n = strcspn(p, ",");
+
+		if (n && json_array_append_new(a, json_stringn(p, n))) {
+			json_decref(a);
+			return NULL;
+		}
+		p += n + (p[n] == ',');
+	}
+	return a;
+}
+
+/* sigma's drained nodes: in repair, or (admin) those an admin took out */
+static json_t *ctl_status_nodes(const struct ctl_view *v, bool admin)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < v->nnodes; i++) {
 		const struct ctl_node *nd = &v->nodes[i];
 		enum sigma_reason k =
 		    sigma_reason_parse(nd->reason, NULL, NULL);
@@ -40,89 +63,120 @@ static void ctl_status_nodes(const struct ctl_view *v, FILE *out,
 		if (!(nd->flags & CTL_N_DRAIN) || k == SIGMA_REASON_NONE ||
 		    (k == SIGMA_REASON_ADMIN) != admin)
 			continue;
-		fprintf(out, "  %s %s since %lld: %s\n", nd->name,
-			(nd->flags & CTL_N_IDLE) ? "drained" : "draining",
-			(long long)nd->reason_time, nd->reason);
-		n++;
+		json_array_append_new(
+		    a,
+		    json_pack("{s:s, s:s, s:I, s:s}", "node", nd->name, "state",
+			      (nd->flags & CTL_N_IDLE) ? "drained" : "draining",
+			      "since", (json_int_t)nd->reason_time, "reason",
+			      nd->reason));
 	}
-	if (!n)
-		fprintf(out, "  none\n");
+	return a;
+}
+
+/* restarts the job has left, or -1 when its block does not parse */
+static int ctl_restarts_left(const struct ctl *c, const struct ctl_job *job)
+{
+	struct sigma_block opts;
+	int left;
+
+	if (sigma_block_parse(job->comment, &opts, NULL))
+		return -1;
+	left = ctl_max_restarts(c, &opts) - job->restart_cnt;
+	return left < 0 ? 0 : left;
 }
 
 /* the running and pending jobs sigma manages (all, or uid's) */
-static void ctl_status_jobs(const struct ctl_view *v, FILE *out, uid_t uid,
-			    bool all)
+static json_t *ctl_status_jobs(const struct ctl *c, uid_t uid, bool all)
 {
-	size_t n = 0;
+	const struct ctl_view *v = &c->view;
+	json_t *a = json_array();
 
-	fprintf(out, "managed jobs:\n");
-	for (size_t j = 0; j < v->njobs; j++) {
+	for (size_t j = 0; a && j < v->njobs; j++) {
 		const struct ctl_job *job = &v->jobs[j];
+		json_t *nodes = json_array();
 
-		if (job->state == CTL_J_ENDED || (!all && job->uid != uid))
+		if (job->state == CTL_J_ENDED || (!all && job->uid != uid)) {
+			json_decref(nodes);
 			continue;
-		fprintf(out, "  %u %s restarts=%d nodes=", job->id,
-			job_state_name(job), job->restart_cnt);
-		for (size_t k = 0; k < job->nnodes; k++)
-			fprintf(out, "%s%s", k ? "," : "",
-				v->nodes[job->nodes[k]].name);
-		fprintf(out, "\n");
-		n++;
+		}
+		for (size_t k = 0; nodes && k < job->nnodes; k++)
+			json_array_append_new(
+			    nodes, json_string(v->nodes[job->nodes[k]].name));
+		json_array_append_new(
+		    a,
+		    json_pack("{s:I, s:I, s:s, s:i, s:i, s:o*}", "job",
+			      (json_int_t)job->id, "uid", (json_int_t)job->uid,
+			      "state", job_state_name(job), "restarts",
+			      job->restart_cnt, "restarts_left",
+			      ctl_restarts_left(c, job), "nodes", nodes));
 	}
-	if (!n)
-		fprintf(out, "  none\n");
+	return a;
 }
 
 /* the recoveries still open (all, or those of uid's jobs) */
-static void ctl_status_recs(const struct ctl *c, FILE *out, uid_t uid, bool all)
+static json_t *ctl_status_recs(const struct ctl *c, uid_t uid, bool all)
 {
-	size_t n = 0;
+	json_t *a = json_array();
 
-	fprintf(out, "recoveries in progress:\n");
-	for (size_t i = 0; i < c->nrecs; i++) {
+	for (size_t i = 0; a && i < c->nrecs; i++) {
 		const struct ctl_rec *r = &c->recs[i];
 
 		if (r->complete || (!all && r->uid != uid))
 			continue;
-		fprintf(out, "  job %u attempt %d: %s %s on %s%s%s\n", r->job,
-			r->attempt,
-			policy_verdict_name((enum policy_verdict)r->verdict),
-			r->warning ? "warning" : "failure", r->bad,
-			r->spares[0] ? " -> " : "", r->spares);
-		n++;
+		json_array_append_new(
+		    a, json_pack(
+			   "{s:I, s:i, s:s, s:s, s:o*, s:o*, s:I}", "job",
+			   (json_int_t)r->job, "attempt", r->attempt, "verdict",
+			   policy_verdict_name((enum policy_verdict)r->verdict),
+			   "kind", r->warning ? "warning" : "failure", "nodes",
+			   ctl_json_list(r->bad), "spares",
+			   ctl_json_list(r->spares), "decided_at",
+			   (json_int_t)r->decided_at));
 	}
-	if (!n)
-		fprintf(out, "  none\n");
+	return a;
 }
 
-int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
-{
-	const struct ctl_view *v = &c->view;
-	char members[SIGMAD_LIST_MAX], pool[SIGMAD_LIST_MAX];
-
-	ctl_members(c, v, members);
-	ctl_pool_now(v, pool, sizeof(pool));
-	fprintf(out, "spares: %s (%zu of %zu in reservation %s)\n",
-		pool[0] ? pool : "none", ctl_list_count(pool),
-		ctl_list_count(members), c->cfg.reservation);
-	ctl_status_jobs(v, out, uid, all);
-	ctl_status_recs(c, out, uid, all);
-	ctl_status_nodes(v, out, "nodes in repair", false);
-	ctl_status_nodes(v, out, "nodes drained by an admin (sigmactl drain)",
-			 true);
-	return 0;
-}
-
-int ctl_cmd_spares(struct ctl *c, FILE *out)
+static json_t *ctl_spares_json(struct ctl *c)
 {
 	char members[SIGMAD_LIST_MAX], pool[SIGMAD_LIST_MAX];
 
 	ctl_members(c, &c->view, members);
 	ctl_pool_now(&c->view, pool, sizeof(pool));
-	fprintf(out, "reservation %s: %s\n", c->cfg.reservation,
-		pool[0] ? pool : "(empty)");
-	fprintf(out, "pool members: %s\n", members[0] ? members : "(none)");
-	return 0;
+	return json_pack("{s:s, s:o*, s:o*}", "reservation", c->cfg.reservation,
+			 "pool", ctl_json_list(pool), "members",
+			 ctl_json_list(members));
+}
+
+/* o as one line of out; NULL (out of memory) is an error line */
+static int ctl_reply_json(json_t *o, FILE *out)
+{
+	int rc = 0;
+
+	if (!o || json_dumpf(o, out, JSON_COMPACT)) {
+		fprintf(out, "error: sigmad could not write its reply\n");
+		rc = -ENOMEM;
+	} else {
+		fputc('\n', out);
+	}
+	json_decref(o);
+	return rc;
+}
+
+int ctl_cmd_status(struct ctl *c, FILE *out, uid_t uid, bool all)
+{
+	return ctl_reply_json(
+	    json_pack("{s:I, s:o*, s:o*, s:o*, s:o*, s:o*}", "now",
+		      (json_int_t)c->view.now, "spares", ctl_spares_json(c),
+		      "jobs", ctl_status_jobs(c, uid, all), "recoveries",
+		      ctl_status_recs(c, uid, all), "repair",
+		      ctl_status_nodes(&c->view, false), "admin_drained",
+		      ctl_status_nodes(&c->view, true)),
+	    out);
+}
+
+int ctl_cmd_spares(struct ctl *c, FILE *out)
+{
+	return ctl_reply_json(ctl_spares_json(c), out);
 }
 
 /* ---- what changes the cluster -------------------------------------------- */

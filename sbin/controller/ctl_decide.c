@@ -133,6 +133,13 @@ static int ctl_spares_allowed(struct ctl *c, const struct ctl_view *v,
 	return n > 0 ? (int)n : 0;
 }
 
+int ctl_max_restarts(const struct ctl *c, const struct sigma_block *opts)
+{
+	return (int)(opts->max_restarts < c->cfg.caps.max_restarts
+			 ? opts->max_restarts
+			 : c->cfg.caps.max_restarts);
+}
+
 /* what the policy plans for job, whose sigma[] block is opts */
 static int ctl_plan(struct ctl *c, const struct ctl_view *v,
 		    const struct ctl_job *job, const struct sigma_block *opts,
@@ -152,9 +159,7 @@ static int ctl_plan(struct ctl *c, const struct ctl_view *v,
 	}
 	pj.id = job->id;
 	pj.restarts = restarts;
-	pj.max_restarts = (int)(opts->max_restarts < c->cfg.caps.max_restarts
-				    ? opts->max_restarts
-				    : c->cfg.caps.max_restarts);
+	pj.max_restarts = ctl_max_restarts(c, opts);
 	pj.spares = ctl_spares_allowed(c, v, job, opts->spares);
 	pj.spares_used = 0; /* each recovery may hold up to spares */
 	pj.on_warning = opts->on_warning;

@@ -11,6 +11,7 @@
  *   ctl_recover.c  carrying a decision out, step by step
  *   ctl_repair.c   return to service: repair probes of drained nodes
  *   ctl_cmd.c      the commands of sigmactl
+ *   ctl_metrics.c  the metrics file: counters from the event log, gauges
  */
 #ifndef SIGMAD_CTL_INTERNAL_H
 #define SIGMAD_CTL_INTERNAL_H
@@ -42,6 +43,7 @@ struct ctl_rec {
 	char spares[EVLOG_NODE_MAX];
 	char what[200];
 	int64_t decided_at, signalled_at;
+	int64_t logged_at; /* its decide event's time (metrics) */
 	bool signalled, released, requeued, complete;
 	int errors; /* in memory: failed Slurm calls */
 	/* in memory: how a signalled job stopped, for its account */
@@ -64,6 +66,20 @@ struct ctl_last {
 	char nodes[CTL_LIST_MAX];
 };
 
+/* the counters of sigmad's metrics, counted from the event log */
+#define CTL_VERDICTS	     6 /* enum policy_verdict */
+#define CTL_DRAIN_CLASSES    3 /* failure, warning, admin */
+#define CTL_DURATION_BUCKETS 10
+extern const double ctl_duration_bounds[CTL_DURATION_BUCKETS];
+
+struct ctl_counts {
+	uint64_t recoveries[2][CTL_VERDICTS]; /* [warning][verdict] */
+	uint64_t drains[CTL_DRAIN_CLASSES];
+	uint64_t duration_le[CTL_DURATION_BUCKETS]; /* cumulative */
+	uint64_t duration_count;
+	double duration_sum;
+};
+
 struct ctl {
 	struct sigmad_config cfg;
 	char config_path[4096];
@@ -78,6 +94,10 @@ struct ctl {
 	struct ctl_last *last;
 	size_t nlast;
 	struct ctl_view view; /* the latest look, for status */
+	struct ctl_counts counts;
+	char *metrics_last; /* the text written last (malloc'd), or NULL */
+	size_t metrics_len;
+	int64_t metrics_written; /* when; -1 after a failed write */
 };
 
 /* ---- comma lists (ctl.c) ------------------------------------------------- */
@@ -146,6 +166,10 @@ void ctl_pool_sync(struct ctl *c, struct ctl_view *v);
 
 /* ---- decisions (ctl_decide.c) -------------------------------------------- */
 
+struct sigma_block;
+/* the restarts a job may have: its --sigma-max-restarts within the cap */
+int ctl_max_restarts(const struct ctl *c, const struct sigma_block *opts);
+
 /* decide on every failure and warning v shows */
 void ctl_detect(struct ctl *c, const struct ctl_view *v);
 /* log the nodes each running sigma job runs on, when they changed */
@@ -162,5 +186,14 @@ void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r);
 void ctl_repair(struct ctl *c, struct ctl_view *v);
 /* node's repair state, made on first use; NULL when the table is full */
 struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node);
+
+/* ---- metrics (ctl_metrics.c) -------------------------------------------- */
+
+/* count ev (appended now, or replayed at start) */
+void ctl_metrics_count(struct ctl *c, const struct evlog_event *ev);
+/* the metrics file's text into buf: its length, or -ENOSPC */
+int ctl_metrics_format(struct ctl *c, char *buf, size_t size);
+/* write the file when it changed or is due (sigmad_metrics_dir set) */
+void ctl_metrics_tick(struct ctl *c, int64_t now);
 
 #endif /* SIGMAD_CTL_INTERNAL_H */

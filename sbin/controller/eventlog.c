@@ -1,9 +1,12 @@
 /*
  * eventlog.c - the JSON-lines event log (see eventlog.h). The JSON is flat:
- * string and integer members only, written and read by this file alone.
+ * string and integer members only, written and read through jansson by
+ * this file alone.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,88 +18,81 @@
 
 /* ---- writing ------------------------------------------------------------- */
 
-struct evlog_buf {
-	char *p;
-	size_t size, len;
-	bool overflow;
-};
-
-static void evbuf_putc(struct evlog_buf *b, char c)
+/*
+ * Members in this order, zero and empty ones left out: the log's lines
+ * have always read like this, and scripts grep them
+ * ("type":"signal","job":N,). jansson keeps insertion order.
+ */
+static int evlog_put_str(json_t *o, const char *key, const char *v)
 {
-	if (b->len + 1 < b->size)
-		b->p[b->len++] = c;
-	else
-		b->overflow = true;
-}
-
-static void evbuf_puts(struct evlog_buf *b, const char *s)
-{
-	while (*s)
-		evbuf_putc(b, *s++);
-}
-
-static void evbuf_str(struct evlog_buf *b, const char *key, const char *v)
-{
-	static const char hex[] = "0123456789abcdef";
+	char ascii[EVLOG_TEXT_MAX > EVLOG_NODE_MAX ? EVLOG_TEXT_MAX
+						   : EVLOG_NODE_MAX];
+	json_t *s;
+	size_t i;
 
 	if (!v[0])
-		return;
-	evbuf_puts(b, ",\"");
-	evbuf_puts(b, key);
-	evbuf_puts(b, "\":\"");
-	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
-		if (*s == '"' || *s == '\\') {
-			evbuf_putc(b, '\\');
-			evbuf_putc(b, (char)*s);
-		} else if (*s < 0x20) {
-			evbuf_puts(b, "\\u00");
-			evbuf_putc(b, hex[*s >> 4]);
-			evbuf_putc(b, hex[*s & 15]);
-		} else {
-			evbuf_putc(b, (char)*s);
-		}
+		return 0;
+	s = json_string(v);
+	if (!s) {
+		/*
+		 * not UTF-8 (a reason an admin typed in Latin-1, say): JSON
+		 * cannot hold it, and the event must still be logged
+		 */
+		for (i = 0; v[i] && i + 1 < sizeof(ascii); i++)
+			ascii[i] = (unsigned char)v[i] < 0x80 ? v[i] : '?';
+		ascii[i] = '\0';
+		s = json_string(ascii);
 	}
-	evbuf_putc(b, '"');
+	return json_object_set_new(o, key, s);
 }
 
-static void evbuf_int(struct evlog_buf *b, const char *key, long long v,
-		      bool always)
+static int evlog_put_int(json_t *o, const char *key, long long v)
 {
-	char num[32];
+	if (!v)
+		return 0;
+	return json_object_set_new(o, key, json_integer(v));
+}
 
-	if (!v && !always)
-		return;
-	snprintf(num, sizeof(num), "%lld", v);
-	evbuf_puts(b, ",\"");
-	evbuf_puts(b, key);
-	evbuf_puts(b, "\":");
-	evbuf_puts(b, num);
+static json_t *evlog_to_json(const struct evlog_event *ev)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "time", json_integer(ev->time));
+	rc |= evlog_put_str(o, "type", ev->type);
+	rc |= evlog_put_int(o, "job", ev->job);
+	rc |= evlog_put_int(o, "uid", ev->uid);
+	rc |= evlog_put_int(o, "attempt", ev->attempt);
+	rc |= evlog_put_int(o, "rc", ev->rc);
+	rc |= evlog_put_str(o, "kind", ev->kind);
+	rc |= evlog_put_str(o, "verdict", ev->verdict);
+	rc |= evlog_put_str(o, "node", ev->node);
+	rc |= evlog_put_str(o, "spare", ev->spare);
+	rc |= evlog_put_str(o, "text", ev->text);
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 int evlog_format(const struct evlog_event *ev, char *buf, size_t size)
 {
-	struct evlog_buf b = {.p = buf, .size = size};
-	char num[32];
+	json_t *o = evlog_to_json(ev);
+	size_t n;
 
-	if (!size)
+	if (!o)
+		return -EINVAL;
+	n = json_dumpb(o, buf, size, JSON_COMPACT);
+	json_decref(o);
+	/* room for the '\n' and the NUL too, or nothing */
+	if (n == 0 || n + 2 > size)
 		return -ENAMETOOLONG;
-	snprintf(num, sizeof(num), "{\"time\":%lld", (long long)ev->time);
-	evbuf_puts(&b, num);
-	evbuf_str(&b, "type", ev->type);
-	evbuf_int(&b, "job", ev->job, false);
-	evbuf_int(&b, "uid", ev->uid, false);
-	evbuf_int(&b, "attempt", ev->attempt, false);
-	evbuf_int(&b, "rc", ev->rc, false);
-	evbuf_str(&b, "kind", ev->kind);
-	evbuf_str(&b, "verdict", ev->verdict);
-	evbuf_str(&b, "node", ev->node);
-	evbuf_str(&b, "spare", ev->spare);
-	evbuf_str(&b, "text", ev->text);
-	evbuf_puts(&b, "}\n");
-	if (b.overflow)
-		return -ENAMETOOLONG;
-	buf[b.len] = '\0';
-	return (int)b.len;
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return (int)n;
 }
 
 /* Cut a partial last line left by a crash, so new lines start clean. */
@@ -175,193 +171,130 @@ void evlog_close(struct evlog *log)
 
 /* ---- reading ------------------------------------------------------------- */
 
-struct evlog_cursor {
-	const char *p, *end;
+struct evlog_member {
+	const char *key;
+	size_t off, size; /* a string member: where in the event, how big */
 };
 
-static void cur_ws(struct evlog_cursor *c)
-{
-	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
-		c->p++;
-}
-
-static bool cur_eat(struct evlog_cursor *c, char ch)
-{
-	cur_ws(c);
-	if (c->p < c->end && *c->p == ch) {
-		c->p++;
-		return true;
+#define EVLOG_STR(name)                                                        \
+	{                                                                      \
+#name, offsetof(struct evlog_event, name),                     \
+		    sizeof(((struct evlog_event *)0)->name)                    \
 	}
-	return false;
-}
 
-static int cur_hex(char c)
+static const struct evlog_member evlog_strings[] = {
+    EVLOG_STR(type), EVLOG_STR(kind),  EVLOG_STR(verdict),
+    EVLOG_STR(node), EVLOG_STR(spare), EVLOG_STR(text),
+};
+
+/* the integer member key of o in [min, max] into *out; absent: 0 */
+static int evlog_get_int(json_t *o, const char *key, long long min,
+			 long long max, long long *out, char *err,
+			 size_t errlen)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+	json_t *v = json_object_get(o, key);
 
-/* A JSON string into out (bounded; longer strings are an error). */
-static int cur_string(struct evlog_cursor *c, char *out, size_t size)
-{
-	size_t n = 0;
-
-	if (!cur_eat(c, '"'))
-		return -EINVAL;
-	while (c->p < c->end && *c->p != '"') {
-		char ch = *c->p++;
-
-		if (ch == '\\') {
-			if (c->p >= c->end)
-				return -EINVAL;
-			ch = *c->p++;
-			switch (ch) {
-			case 'n':
-				ch = '\n';
-				break;
-			case 't':
-				ch = '\t';
-				break;
-			case 'r':
-				ch = '\r';
-				break;
-			case '"':
-			case '\\':
-			case '/':
-				break;
-			case 'u': {
-				int h[4];
-
-				if (c->end - c->p < 4)
-					return -EINVAL;
-				for (int i = 0; i < 4; i++)
-					if ((h[i] = cur_hex(c->p[i])) < 0)
-						return -EINVAL;
-				c->p += 4;
-				if (h[0] || h[1])
-					ch = '?'; /* we only write ASCII escapes
-						   */
-				else
-					ch = (char)(h[2] << 4 | h[3]);
-				break;
-			}
-			default:
-				return -EINVAL;
-			}
-		}
-		if (n + 1 >= size)
-			return -EINVAL;
-		out[n++] = ch;
-	}
-	if (c->p >= c->end)
-		return -EINVAL;
-	c->p++;
-	out[n] = '\0';
+	*out = 0;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return sigma_set_err(err, errlen, -EINVAL,
+				     "'%s' is not an integer", key);
+	*out = json_integer_value(v);
+	if (*out < min || *out > max)
+		return sigma_set_err(err, errlen, -EINVAL,
+				     "'%s' %lld is out of [%lld, %lld]", key,
+				     *out, min, max);
 	return 0;
 }
 
-static int cur_int(struct evlog_cursor *c, long long *out)
+static int evlog_get_strings(json_t *o, struct evlog_event *ev, char *err,
+			     size_t errlen)
 {
-	char num[24];
-	size_t n = 0;
-	long v;
+	for (size_t i = 0; i < sizeof(evlog_strings) / sizeof(*evlog_strings);
+	     i++) {
+		const struct evlog_member *m = &evlog_strings[i];
+		json_t *v = json_object_get(o, m->key);
 
-	cur_ws(c);
-	while (c->p < c->end &&
-	       (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
-		if (n + 1 >= sizeof(num))
-			return -EINVAL;
-		num[n++] = *c->p++;
+		if (!v)
+			continue;
+		if (!json_is_string(v))
+			return sigma_set_err(err, errlen, -EINVAL,
+					     "'%s' is not a string", m->key);
+		if (json_string_length(v) >= m->size)
+			return sigma_set_err(err, errlen, -EINVAL,
+					     "'%s' is longer than %zu bytes",
+					     m->key, m->size - 1);
+		memcpy((char *)ev + m->off, json_string_value(v),
+		       json_string_length(v) + 1);
 	}
-	num[n] = '\0';
-	if (sigma_parse_long(num, -(1L << 62), 1L << 62, &v))
-		return -EINVAL;
-	*out = v;
 	return 0;
 }
 
-int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev)
+static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
+			   size_t errlen)
 {
-	struct evlog_cursor c = {line, line + len};
-	char key[32];
-	bool have_time = false;
+	long long v[5];
+	int rc;
+
+	if (!json_is_object(o))
+		return sigma_set_err(err, errlen, -EINVAL, "not a JSON object");
+	if (!json_is_integer(json_object_get(o, "time")))
+		return sigma_set_err(err, errlen, -EINVAL, "no integer 'time'");
+	rc = evlog_get_int(o, "time", -(1LL << 62), 1LL << 62, &v[0], err,
+			   errlen);
+	rc = rc ? rc
+		: evlog_get_int(o, "job", 0, UINT32_MAX, &v[1], err, errlen);
+	rc = rc ? rc
+		: evlog_get_int(o, "uid", 0, UINT32_MAX, &v[2], err, errlen);
+	rc = rc ? rc
+		: evlog_get_int(o, "attempt", 0, 1000000, &v[3], err, errlen);
+	rc = rc ? rc : evlog_get_int(o, "rc", -255, 255, &v[4], err, errlen);
+	rc = rc ? rc : evlog_get_strings(o, ev, err, errlen);
+	if (rc)
+		return rc;
+	if (!ev->type[0])
+		return sigma_set_err(err, errlen, -EINVAL, "no 'type'");
+	ev->time = v[0];
+	ev->job = (uint32_t)v[1];
+	ev->uid = (uint32_t)v[2];
+	ev->attempt = (int)v[3];
+	ev->rc = (int)v[4];
+	return 0; /* members of later versions are skipped */
+}
+
+int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev,
+		     char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *o;
+	int rc;
 
 	memset(ev, 0, sizeof(*ev));
-	if (!cur_eat(&c, '{'))
-		return -EINVAL;
-	if (cur_eat(&c, '}'))
-		return -EINVAL;
-	do {
-		long long v = 0;
-		char *s = NULL;
-		size_t ssize = 0;
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o)
+		return sigma_set_err(err, errlen, -EINVAL, "column %d: %s",
+				     jerr.column, jerr.text);
+	rc = evlog_from_json(o, ev, err, errlen);
+	json_decref(o);
+	if (rc)
+		memset(ev, 0, sizeof(*ev));
+	return rc;
+}
 
-		if (cur_string(&c, key, sizeof(key)) || !cur_eat(&c, ':'))
-			return -EINVAL;
-		if (!strcmp(key, "type")) {
-			s = ev->type;
-			ssize = sizeof(ev->type);
-		} else if (!strcmp(key, "kind")) {
-			s = ev->kind;
-			ssize = sizeof(ev->kind);
-		} else if (!strcmp(key, "verdict")) {
-			s = ev->verdict;
-			ssize = sizeof(ev->verdict);
-		} else if (!strcmp(key, "node")) {
-			s = ev->node;
-			ssize = sizeof(ev->node);
-		} else if (!strcmp(key, "spare")) {
-			s = ev->spare;
-			ssize = sizeof(ev->spare);
-		} else if (!strcmp(key, "text")) {
-			s = ev->text;
-			ssize = sizeof(ev->text);
-		}
-		if (s) {
-			if (cur_string(&c, s, ssize))
-				return -EINVAL;
-			continue;
-		}
-		if (cur_int(&c, &v))
-			return -EINVAL;
-		if (!strcmp(key, "time")) {
-			ev->time = v;
-			have_time = true;
-		} else if (!strcmp(key, "job")) {
-			if (v < 0 || v > UINT32_MAX)
-				return -EINVAL;
-			ev->job = (uint32_t)v;
-		} else if (!strcmp(key, "uid")) {
-			if (v < 0 || v > UINT32_MAX)
-				return -EINVAL;
-			ev->uid = (uint32_t)v;
-		} else if (!strcmp(key, "attempt")) {
-			if (v < 0 || v > 1000000)
-				return -EINVAL;
-			ev->attempt = (int)v;
-		} else if (!strcmp(key, "rc")) {
-			if (v < -255 || v > 255)
-				return -EINVAL;
-			ev->rc = (int)v;
-		} /* unknown integer members: skipped */
-	} while (cur_eat(&c, ','));
-	if (!cur_eat(&c, '}'))
-		return -EINVAL;
-	cur_ws(&c);
-	if (c.p != c.end || !have_time || !ev->type[0])
-		return -EINVAL;
-	return 0;
+/* one line counted as bad: the first of a read is logged, with why */
+static void evlog_skip(const char *path, size_t lineno, const char *why,
+		       size_t *nbad)
+{
+	if (!(*nbad)++)
+		sigma_warn("event log %s: line %zu skipped: %s", path, lineno,
+			   why);
 }
 
 int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 {
-	char line[EVLOG_LINE_MAX + 2];
-	size_t nbad = 0;
+	char line[EVLOG_LINE_MAX + 2], why[160];
+	size_t nbad = 0, lineno = 0;
 	FILE *f;
 	int rc = 0;
 
@@ -376,6 +309,7 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 		size_t len = strlen(line);
 		struct evlog_event ev;
 
+		lineno++;
 		if (len == 0 || line[len - 1] != '\n') {
 			/*
 			 * too long, cut short by a crash, or a NUL inside it
@@ -383,7 +317,9 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 			 */
 			int ch;
 
-			nbad++;
+			evlog_skip(path, lineno,
+				   "cut short, too long or holds a NUL byte",
+				   &nbad);
 			if (!memchr(line, '\n', sizeof(line) - 1))
 				while ((ch = fgetc(f)) != EOF && ch != '\n')
 					;
@@ -392,8 +328,8 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 		line[--len] = '\0';
 		if (len == 0)
 			continue;
-		if (evlog_parse_line(line, len, &ev)) {
-			nbad++;
+		if (evlog_parse_line(line, len, &ev, why, sizeof(why))) {
+			evlog_skip(path, lineno, why, &nbad);
 			continue;
 		}
 		rc = fn(&ev, arg);

@@ -54,18 +54,28 @@ int evlog_open(struct evlog *log, const char *path);
 int evlog_append(struct evlog *log, const struct evlog_event *ev);
 void evlog_close(struct evlog *log);
 
-/* One event as a JSON line with its '\n'; returns length or -ENAMETOOLONG. */
+/*
+ * One event as a JSON line with its '\n' (compact, members in a fixed
+ * order, zero and empty ones left out; a string that is not UTF-8 has its
+ * bytes above 0x7f written as '?'). Returns its length, or -ENAMETOOLONG
+ * when it does not fit size (nothing usable is left in buf).
+ */
 int evlog_format(const struct evlog_event *ev, char *buf, size_t size);
-/* Parse one line (without '\n'). Returns 0 or -EINVAL. */
-int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev);
+/*
+ * Parse one line (without '\n'): 0, or -EINVAL with what is wrong in err
+ * (may be NULL). Members sigma does not know are skipped.
+ */
+int evlog_parse_line(const char *line, size_t len, struct evlog_event *ev,
+		     char *err, size_t errlen);
 
 /* Called for each event read; return nonzero to stop. */
 typedef int (*evlog_fn)(const struct evlog_event *ev, void *arg);
 
 /*
  * Read path from the start; calls fn for each whole, valid line. *bad counts
- * skipped lines (truncated or malformed; may be NULL). A missing file reads
- * as empty. Returns 0, fn's nonzero value, or -errno.
+ * skipped lines (truncated or malformed; may be NULL); the first of them is
+ * logged with its line number and what is wrong. A missing file reads as
+ * empty. Returns 0, fn's nonzero value, or -errno.
  */
 int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad);
 

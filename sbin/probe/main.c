@@ -334,9 +334,10 @@ int main(int argc, char **argv)
 	rep.elapsed_ms = sigma_now_ms() - rep.started_ms;
 
 	probe_summary(&rep, summary, sizeof(summary));
-	if (args.json)
-		probe_print_json(&rep, stdout);
-	else
+	if (args.json) {
+		if (probe_print_json(&rep, stdout))
+			sigma_error("--json: the report could not be written");
+	} else
 		printf("%s\n", summary);
 	fflush(stdout);
 	if (args.metrics)

@@ -132,7 +132,8 @@ struct probe_reading *probe_find(struct probe_report *rep, const char *comp,
 int probe_judge(struct probe_report *rep);
 /* The one-line summary (also the drain reason). */
 void probe_summary(const struct probe_report *rep, char *buf, size_t size);
-void probe_print_json(const struct probe_report *rep, FILE *out);
+/* The report as one JSON line (docs/probe.md): 0, or -EIO. */
+int probe_print_json(const struct probe_report *rep, FILE *out);
 /* Prometheus text format (node_exporter textfile collector). */
 int probe_format_metrics(const struct probe_report *rep, char *buf,
 			 size_t size);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -271,125 +272,101 @@ void probe_summary(const struct probe_report *rep, char *buf, size_t size)
 	}
 }
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
-static void json_num(FILE *out, double v)
+/*
+ * a number, or null where there is none (NaN: no reading, no limit); a
+ * whole one is written as an integer ("value":97), as it always was
+ */
+static json_t *json_num(double v)
 {
 	if (isnan(v) || isinf(v))
-		fputs("null", out);
-	else
-		fprintf(out, "%.17g", v);
+		return json_null();
+	if (v == trunc(v) && fabs(v) < 9007199254740992.0) /* 2^53 */
+		return json_integer((json_int_t)v);
+	return json_real(v);
 }
 
-void probe_print_json(const struct probe_report *rep, FILE *out)
+static json_t *json_reading(const struct probe_reading *r)
+{
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s}",
+			 "component", r->comp, "key", r->key, "value",
+			 json_num(r->value), "warn", json_num(r->warn), "fail",
+			 json_num(r->fail), "bad_when",
+			 r->sense == PROBE_HIGH_BAD  ? "above"
+			 : r->sense == PROBE_LOW_BAD ? "below"
+						     : "never",
+			 "verdict", probe_verdict_name(r->verdict), "source",
+			 r->injected ? "injected" : "measured");
+}
+
+int probe_print_json(const struct probe_report *rep, FILE *out)
 {
 	char summary[1024];
+	json_t *o, *readings = json_array();
+	int rc = 0;
 
 	probe_summary(rep, summary, sizeof(summary));
-	fputs("{\"node\":", out);
-	json_str(out, rep->node);
-	fprintf(out, ",\"level\":\"%s\",\"verdict\":\"%s\",\"exit\":%d,",
-		probe_level_name(rep->level), probe_verdict_name(rep->verdict),
-		rep->verdict);
-	fprintf(out,
-		"\"gpus\":%d,\"gpu_note\":", rep->ngpus < 0 ? 0 : rep->ngpus);
-	json_str(out, rep->gpu_note);
-	fprintf(out, ",\"elapsed_ms\":%llu,\"summary\":",
-		(unsigned long long)rep->elapsed_ms);
-	json_str(out, summary);
-	fputs(",\"readings\":[", out);
-	for (int i = 0; i < rep->n; i++) {
-		const struct probe_reading *r = &rep->r[i];
-
-		fputs(i ? ",{" : "{", out);
-		fputs("\"component\":", out);
-		json_str(out, r->comp);
-		fputs(",\"key\":", out);
-		json_str(out, r->key);
-		fputs(",\"value\":", out);
-		json_num(out, r->value);
-		fputs(",\"warn\":", out);
-		json_num(out, r->warn);
-		fputs(",\"fail\":", out);
-		json_num(out, r->fail);
-		fprintf(
-		    out,
-		    ",\"bad_when\":\"%s\",\"verdict\":\"%s\",\"source\":\"%s\"}",
-		    r->sense == PROBE_HIGH_BAD	? "above"
-		    : r->sense == PROBE_LOW_BAD ? "below"
-						: "never",
-		    probe_verdict_name(r->verdict),
-		    r->injected ? "injected" : "measured");
-	}
-	fputs("]}\n", out);
+	for (int i = 0; readings && i < rep->n; i++)
+		if (json_array_append_new(readings, json_reading(&rep->r[i])))
+			rc = -EINVAL;
+	o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:o*}", "node",
+		      rep->node, "level", probe_level_name(rep->level),
+		      "verdict", probe_verdict_name(rep->verdict), "exit",
+		      rep->verdict, "gpus", rep->ngpus < 0 ? 0 : rep->ngpus,
+		      "gpu_note", rep->gpu_note, "elapsed_ms",
+		      (json_int_t)rep->elapsed_ms, "summary", summary,
+		      "readings", readings);
+	if (!o || rc || json_dumpf(o, out, JSON_COMPACT) ||
+	    fputc('\n', out) < 0)
+		rc = -EIO;
+	json_decref(o);
+	return rc;
 }
 
 int probe_format_metrics(const struct probe_report *rep, char *buf, size_t size)
 {
-	size_t used = 0;
+	const char *lv = probe_level_name(rep->level);
+	struct sigma_metrics m;
 
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_verdict sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 could not run, 4 cannot judge\n"
-	    "# TYPE sigma_probe_verdict gauge\n"
-	    "sigma_probe_verdict{node=\"%s\",level=\"%s\"} %d\n",
-	    rep->node, probe_level_name(rep->level), rep->verdict);
-	append(buf, size, &used,
-	       "# HELP sigma_probe_gpus GPUs the probe found\n"
-	       "# TYPE sigma_probe_gpus gauge\n"
-	       "sigma_probe_gpus{node=\"%s\"} %d\n",
-	       rep->node, rep->ngpus < 0 ? 0 : rep->ngpus);
-	append(buf, size, &used,
-	       "# HELP sigma_probe_duration_seconds wall time of the probe\n"
-	       "# TYPE sigma_probe_duration_seconds gauge\n"
-	       "sigma_probe_duration_seconds{node=\"%s\",level=\"%s\"} %.3f\n",
-	       rep->node, probe_level_name(rep->level),
-	       (double)rep->elapsed_ms / 1000.0);
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_reading one reading, with its thresholds as sigma_probe_threshold\n"
-	    "# TYPE sigma_probe_reading gauge\n");
-	for (int i = 0; i < rep->n; i++) {
-		const struct probe_reading *r = &rep->r[i];
-
-		if (isnan(r->value))
-			continue;
-		append(
-		    buf, size, &used,
-		    "sigma_probe_reading{node=\"%s\",component=\"%s\",key=\"%s\"} %.17g\n",
-		    rep->node, r->comp, r->key, r->value);
-	}
-	append(
-	    buf, size, &used,
-	    "# HELP sigma_probe_threshold the warn and fail limits of a reading\n"
-	    "# TYPE sigma_probe_threshold gauge\n");
+	sigma_metrics_init(&m, buf, size);
+	sigma_metrics_family(&m, "sigma_probe_verdict", "gauge",
+			     "sigma-probe verdict: 0 ok, 1 fail, 2 warning, 3 "
+			     "could not run, 4 cannot judge");
+	sigma_metrics_sample(&m, "sigma_probe_verdict", rep->verdict, "node",
+			     rep->node, "level", lv, NULL);
+	sigma_metrics_family(&m, "sigma_probe_gpus", "gauge",
+			     "GPUs the probe found");
+	sigma_metrics_sample(&m, "sigma_probe_gpus",
+			     rep->ngpus < 0 ? 0 : rep->ngpus, "node", rep->node,
+			     NULL);
+	sigma_metrics_family(&m, "sigma_probe_duration_seconds", "gauge",
+			     "wall time of the probe");
+	sigma_metrics_sample(&m, "sigma_probe_duration_seconds",
+			     (double)rep->elapsed_ms / 1000.0, "node",
+			     rep->node, "level", lv, NULL);
+	sigma_metrics_family(&m, "sigma_probe_reading", "gauge",
+			     "one reading, with its thresholds as "
+			     "sigma_probe_threshold");
+	for (int i = 0; i < rep->n; i++)
+		if (!isnan(rep->r[i].value))
+			sigma_metrics_sample(&m, "sigma_probe_reading",
+					     rep->r[i].value, "node", rep->node,
+					     "component", rep->r[i].comp, "key",
+					     rep->r[i].key, NULL);
+	sigma_metrics_family(&m, "sigma_probe_threshold", "gauge",
+			     "the warn and fail limits of a reading");
 	for (int i = 0; i < rep->n; i++) {
 		const struct probe_reading *r = &rep->r[i];
 
 		if (!isnan(r->warn))
-			append(
-			    buf, size, &used,
-			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"warn\"} %.17g\n",
-			    rep->node, r->comp, r->key, r->warn);
+			sigma_metrics_sample(&m, "sigma_probe_threshold",
+					     r->warn, "node", rep->node,
+					     "component", r->comp, "key", r->key,
+					     "kind", "warn", NULL);
 		if (!isnan(r->fail))
-			append(
-			    buf, size, &used,
-			    "sigma_probe_threshold{node=\"%s\",component=\"%s\",key=\"%s\",kind=\"fail\"} %.17g\n",
-			    rep->node, r->comp, r->key, r->fail);
+			sigma_metrics_sample(&m, "sigma_probe_threshold",
+					     r->fail, "node", rep->node,
+					     "component", r->comp, "key", r->key,
+					     "kind", "fail", NULL);
 	}
-	return used + 1 >= size ? -ENOSPC : (int)used;
+	return sigma_metrics_end(&m);
 }

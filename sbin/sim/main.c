@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,41 +58,52 @@ static long peak_kib(void)
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
 }
 
-static void sim_print(const char *policy, const struct sim_params *p,
-		      const struct sim_result *r, bool json)
+/* one run as one JSON line (docs/sigma-sim.md); 10 digits are plenty */
+static int sim_print_json(const char *policy, const struct sim_params *p,
+			  const struct sim_result *r, double ett, double eps,
+			  double mean)
+{
+	json_t *o = json_pack(
+	    "{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:I,"
+	    " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f,"
+	    " s:f}",
+	    "policy", policy, "nodes", (json_int_t)p->nodes, "days", p->days,
+	    "job_nodes", (json_int_t)p->job_nodes, "jobs", (json_int_t)r->jobs,
+	    "spares", (json_int_t)(p->sigma ? p->spares : 0), "seed",
+	    (json_int_t)p->seed, "events", (json_int_t)r->events, "wall_s",
+	    r->wall_s, "events_per_s", (json_int_t)llround(eps), "peak_kib",
+	    (json_int_t)peak_kib(), "effective_training_time", ett, "incidents",
+	    (json_int_t)r->incidents, "job_failures",
+	    (json_int_t)r->job_failures, "warnings_moved",
+	    (json_int_t)r->warnings_moved, "warnings_watched",
+	    (json_int_t)r->warnings_watched, "restarts",
+	    (json_int_t)r->restarts, "give_ups", (json_int_t)r->give_ups,
+	    "spares_used", (json_int_t)r->spares_used, "min_pool",
+	    (json_int_t)r->min_pool, "recoveries", (json_int_t)r->recoveries,
+	    "recovery_mean_s", mean, "recovery_p50_s",
+	    sim_result_quantile(r, 0.5), "recovery_p90_s",
+	    sim_result_quantile(r, 0.9), "recovery_p99_s",
+	    sim_result_quantile(r, 0.99), "recovery_max_s", r->recovery_max_s);
+	int rc = 0;
+
+	if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)))
+		rc = -EIO;
+	json_decref(o);
+	if (!rc)
+		putchar('\n');
+	return rc;
+}
+
+static int sim_print(const char *policy, const struct sim_params *p,
+		     const struct sim_result *r, bool json)
 {
 	double ett = r->job_node_s > 0 ? r->useful_node_s / r->job_node_s : 0.0;
 	double eps = r->wall_s > 0 ? (double)r->events / r->wall_s : 0.0;
 	double mean =
 	    r->recoveries ? r->recovery_sum_s / (double)r->recoveries : 0.0;
 
-	if (json) {
-		printf(
-		    "{\"policy\":\"%s\",\"nodes\":%ld,\"days\":%g,\"job_nodes\":%ld,"
-		    "\"jobs\":%ld,\"spares\":%ld,\"seed\":%llu,\"events\":%llu,"
-		    "\"wall_s\":%.6f,\"events_per_s\":%.0f,\"peak_kib\":%ld,"
-		    "\"effective_training_time\":%.6f,\"incidents\":%llu,"
-		    "\"job_failures\":%llu,\"warnings_moved\":%llu,"
-		    "\"warnings_watched\":%llu,\"restarts\":%llu,\"give_ups\":%llu,"
-		    "\"spares_used\":%llu,\"min_pool\":%ld,\"recoveries\":%llu,"
-		    "\"recovery_mean_s\":%.1f,\"recovery_p50_s\":%.1f,"
-		    "\"recovery_p90_s\":%.1f,\"recovery_p99_s\":%.1f,"
-		    "\"recovery_max_s\":%.1f}\n",
-		    policy, p->nodes, p->days, p->job_nodes, r->jobs,
-		    p->sigma ? p->spares : 0, (unsigned long long)p->seed,
-		    (unsigned long long)r->events, r->wall_s, eps, peak_kib(),
-		    ett, (unsigned long long)r->incidents,
-		    (unsigned long long)r->job_failures,
-		    (unsigned long long)r->warnings_moved,
-		    (unsigned long long)r->warnings_watched,
-		    (unsigned long long)r->restarts,
-		    (unsigned long long)r->give_ups,
-		    (unsigned long long)r->spares_used, r->min_pool,
-		    (unsigned long long)r->recoveries, mean,
-		    sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
-		    sim_result_quantile(r, 0.99), r->recovery_max_s);
-		return;
-	}
+	if (json)
+		return sim_print_json(policy, p, r, ett, eps, mean);
 	printf(
 	    "%-8s effective training time %.4f  (%llu incidents, %llu job failures, "
 	    "%llu moved on warning, %llu restarts, %llu given up)\n",
@@ -106,6 +119,7 @@ static void sim_print(const char *policy, const struct sim_params *p,
 	    (unsigned long long)r->spares_used, r->min_pool);
 	printf("%-8s %llu events in %.3f s: %.0f events/s\n", "",
 	       (unsigned long long)r->events, r->wall_s, eps);
+	return 0;
 }
 
 static int sim_long_opt(const char *name, const char *arg, long min, long max,
@@ -235,7 +249,12 @@ int main(int argc, char **argv)
 			rc = 70;
 			goto out;
 		}
-		sim_print(p.sigma ? "sigma" : "baseline", &p, r, json);
+		if (sim_print(p.sigma ? "sigma" : "baseline", &p, r, json)) {
+			fprintf(stderr,
+				"sigma-sim: --json: cannot write the result\n");
+			rc = 70;
+			goto out;
+		}
 	}
 	if (!json)
 		printf("peak memory %ld KiB\n", peak_kib());

@@ -29,7 +29,7 @@ sigmad_fresh
 jid=$(cd "$d" && run_as_user sbatch --parsable -w n1 --sigma-max-restarts=100 --sigma-spares=2 \
 	-o /dev/null --wrap 'sleep 60') || fail "a job within the caps was refused"
 until_true 30 is_state "$jid" RUNNING || fail "job $jid not running"
-until_true 15 sh -c "'$SIGMACTL' --config '$SIGMA_TESTBED_DIR/etc/sigma.conf' status | grep -q '^  $jid RUNNING'" ||
+until_true 15 sh -c "'$SIGMACTL' --config '$SIGMA_TESTBED_DIR/etc/sigma.conf' status --json | grep -q '\"job\":$jid,\"uid\":[0-9]*,\"state\":\"RUNNING\"'" ||
 	fail "sigmad does not manage job $jid: $("$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" status)"
 grep -q "job $jid: bad sigma" "$SIGMAD_LOG" && fail "sigmad calls job $jid's block bad"
 log "job $jid ($(jfield "$jid" AdminComment)) is managed by sigmad"

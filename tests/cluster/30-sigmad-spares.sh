@@ -22,6 +22,11 @@ out=$("$SIGMACTL" status) || fail "sigmactl status failed"
 echo "$out"
 echo "$out" | grep -q '^spares: n5,n6 (2 of 2' || fail "status does not show the spares"
 "$SIGMACTL" spares | grep -q 'reservation sigma_spares: n5,n6' || fail "sigmactl spares"
+# scripts read --json: every command, one object a line
+"$SIGMACTL" spares --json | grep -q '^{"reservation":"sigma_spares","pool":\["n5","n6"\],' ||
+	fail "sigmactl spares --json: $("$SIGMACTL" spares --json)"
+"$SIGMACTL" --json status | grep -q '"jobs":\[' || fail "sigmactl status --json: $("$SIGMACTL" status --json)"
+echo "$out" | grep -Eq 'since [0-9]{9,}' && fail "status prints epoch seconds: $out"
 
 # mutating commands: root and SlurmUser only
 if out=$(run_as_user "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" drain n1 --reason test 2>&1); then
@@ -35,7 +40,8 @@ grep -q "refused 'drain' from uid $(id -u "$SIGMA_TEST_USER")" "$SIGMAD_LOG" ||
 	fail "sigmad did not log the refusal"
 
 # root may drain and resume through sigmactl
-"$SIGMACTL" drain n1 --reason "cluster test" || fail "root drain refused"
+"$SIGMACTL" drain n1 --reason "cluster test" --json | grep -q '^{"ok":true,"message":"n1 drained: ' ||
+	fail "root drain refused"
 case "$(nreason n1)" in "sigma: admin: cluster test"*) ;; *) fail "reason: $(nreason n1)" ;; esac
 "$SIGMACTL" resume n1 || fail "root resume refused"
 until_true 10 sh -c '[ "$(sinfo -h -n n1 -o %t)" = idle ]' || fail "n1 not back: $(nstate n1)"

@@ -4,6 +4,7 @@
  * file through evlog_read.
  *
  * FUZZ_SOURCES: sbin/controller/eventlog.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_PKG: jansson
  *
  * Invariants:
  * - a line that parses has a type, every string terminated inside its
@@ -61,7 +62,7 @@ static void round_trip(const struct evlog_event *ev)
 	CHECK(big[n - 1] == '\n' && big[n] == '\0');
 	for (int i = 0; i < n - 1; i++)
 		CHECK((unsigned char)big[i] >= 0x20);
-	CHECK(evlog_parse_line(big, (size_t)n - 1, &back) == 0);
+	CHECK(evlog_parse_line(big, (size_t)n - 1, &back, NULL, 0) == 0);
 	CHECK(same_event(ev, &back));
 
 	/* what evlog_append would write: all of it or nothing */
@@ -116,7 +117,7 @@ static void fuzz_file(const uint8_t *data, size_t size)
 		if (len == 0)
 			continue;
 		if (len > EVLOG_LINE_MAX || memchr(line, '\0', len) ||
-		    evlog_parse_line(line, len, &m.want[m.nwant]) != 0) {
+		    evlog_parse_line(line, len, &m.want[m.nwant], NULL, 0) != 0) {
 			bad_want++;
 			continue;
 		}
@@ -151,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct evlog_event ev;
 
 	/* the input as one line, exactly size bytes (ASan sees overreads) */
-	if (evlog_parse_line((const char *)data, size, &ev) == 0) {
+	if (evlog_parse_line((const char *)data, size, &ev, NULL, 0) == 0) {
 		check_event(&ev);
 		round_trip(&ev);
 	}

@@ -5,7 +5,8 @@
  * summary that becomes the drain reason, the Prometheus text, the JSON).
  * The input is the injection file, read at a quick and at a full level.
  *
- * FUZZ_SOURCES: sbin/probe/inject.c sbin/probe/report.c sbin/probe/conf.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: sbin/probe/inject.c sbin/probe/report.c sbin/probe/conf.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c lib/metrics.c
+ * FUZZ_PKG: jansson
  *
  * Invariants, against a model of the documented rules (docs/probe.md,
  * inject.c):

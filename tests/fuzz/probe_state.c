@@ -5,7 +5,8 @@
  * run of consecutive warnings probe_warn_streak counts (warn_confirm).
  * The input is either file as a previous run (or a disk error) left it.
  *
- * FUZZ_SOURCES: sbin/probe/state.c sbin/probe/report.c sbin/probe/conf.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: sbin/probe/state.c sbin/probe/report.c sbin/probe/conf.c lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c lib/metrics.c
+ * FUZZ_PKG: jansson
  *
  * Invariants:
  * - whatever the file holds, a rate is only ever added for a measured

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -104,10 +106,58 @@ static void test_escape(void **state)
 	assert_string_equal(sigma_escape(NULL, out, sizeof(out)), "");
 }
 
+static void test_format_duration(void **state)
+{
+	char out[24];
+
+	(void)state;
+	assert_string_equal(sigma_format_duration(0, out, sizeof(out)), "0s");
+	assert_string_equal(sigma_format_duration(45, out, sizeof(out)), "45s");
+	assert_string_equal(sigma_format_duration(60, out, sizeof(out)),
+			    "1m00s");
+	assert_string_equal(sigma_format_duration(192, out, sizeof(out)),
+			    "3m12s");
+	assert_string_equal(sigma_format_duration(3599, out, sizeof(out)),
+			    "59m59s");
+	assert_string_equal(sigma_format_duration(7500, out, sizeof(out)),
+			    "2h05m");
+	assert_string_equal(sigma_format_duration(86399, out, sizeof(out)),
+			    "23h59m");
+	assert_string_equal(
+	    sigma_format_duration(3 * 86400 + 4 * 3600 + 59, out, sizeof(out)),
+	    "3d04h");
+	assert_string_equal(sigma_format_duration(-5, out, sizeof(out)), "0s");
+	/* the longest there is fits 24 bytes */
+	assert_string_equal(sigma_format_duration(INT64_MAX, out, sizeof(out)),
+			    "106751991167300d15h");
+	assert_string_equal(sigma_format_duration(192, out, 3), "3m");
+}
+
+static void test_format_time(void **state)
+{
+	char out[64];
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	assert_string_equal(sigma_format_time(1796108127, out, sizeof(out)),
+			    "2026-12-01 06:55:27 UTC");
+	setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3", 1);
+	tzset();
+	assert_string_equal(sigma_format_time(1796108127, out, sizeof(out)),
+			    "2026-12-01 07:55:27 CET");
+	/* too small: the epoch, marked, rather than half a date */
+	assert_string_equal(sigma_format_time(5, out, 8), "@5");
+	unsetenv("TZ");
+	tzset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_format_duration),
+		cmocka_unit_test(test_format_time),
 		cmocka_unit_test(test_strlcpy_truncates_and_terminates),
 		cmocka_unit_test(test_snprintf_reports_truncation),
 		cmocka_unit_test(test_parse_long),

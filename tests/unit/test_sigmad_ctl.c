@@ -823,25 +823,30 @@ static void test_socket(void **state)
 	ticks(c, 4);
 
 	request(c, srv, user, "status", reply, sizeof(reply));
+	/* one line of JSON: sigmactl shows it (test_sigmactl_show) */
+	assert_non_null(strstr(reply, "\"spares\":{\"reservation\":"
+				      "\"sigma_spares\",\"pool\":[\"n6\"],"
+				      "\"members\":[\"n5\",\"n6\"]}"));
+	assert_non_null(strstr(reply, "\"job\":7,"));
+	assert_non_null(strstr(reply, "\"state\":\"RUNNING\",\"restarts\":1,"
+				      "\"restarts_left\":"));
 	assert_non_null(
-	    strstr(reply, "spares: n6 (1 of 2 in reservation sigma_spares)"));
+	    strstr(reply, "\"nodes\":[\"n1\",\"n2\",\"n4\",\"n5\"]}"));
 	assert_non_null(
-	    strstr(reply, "7 RUNNING restarts=1 nodes=n1,n2,n4,n5"));
-	assert_non_null(strstr(reply, "n3 drained since"));
+	    strstr(reply, "{\"node\":\"n3\",\"state\":\"drained\",\"since\":"));
+	assert_int_equal(strchr(reply, '\n') - reply + 1, strlen(reply));
 	if (root) {
 		/* PrivateData=jobs: another user sees no one else's job */
 		request(c, srv, user - 1, "status", reply, sizeof(reply));
-		assert_null(strstr(reply, "7 RUNNING"));
-		assert_null(strstr(reply, "job 7 attempt"));
-		assert_non_null(strstr(reply, "spares: n6"));
+		assert_null(strstr(reply, "\"job\":7,"));
+		assert_non_null(strstr(reply, "\"pool\":[\"n6\"]"));
 		request(c, srv, admin, "status", reply, sizeof(reply));
-		assert_non_null(strstr(reply, "7 RUNNING"));
+		assert_non_null(strstr(reply, "\"job\":7,"));
 	}
 
 	if (root) {
 		/* mutating requests: refused to a normal user */
-		request(c, srv, user, "drain\tn1\tmaint", reply,
-			sizeof(reply));
+		request(c, srv, user, "drain\tn1\tmaint", reply, sizeof(reply));
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_int_equal(M.drains[0], 0);
 		request(c, srv, user, "spares\tremove\tn6", reply,
@@ -849,15 +854,13 @@ static void test_socket(void **state)
 		assert_non_null(strstr(reply, "error: permission denied"));
 		assert_true(M.n[5].flags & CTL_N_RESERVED);
 		/* history: a normal user sees their own job's events only */
-		request(c, srv, user, "history", reply,
-			sizeof(reply));
+		request(c, srv, user, "history", reply, sizeof(reply));
 		assert_non_null(
 		    strstr(reply, "\"type\":\"decide\",\"job\":7,"));
 		assert_null(strstr(reply, "\"type\":\"pool\""));
 	}
 	/* root (or SlurmUser) may */
-	request(c, srv, admin, "drain\tn1\tfan swap", reply,
-		sizeof(reply));
+	request(c, srv, admin, "drain\tn1\tfan swap", reply, sizeof(reply));
 	assert_non_null(
 	    strstr(reply, "ok: n1 drained: sigma: admin: fan swap"));
 	assert_int_equal(M.drains[0], 1);
@@ -866,33 +869,30 @@ static void test_socket(void **state)
 	ticks(c, 1);
 	request(c, srv, admin, "status", reply, sizeof(reply));
 	{
-		char *admins = strstr(reply, "nodes drained by an admin");
-		char *repair = strstr(reply, "nodes in repair:\n");
+		char *admins = strstr(reply, "\"admin_drained\":[");
+		char *repair = strstr(reply, "\"repair\":[");
 
 		assert_non_null(admins);
 		assert_non_null(repair);
-		assert_non_null(strstr(admins, "(sigmactl drain):\n  n1 "));
+		assert_non_null(strstr(admins, "[{\"node\":\"n1\","));
 		*admins = '\0'; /* the repair section alone */
-		assert_null(strstr(repair, "  n1 "));
-		assert_non_null(strstr(repair, "  n3 drained since"));
+		assert_null(strstr(repair, "\"n1\""));
+		assert_non_null(
+		    strstr(repair, "{\"node\":\"n3\",\"state\":\"drained\""));
 	}
 	request(c, srv, admin, "resume\tn1", reply, sizeof(reply));
 	assert_false(M.n[0].flags & CTL_N_DRAIN);
-	request(c, srv, admin, "drain\tn99\tx", reply,
-		sizeof(reply));
+	request(c, srv, admin, "drain\tn99\tx", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "error: no node called 'n99'"));
-	request(c, srv, admin, "spares\tremove\tn6", reply,
-		sizeof(reply));
+	request(c, srv, admin, "spares\tremove\tn6", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "ok: n6 left the spare pool"));
 	assert_false(M.n[5].flags & CTL_N_RESERVED);
-	request(c, srv, admin, "history\tnode=n1", reply,
-		sizeof(reply));
+	request(c, srv, admin, "history\tnode=n1", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"drain\""));
 	/* job 7 ran on n1 (a "run" event), but nothing else of it was */
 	assert_non_null(strstr(reply, "\"type\":\"run\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"decide\",\"job\":7"));
-	request(c, srv, admin, "history\tjob=7", reply,
-		sizeof(reply));
+	request(c, srv, admin, "history\tjob=7", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "\"type\":\"complete\",\"job\":7,"));
 	assert_null(strstr(reply, "\"type\":\"drain\",\"uid\""));
 	request(c, srv, admin, "history\tsince=99999999999", reply,
@@ -1062,6 +1062,75 @@ static void test_probe_async(void **state)
 	assert_int_equal(p.pid, 0);
 }
 
+/*
+ * The metrics file: after a recovery it counts one requeue decision, one
+ * drain, one duration; a new sigmad counts the same from the event log
+ * (the counters survive a restart, and nothing is counted twice). With
+ * SIGMA_METRICS_OUT set the file is copied there (tests/unit/
+ * test_metrics.sh runs promtool on it).
+ */
+static char *metrics_read(void)
+{
+	char path[300], *buf = NULL;
+
+	snprintf(path, sizeof(path), "%s/sigmad.prom", dir);
+	assert_int_equal(sigma_file_read(path, 1 << 20, &buf, NULL), 0);
+	return buf;
+}
+
+static void check_metrics(const char *buf)
+{
+	static const char *const want[] = {
+	    "sigma_recoveries_total{kind=\"failure\",verdict=\"requeue\"} 1\n",
+	    "sigma_recoveries_total{kind=\"warning\",verdict=\"checkpoint\"} 0\n",
+	    "sigma_drains_total{class=\"failure\"} 1\n",
+	    "sigma_drains_total{class=\"admin\"} 0\n",
+	    "sigma_recovery_duration_seconds_bucket{le=\"+Inf\"} 1\n",
+	    "sigma_recovery_duration_seconds_count 1\n",
+	    "sigma_job_restarts_left{job=\"7\"} 2\n",
+	    "sigma_managed_jobs{state=\"running\"} 1\n",
+	    "sigma_nodes_in_repair 1\n",
+	    "sigma_spares{state=\"in_use\"} 1\n",
+	    "# TYPE sigma_recovery_duration_seconds histogram\n",
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(buf, want[i]))
+			fail_msg("metrics lack %s in:\n%s", want[i], buf);
+}
+
+static void test_metrics(void **state)
+{
+	struct ctl *c = NULL;
+	char *buf, path[300];
+	const char *keep = getenv("SIGMA_METRICS_OUT");
+
+	cluster_reset(true);
+	sigma_strlcpy(cfg.metrics_dir, dir, sizeof(cfg.metrics_dir));
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	M.n[2].reason_time = M.now;
+	ticks(c, 8);
+	buf = metrics_read();
+	check_metrics(buf);
+	free(buf);
+	ctl_destroy(c); /* a new sigmad counts the same from the log */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 1);
+	buf = metrics_read();
+	check_metrics(buf);
+	if (keep)
+		assert_int_equal(
+		    sigma_file_write_atomic(keep, buf, strlen(buf), 0644), 0);
+	free(buf);
+	ctl_destroy(c);
+	snprintf(path, sizeof(path), "%s/sigmad.prom", dir);
+	unlink(path);
+	cfg.metrics_dir[0] = '\0';
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1076,6 +1145,7 @@ int main(void)
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_probe_async),
+	    cmocka_unit_test(test_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -106,7 +106,8 @@ static void test_round_trip(void **state)
 	int n = evlog_format(&c.ev[0], line, sizeof(line));
 	assert_true(n > 0);
 	assert_int_equal(line[n - 1], '\n');
-	assert_int_equal(evlog_parse_line(line, (size_t)n - 1, &back), 0);
+	assert_int_equal(evlog_parse_line(line, (size_t)n - 1, &back, NULL, 0),
+			 0);
 	assert_memory_equal(&back, &c.ev[0], sizeof(back));
 	/* too small a buffer is refused, not truncated */
 	assert_int_equal(evlog_format(&c.ev[0], line, 20), -ENAMETOOLONG);
@@ -161,9 +162,10 @@ static void test_malformed_lines(void **state)
 	size_t bad = 0;
 
 	for (size_t i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++)
-		assert_int_equal(
-		    evlog_parse_line(bad_lines[i], strlen(bad_lines[i]), &ev),
-		    -EINVAL);
+		assert_int_equal(evlog_parse_line(bad_lines[i],
+						  strlen(bad_lines[i]), &ev,
+						  NULL, 0),
+				 -EINVAL);
 	unlink(path);
 	write_raw(
 	    "garbage\n\n{\"time\":5,\"type\":\"drain\",\"node\":\"n1\",\"extra\":3}\n");
@@ -178,12 +180,54 @@ static void test_malformed_lines(void **state)
 	assert_int_equal(c.n, 0);
 }
 
+static int parse_err(const char *line, char *err, size_t errlen)
+{
+	struct evlog_event ev;
+
+	return evlog_parse_line(line, strlen(line), &ev, err, errlen);
+}
+
+/* lines the hand-written writer of earlier versions wrote read the same */
+static void test_old_lines_and_errors(void **state)
+{
+	const char *old = "{\"time\":1700000000,\"type\":\"decide\",\"job\":42,"
+			  "\"uid\":1000,\"attempt\":2,\"kind\":\"failure\","
+			  "\"text\":\"a\\u000ab\\u0009c \\\"q\\\"\"}";
+	struct evlog_event ev;
+	char err[160], line[EVLOG_LINE_MAX];
+
+	assert_int_equal(
+	    evlog_parse_line(old, strlen(old), &ev, err, sizeof(err)), 0);
+	assert_int_equal(ev.job, 42);
+	assert_string_equal(ev.text, "a\nb\tc \"q\"");
+	/* and the new writer's line keeps the members in the same order */
+	assert_true(evlog_format(&ev, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "{\"time\":1700000000,\"type\":\"decide\","
+				     "\"job\":42,\"uid\":1000,\"attempt\":2,"));
+	/* a bad line says what is wrong with it */
+	assert_int_equal(parse_err("{\"time\":1,\"type\":\"x\",\"job\":-1}",
+				   err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "'job' -1 is out of"));
+	assert_int_equal(parse_err("{\"time\":1,", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "column"));
+	assert_int_equal(
+	    parse_err("{\"time\":\"1\",\"type\":\"x\"}", err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err, "time"));
+	/* a reason that is not UTF-8 is still logged, never as broken JSON */
+	strcpy(ev.text, "caf\xe9 down");
+	assert_true(evlog_format(&ev, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "\"text\":\"caf? down\"}"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_truncated_last_line),
 	    cmocka_unit_test(test_malformed_lines),
+	    cmocka_unit_test(test_old_lines_and_errors),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -32,8 +32,8 @@
 
 static void ctl_usage(FILE *f)
 {
-	fprintf(f, "usage: sigmactl [--socket PATH] [--config FILE] COMMAND "
-		   "[--json]\n");
+	fprintf(f, "usage: sigmactl [--socket PATH] [--config FILE] [--json] "
+		   "COMMAND [--json]\n");
 	cmd_usage(f);
 }
 
@@ -285,6 +285,9 @@ static int ctl_parse_global(int argc, char **argv, struct ctl_args *a)
 			break;
 		case 'c':
 			a->config = optarg;
+			break;
+		case 'J': /* before the command too, as scripts write it */
+			a->json = true;
 			break;
 		case 'h':
 			ctl_usage(stdout);

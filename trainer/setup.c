@@ -470,7 +470,7 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	memset(t, 0, sizeof(*t));
 	t->o = o;
 	t->d = d;
-	t->ct = (struct ckpt_times){ NAN, NAN, 0, 0 };
+	t->ct = (struct ckpt_times){ .stall_ms = NAN, .write_ms = NAN };
 	t->t1.buddy = t->t1.from = -1;
 	t->sync_base.step = -1;
 	t->resumed_step = -1;
@@ -497,6 +497,23 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	return 0;
 }
 
+/* this rank's tier-1 stalls and writes against its step time ms */
+static void tier1_summary(const struct trainer *t, double ms)
+{
+	const struct ckpt_times *ct = &t->ct;
+	struct ckpt_async_stats cs;
+	double stall;
+
+	if (!t->use_t1 || !t->t1.own || ct->t1_saves < 1)
+		return;
+	ckpt_async_stats(t->t1.own, &cs);
+	stall = ct->t1_stall_sum_ms / (double)ct->t1_saves;
+	sigma_info("rank %d: tier 1: %ld saves, stall %.2f ms per save (%.2f%% of the step, largest %.2f ms), write %.2f ms per save in the background",
+		   t->d->rank, ct->t1_saves, stall,
+		   ms > 0 ? 100.0 * stall / ms : 0.0, ct->t1_stall_max_ms,
+		   cs.writes ? cs.total_write_ms / (double)cs.writes : 0.0);
+}
+
 /* each rank's own split of its step time, on stderr: ranks of different
  * stages and expert groups wait differently */
 static void rank_summary(const struct trainer *t)
@@ -514,6 +531,7 @@ static void rank_summary(const struct trainer *t)
 		   (double)dist_bytes_sent(d) / 1024.0 / n, t->m->nparams, t->m->nmom,
 		   8.0 * (double)(t->m->nparams + t->m->nmom) / 1048576.0,
 		   ru.ru_maxrss / 1024.0, t->mem_need / 1048576.0);
+	tier1_summary(t, ms);
 }
 
 int trainer_teardown(struct trainer *t, int code)

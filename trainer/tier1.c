@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +85,11 @@ int tier1_open(struct tier1 *t, const struct train_opts *o,
 
 int tier1_wait(struct tier1 *t)
 {
+	struct ckpt_times ct = { 0 };
+	int x = tier1_finish(t, &ct) ? -EIO : 0;
 	int a = tier2_wait(t->own), b = tier2_wait(t->rep);
 
-	return a ?: b;
+	return x ?: a ?: b;
 }
 
 void tier1_close(struct tier1 *t)
@@ -99,8 +102,9 @@ void tier1_close(struct tier1 *t)
 	t->from_shard = NULL;
 }
 
-/* the replica exchange of step st: this rank's state (from, NULL: the
- * staged copy) to the buddy, from's into its replica; an exit code or 0 */
+/* the replica exchange of step st started: this rank's state (live, NULL:
+ * the staged copy) to the buddy, from's into its replica, completed by
+ * tier1_finish; an exit code or 0 */
 static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
 		    const struct model *live, const struct ckpt_state *st)
 {
@@ -108,7 +112,6 @@ static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
 	const size_t rn = (t->from_shard ? t->from_shard : m)->nparams;
 	const float *own = ckpt_async_staged(t->own);
 	const float *blk[3] = { own, own + n, own + 2 * n };
-	struct ckpt_state rst;
 	char err[1024];
 	float *r;
 	int rc = 0;
@@ -121,20 +124,43 @@ static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
 		sigma_error("tier 1: replica: %s", err);
 		return TRAIN_EXIT_CANTCREAT;
 	}
+	t->sst = *st; /* st changes with the next step */
 	for (int b = 0; b < 3 && rc == 0; b++)
-		rc = comm_sendrecv(d->world, blk[b], n, t->buddy, r + b * rn,
-				   rn, t->from, COMM_F32,
-				   SIGMA_TAG_REPLICA_SHARD);
+		rc = comm_isendrecv(d->world, blk[b], n, t->buddy, r + b * rn,
+				    rn, t->from, COMM_F32,
+				    SIGMA_TAG_REPLICA_SHARD, &t->xreq[b]);
 	if (rc == 0)
-		rc = comm_sendrecv(d->world, st, sizeof(*st), t->buddy, &rst,
-				   sizeof(rst), t->from, COMM_U8,
-				   SIGMA_TAG_REPLICA_STATE);
+		rc = comm_isendrecv(d->world, &t->sst, sizeof(t->sst), t->buddy,
+				    &t->rst, sizeof(t->rst), t->from, COMM_U8,
+				    SIGMA_TAG_REPLICA_STATE, &t->xreq[3]);
+	t->exchanging = true;
 	if (rc) {
 		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
 			    st->step, t->buddy, strerror(-rc));
 		return TRAIN_EXIT_PEER;
 	}
-	ckpt_async_commit(t->rep, &rst);
+	return 0;
+}
+
+/* the exchange of the last save has arrived: the replica to its writer */
+static int exchange_end(struct tier1 *t)
+{
+	int rc = 0;
+
+	if (!t->exchanging)
+		return 0;
+	t->exchanging = false;
+	for (int b = 0; b < 4; b++) {
+		int w = t->xreq[b].c ? comm_wait(&t->xreq[b]) : 0;
+
+		rc = rc ?: w;
+	}
+	if (rc) {
+		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
+			    t->sst.step, t->buddy, strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
+	ckpt_async_commit(t->rep, &t->rst);
 	return 0;
 }
 
@@ -175,17 +201,30 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	}
 	t->inflight = lazy;
 	rc = t->buddy >= 0 ? exchange(t, d, m, lazy ? m : NULL, st) : 0;
-	/* the replica's exchange stalls training too */
+	/* starting the replica's exchange stalls training too */
 	ct->stall_ms = t->buddy >= 0 ? (double)(sigma_now_ms() - t0)
 				     : cs.stall_ms;
+	ct->t1_saves++;
+	ct->t1_stall_sum_ms += ct->stall_ms;
+	ct->t1_stall_max_ms = fmax(ct->t1_stall_max_ms, ct->stall_ms);
 	return rc;
 }
 
 int tier1_finish(struct tier1 *t, struct ckpt_times *ct)
 {
-	if (!t->inflight)
+	uint64_t t0 = sigma_now_ms();
+	double w;
+	int rc;
+
+	if (!t->inflight && !t->exchanging)
 		return 0;
+	if (t->inflight)
+		ckpt_async_copied(t->own);
 	t->inflight = false;
-	ct->stall_ms += ckpt_async_copied(t->own);
-	return 0;
+	rc = exchange_end(t);
+	w = (double)(sigma_now_ms() - t0);
+	ct->stall_ms += w;
+	ct->t1_stall_sum_ms += w;
+	ct->t1_stall_max_ms = fmax(ct->t1_stall_max_ms, ct->stall_ms);
+	return rc;
 }

@@ -25,6 +25,11 @@ struct tier1 {
 	struct model *from_shard;
 	/* a save whose copy the writer thread is still making */
 	bool inflight;
+	/* the replica exchange of the last save, still travelling: the
+	 * parameters and both moments, then the state (received in rst) */
+	struct comm_request xreq[4];
+	struct ckpt_state sst, rst; /* the state sent and received */
+	bool exchanging;
 };
 
 /* the rank this one sends its copies to, and the one whose replica it
@@ -36,14 +41,15 @@ void tier1_buddies(const struct dist *d, int *buddy, int *from);
 int tier1_open(struct tier1 *t, const struct train_opts *o,
 	       const struct dist *d, const struct model *m, const char *run);
 
-/* stage, write locally in the background, and swap copies with the
- * buddies (for a model in host memory the copy overlaps the next step:
- * tier1_finish); 0 or an exit code after printing why */
+/* stage, write locally in the background, and start the swap of copies
+ * with the buddies; both overlap the next step (the copy for a model in
+ * host memory) until tier1_finish; 0 or an exit code after printing why */
 int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct);
 /* before anything changes the model's parameters or moments again: the
- * copy of the last save is made; the wait is added to ct->stall_ms.
- * 0 (an int like the other steps of the loop) */
+ * copy of the last save is made and its replicas have arrived (the
+ * replica goes to its writer); the wait is added to ct->stall_ms. 0 or
+ * an exit code (76: the exchange failed) */
 int tier1_finish(struct tier1 *t, struct ckpt_times *ct);
 
 /* both writes in flight are on disk (or reported): 0 or -errno */

@@ -363,6 +363,7 @@ int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
 int comm_wait(struct comm_request *req)
 {
 	struct comm *c = req->c;
+	const char *what;
 	uint64_t t0;
 	int rc;
 
@@ -372,11 +373,12 @@ int comm_wait(struct comm_request *req)
 		req->c = NULL;
 		return 0;
 	}
-	rc = comm_begin(c, "wait(allreduce)", &t0);
+	what = req->exchange ? "wait(sendrecv)" : "wait(allreduce)";
+	rc = comm_begin(c, what, &t0);
 	if (rc == 0)
 		rc = c->ops->wait(req);
 	/* counted from the start, the time the transfer took */
-	rc = comm_end(c, "wait(allreduce)", req->bytes, req->t0_ns, rc);
+	rc = comm_end(c, what, req->bytes, req->t0_ns, rc);
 	req->active = false;
 	req->c = NULL;
 	return rc;
@@ -447,6 +449,34 @@ int comm_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 	COMM_CALL(
 	    c, "sendrecv", sn * comm_dtype_size(t),
 	    c->ops->sendrecv(c, sbuf, sn, speer, rbuf, rn, rpeer, t, tag));
+}
+
+int comm_isendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
+		   void *rbuf, size_t rn, int rpeer, enum comm_dtype t, int tag,
+		   struct comm_request *req)
+{
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	if (check_buf(sbuf, sn, t) < 0 || check_buf(rbuf, rn, t) < 0 ||
+	    speer < 0 || speer >= c->size || rpeer < 0 || rpeer >= c->size ||
+	    tag < 0)
+		return -EINVAL;
+	if (!c->ops->isendrecv)
+		return -ENOTSUP;
+	if (c->broken)
+		return -EIO;
+	req->c = c;
+	req->exchange = true;
+	req->t0_ns = comm_now_ns();
+	req->bytes = sn * comm_dtype_size(t);
+	req->rn = rn;
+	req->rtype = t;
+	rc = c->ops->isendrecv(c, sbuf, sn, speer, rbuf, rn, rpeer, t, tag,
+			       req);
+	if (rc == 0)
+		req->active = true;
+	return rc;
 }
 
 int comm_barrier(struct comm *c)

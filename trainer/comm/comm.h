@@ -132,12 +132,15 @@ int comm_from_host(struct comm *c, void *dst, const void *host, size_t n);
 /* buf[n] = sum over ranks of buf[n], in place. */
 int comm_allreduce_f32(struct comm *c, float *buf, size_t n);
 
-/* A started all-reduce; complete it with comm_wait. */
+/* A started all-reduce or exchange; complete it with comm_wait. */
 struct comm_request {
 	struct comm *c;
 	bool active;
+	bool exchange; /* comm_isendrecv's: handle[0] receives, [1] sends */
 	uint64_t t0_ns;
 	size_t bytes;
+	size_t rn;		 /* an exchange: elements it receives */
+	enum comm_dtype rtype;	 /* and their type */
 	uint64_t handle[2]; /* back end's handle (MPI_Request, cudaEvent_t) */
 };
 
@@ -190,6 +193,15 @@ int comm_recv(struct comm *c, void *buf, size_t n, enum comm_dtype t, int peer,
 /* Send sbuf[sn] to speer and receive rbuf[rn] from rpeer together. */
 int comm_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 		  void *rbuf, size_t rn, int rpeer, enum comm_dtype t, int tag);
+/*
+ * The same, started: it goes on while the caller computes (MPI moves it
+ * inside the caller's other MPI calls) and completes in comm_wait; sbuf
+ * and rbuf must not be touched until then. Host back ends only (self,
+ * MPI): -ENOTSUP on NCCL.
+ */
+int comm_isendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
+		   void *rbuf, size_t rn, int rpeer, enum comm_dtype t, int tag,
+		   struct comm_request *req);
 
 int comm_barrier(struct comm *c);
 

@@ -46,6 +46,10 @@ struct comm_ops {
 	int (*sendrecv)(struct comm *c, const void *sbuf, size_t sn, int speer,
 			void *rbuf, size_t rn, int rpeer, enum comm_dtype t,
 			int tag);
+	/* NULL: not offered (-ENOTSUP) */
+	int (*isendrecv)(struct comm *c, const void *sbuf, size_t sn,
+			 int speer, void *rbuf, size_t rn, int rpeer,
+			 enum comm_dtype t, int tag, struct comm_request *req);
 	int (*barrier)(struct comm *c);
 	/* device memory; NULL for host back ends (comm.c uses the heap) */
 	void *(*alloc)(struct comm *c, size_t n);

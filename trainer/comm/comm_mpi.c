@@ -166,16 +166,27 @@ static int mpi_iallreduce(struct comm *c, float *buf, size_t n,
 	return 0;
 }
 
+static int mpi_check_count(const MPI_Status *s, enum comm_dtype t, size_t n);
+
 static int mpi_wait(struct comm_request *req)
 {
-	MPI_Request r;
+	MPI_Request r[2];
+	MPI_Status s[2];
 	int rc;
 
-	memcpy(&r, req->handle, sizeof(r));
-	rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+	memcpy(r, req->handle, sizeof(r[0]) * (req->exchange ? 2 : 1));
+	if (!req->exchange) {
+		rc = MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS)
+			return mpi_fail("MPI_Wait(MPI_Iallreduce)", rc);
+		return 0;
+	}
+	rc = MPI_Waitall(2, r, s);
+	if (rc == MPI_ERR_IN_STATUS && s[0].MPI_ERROR == MPI_ERR_TRUNCATE)
+		return -EMSGSIZE;
 	if (rc != MPI_SUCCESS)
-		return mpi_fail("MPI_Wait(MPI_Iallreduce)", rc);
-	return 0;
+		return mpi_fail("MPI_Waitall(MPI_Irecv, MPI_Isend)", rc);
+	return mpi_check_count(&s[0], req->rtype, req->rn);
 }
 
 /* counts as MPI's ints in st->counts, displacements after them; false when
@@ -331,6 +342,34 @@ static int mpi_sendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 	return mpi_check_count(&s, t, rn);
 }
 
+_Static_assert(2 * sizeof(MPI_Request) <=
+		   sizeof(((struct comm_request *)0)->handle),
+	       "two MPI_Requests do not fit in comm_request");
+
+static int mpi_isendrecv(struct comm *c, const void *sbuf, size_t sn,
+			 int speer, void *rbuf, size_t rn, int rpeer,
+			 enum comm_dtype t, int tag, struct comm_request *req)
+{
+	MPI_Request r[2];
+	int rc;
+
+	if (sn > INT_MAX || rn > INT_MAX)
+		return -EOVERFLOW;
+	rc = MPI_Irecv(rbuf, (int)rn, mpi_type(t), rpeer, tag, mpi_comm(c),
+		       &r[0]);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Irecv", rc);
+	rc = MPI_Isend(sbuf, (int)sn, mpi_type(t), speer, tag, mpi_comm(c),
+		       &r[1]);
+	if (rc != MPI_SUCCESS) {
+		MPI_Cancel(&r[0]);
+		MPI_Request_free(&r[0]);
+		return mpi_fail("MPI_Isend", rc);
+	}
+	memcpy(req->handle, r, sizeof(r));
+	return 0;
+}
+
 static int mpi_barrier(struct comm *c)
 {
 	int rc = MPI_Barrier(mpi_comm(c));
@@ -353,6 +392,7 @@ static const struct comm_ops mpi_ops = {
     .send = mpi_send,
     .recv = mpi_recv,
     .sendrecv = mpi_sendrecv,
+    .isendrecv = mpi_isendrecv,
     .barrier = mpi_barrier,
 };
 

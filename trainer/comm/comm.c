@@ -291,13 +291,20 @@ static int check_buf(const void *buf, size_t n, enum comm_dtype t)
 	return 0;
 }
 
+/* what an all-reduce of n floats must send from each rank: comm_stats */
+static size_t ring_bytes(const struct comm *c, size_t n)
+{
+	return (size_t)((double)n * 8.0 * (c->size - 1) / c->size);
+}
+
 int comm_allreduce_f32(struct comm *c, float *buf, size_t n)
 {
 	if (check_buf(buf, n, COMM_F32) < 0)
 		return -EINVAL;
 	if (!n)
 		return 0;
-	COMM_CALL(c, "allreduce", n * 4, c->ops->allreduce_f32(c, buf, n));
+	COMM_CALL(c, "allreduce", ring_bytes(c, n),
+		  c->ops->allreduce_f32(c, buf, n));
 }
 
 /* the blocks' total in *n, -EINVAL when counts cannot describe a buffer */
@@ -323,7 +330,7 @@ int comm_reduce_scatter_f32(struct comm *c, float *buf, const size_t *counts)
 		return -EINVAL;
 	if (!n || c->size == 1)
 		return 0;
-	COMM_CALL(c, "reduce-scatter", n * 4,
+	COMM_CALL(c, "reduce-scatter", (n - counts[c->rank]) * 4,
 		  c->ops->reduce_scatter_f32(c, buf, counts));
 }
 
@@ -349,7 +356,7 @@ int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
 		return -EINVAL;
 	req->c = c;
 	req->t0_ns = comm_now_ns();
-	req->bytes = n * 4;
+	req->bytes = ring_bytes(c, n);
 	if (!n)
 		return 0;
 	if (c->broken)

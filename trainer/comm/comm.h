@@ -84,7 +84,11 @@ int comm_options_default(struct comm_options *o, char *err, size_t len);
 /* Cumulative accounting of one communicator. */
 struct comm_stats {
 	uint64_t calls; /* collectives and point-to-point calls */
-	uint64_t bytes; /* bytes this rank sent (payload) */
+	/* bytes this rank sends at the least: a point-to-point call or a
+	 * broadcast its payload, an all-to-all its blocks, an all-reduce of
+	 * n bytes over P ranks 2 n (P - 1) / P (as a ring does), of which
+	 * a reduce-scatter is the first half and an all-gather the second */
+	uint64_t bytes;
 	uint64_t ns;	/* wall time spent inside calls */
 };
 

@@ -92,6 +92,8 @@ void train_usage(FILE *f)
 		"  --eval-every N        validation loss every N steps (default 100; 0: never)\n"
 		"  --eval-batches N      validation batches (default 4)\n"
 		"  --metrics FILE        CSV of the progress series\n"
+		"  --metrics-textfile F  rank 0's progress as a Prometheus textfile\n"
+		"                        (node_exporter), rewritten at each progress line\n"
 		"  -h, --help            this text\n"
 		"\n"
 		"Exit: 0 done, 64 usage, 65 bad data or checkpoint, 66 missing input,\n"
@@ -277,6 +279,7 @@ static const struct opt_def opt_table[] = {
 	STEPS("eval-every", eval_every, 0),
 	INT("eval-batches", eval_batches, 1, 100000),
 	PATH("metrics", metrics_path),
+	PATH("metrics-textfile", metrics_textfile),
 };
 
 #define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))

@@ -36,6 +36,7 @@ struct train_opts {
 	int eval_batches;
 	long log_every;
 	char metrics_path[PATH_MAX];
+	char metrics_textfile[PATH_MAX]; /* rank 0's Prometheus textfile */
 	char init_from[PATH_MAX];
 	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
 	bool resume;

@@ -192,6 +192,12 @@ void report_step(struct report *r, const struct report_row *row,
 		fputc('\n', f);
 		fflush(f);
 	}
+	if (*o->metrics_textfile && d->rank == 0) {
+		struct report_prom p = { done, m->loss, tps * d->lp.dp,
+					 step_ms / 1000.0, comm_ms / 1000.0 };
+
+		report_textfile(o->metrics_textfile, &p, gr, aw, a1);
+	}
 	r->comm_last = d->comm_ns;
 	r->t_last = now;
 	r->s_last = done;

@@ -55,6 +55,20 @@ void report_step(struct report *r, const struct report_row *row,
 		 struct ckpt_async *aw, struct ckpt_async *a1,
 		 struct ckpt_times *ct);
 
+/* what rank 0's textfile tells (report_prom.c) */
+struct report_prom {
+	long step;
+	double loss, tokens_s; /* tokens_s: the job's */
+	double step_s, comm_s; /* per step over the interval */
+};
+
+/* --metrics-textfile: p, the guard's actions and the checkpoint steps of
+ * the writers aw (shared) and a1 (tier 1), written atomically to path; a
+ * failure is warned about, never fatal */
+void report_textfile(const char *path, const struct report_prom *p,
+		     const struct guard_run *gr, struct ckpt_async *aw,
+		     struct ckpt_async *a1);
+
 /* 0, or an exit code when the metrics file could not be written */
 int report_close(struct report *r);
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # test_metrics.sh - promtool check metrics on every metrics file sigma
-# writes: sigma-probe's textfile (--metrics, on this host), and sigmad's
+# writes: sigma-probe's textfile (--metrics, on this host), sigmad's
 # (written by the controller over the fake slurmctld of test_sigmad_ctl,
-# which copies it to $SIGMA_METRICS_OUT). Then a broken file, to see that
+# which copies it to $SIGMA_METRICS_OUT) and sigma-train's
+# (--metrics-textfile, a few steps of the small model). Then a broken file, to see that
 # promtool here does fail on one. Skips when promtool is not installed
 # (Debian: apt-get install prometheus).
 set -uo pipefail
@@ -39,6 +40,23 @@ check "sigma-probe --metrics" "$T/probe.prom"
 SIGMA_METRICS_OUT=$T/sigmad.prom "$BLD/tests/unit/test_sigmad_ctl" \
 	>"$T/ctl.log" 2>&1 || { bad "test_sigmad_ctl failed"; cat "$T/ctl.log"; }
 check "sigmad (sigmad_metrics_dir)" "$T/sigmad.prom"
+
+# sigma-train's rank-0 textfile, after a few steps with a checkpoint
+F=/usr/share/games/fortunes/fortunes
+if [ -r "$F" ]; then
+	"$BLD/trainer/sigma-train" prepare --train-out "$T/train.tok" \
+		--val-out "$T/val.tok" "$F" >/dev/null &&
+		"$BLD/trainer/sigma-train" --train "$T/train.tok" --preset small \
+			--batch 4 --steps 4 --warmup 1 --threads 1 --log-every 2 \
+			--eval-every 0 --ckpt-dir "$T/ck" --ckpt-every 2 \
+			--metrics-textfile "$T/train.prom" >"$T/train.log" 2>&1 ||
+		{ bad "sigma-train failed"; tail -5 "$T/train.log"; }
+	check "sigma-train --metrics-textfile" "$T/train.prom"
+	grep -qx 'sigma_train_step 4' "$T/train.prom" ||
+		bad "sigma-train's textfile does not say step 4: $(grep step "$T/train.prom")"
+else
+	echo "skip: sigma-train's textfile ($F missing: fortunes-min)"
+fi
 
 # promtool must fail a malformed file, or the checks above prove nothing
 sed 's/^sigma_spares{state="pool"} /sigma_spares{state="pool" /' \

@@ -46,6 +46,7 @@ struct ctl_rec {
 	int64_t logged_at; /* its decide event's time (metrics) */
 	bool signalled, released, requeued, complete;
 	int errors; /* in memory: failed Slurm calls */
+	int waits;  /* in memory: ticks its account waited for slurmdbd */
 	/* in memory: how a signalled job stopped, for its account */
 	enum ctl_stop stop;
 	int stop_code; /* its exit status, or the signal */

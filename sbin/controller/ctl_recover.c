@@ -19,6 +19,7 @@
 #include "slurm_api.h"
 
 #define CTL_STEP_RETRIES 20 /* failed Slurm calls before a step gives up */
+#define CTL_ACCOUNT_WAIT_S 600 /* an account waits this long for slurmdbd */
 
 /* ---- the account --------------------------------------------------------- */
 
@@ -275,13 +276,16 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 /*
  * End a recovery with its account: appended to the job's AdminComment
  * (after the plugin's sigma[...] block), then the history. A failed
- * AdminComment write is retried at the next tick.
+ * AdminComment write is retried at the next tick; one that waits for
+ * slurmdbd (a finished job's account goes to its accounting record) is not
+ * a failure until CTL_ACCOUNT_WAIT_S.
  */
 static void ctl_finish(struct ctl *c, struct ctl_rec *r,
 		       const struct ctl_job *job, const char *account)
 {
 	char comment[CTL_COMMENT_MAX];
 	struct evlog_event ev;
+	int rc;
 
 	/* the whole account: a give-up and the recovery before it may name
 	 * the same attempt */
@@ -291,8 +295,11 @@ static void ctl_finish(struct ctl *c, struct ctl_rec *r,
 			sigma_warn(
 			    "job %u: AdminComment full, account not appended",
 			    job->id);
-		else if (ctl_slurm_admin_comment(job->id, comment)) {
-			r->errors++;
+		else if ((rc = ctl_slurm_admin_comment(job->id, comment))) {
+			/* slurmdbd down or behind: wait, for a while */
+			if (rc < 0 || ++r->waits * c->cfg.poll_interval_s >
+					  CTL_ACCOUNT_WAIT_S)
+				r->errors++;
 			return;
 		}
 	}

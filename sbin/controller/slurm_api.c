@@ -372,10 +372,40 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
 }
 
 /*
+ * The job's newest accounting record has ended: slurmdbd has applied the
+ * job's own end, which slurmctld sends asynchronously and which carries the
+ * controller's AdminComment. A write made before it would be overwritten.
+ */
+static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond)
+{
+	List jobs = slurmdb_jobs_get(db, cond);
+	ListIterator it;
+	slurmdb_job_rec_t *rec;
+	bool ended = false;
+
+	if (!jobs)
+		return false;
+	it = slurm_list_iterator_create(jobs);
+	/* without JOBCOND_FLAG_DUP: one record, the newest attempt */
+	rec = it ? slurm_list_next(it) : NULL;
+	if (rec) {
+		uint32_t st = rec->state & JOB_STATE_BASE;
+
+		ended = rec->end != 0 && st != JOB_PENDING &&
+			st != JOB_RUNNING && st != JOB_SUSPENDED;
+	}
+	if (it)
+		slurm_list_iterator_destroy(it);
+	slurm_list_destroy(jobs);
+	return ended;
+}
+
+/*
  * slurmctld refuses to change a job that has finished (a give-up is often
  * decided just after the job ended): write its accounting record instead,
  * as `sacctmgr modify job where jobid=ID set AdminComment=TEXT` does, so
- * that sacct tells the story.
+ * that sacct tells the story. 1 when that cannot be done yet: slurmdbd is
+ * not reachable, or has not recorded the job's end.
  */
 static int slurm_admin_comment_db(uint32_t job, const char *text,
 				  const char *id)
@@ -411,10 +441,18 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 	slurm_list_append(clusters, conf->cluster_name);
 	cond.step_list = steps;
 	cond.cluster_list = clusters;
+	cond.flags = JOBCOND_FLAG_NO_STEP;
 	cond.db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
 	db = slurmdb_connection_get(NULL);
 	if (!db) {
-		slurm_fail("slurmdb_connection_get", id);
+		sigma_debug("job %s: slurmdbd not reachable: account later", id);
+		rc = 1;
+		goto out;
+	}
+	if (!slurm_db_job_ended(db, &cond)) {
+		sigma_debug("job %s: its end is not recorded yet: account later",
+			    id);
+		rc = 1;
 		goto out;
 	}
 	ret = slurmdb_job_modify(db, &cond, &rec);

@@ -36,6 +36,10 @@ int ctl_slurm_requeue(uint32_t job);
 /* On a pending job: exclude nodes, start no earlier than begin. */
 int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,
 			     int64_t begin);
+/*
+ * Set the job's AdminComment; on a finished job, its accounting record.
+ * 1: not yet (slurmdbd unreachable, or the job's end not recorded there).
+ */
 int ctl_slurm_admin_comment(uint32_t job, const char *text);
 int ctl_slurm_signal(uint32_t job, int sig);
 /* SlurmUser's uid and PrivateData=jobs from slurmctld's configuration. */

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "contract.h"
@@ -12,6 +13,7 @@
 const char *const sigma_level_names[] = {"off", "quick", "full", NULL};
 const char *const sigma_on_warning_names[] = {"drain-after", "checkpoint",
 					      "ignore", NULL};
+const char *const sigma_restart_names[] = {"requeue", "in-job", NULL};
 
 const char *sigma_level_name(int level)
 {
@@ -29,6 +31,8 @@ void sigma_block_init(struct sigma_block *b)
 	b->max_restarts = 0;
 	b->ckpt_every = SIGMA_CKPT_EVERY_DEFAULT;
 	b->on_warning = SIGMA_WARN_DRAIN_AFTER;
+	b->restart = SIGMA_RESTART_REQUEUE;
+	b->job_spares = 0;
 }
 
 static bool block_valid(const struct sigma_block *b)
@@ -38,19 +42,29 @@ static bool block_valid(const struct sigma_block *b)
 	       b->max_restarts >= 0 && b->max_restarts <= SIGMA_RESTARTS_MAX &&
 	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX &&
 	       b->on_warning >= SIGMA_WARN_DRAIN_AFTER &&
-	       b->on_warning <= SIGMA_WARN_IGNORE;
+	       b->on_warning <= SIGMA_WARN_IGNORE &&
+	       b->restart >= SIGMA_RESTART_REQUEUE &&
+	       b->restart <= SIGMA_RESTART_IN_JOB && b->job_spares >= 0 &&
+	       b->job_spares <= SIGMA_SPARES_MAX &&
+	       (b->restart == SIGMA_RESTART_IN_JOB || b->job_spares == 0);
 }
 
 int sigma_block_format(const struct sigma_block *b, char *buf, size_t size)
 {
+	char in_job[48] = "";
+
 	if (!block_valid(b))
 		return -ERANGE;
+	/* only then: the block of a requeued job reads as it always did */
+	if (b->restart == SIGMA_RESTART_IN_JOB)
+		snprintf(in_job, sizeof(in_job), ",restart=%s,job_spares=%ld",
+			 sigma_restart_names[b->restart], b->job_spares);
 	return sigma_snprintf(
 	    buf, size,
 	    SIGMA_BLOCK_PREFIX
-	    "probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld,on_warning=%s]",
+	    "probe=%s,spares=%ld,max_restarts=%ld,ckpt_every=%ld,on_warning=%s%s]",
 	    sigma_level_names[b->probe], b->spares, b->max_restarts,
-	    b->ckpt_every, sigma_on_warning_names[b->on_warning]);
+	    b->ckpt_every, sigma_on_warning_names[b->on_warning], in_job);
 }
 
 /* the n bytes at v as a number in [min, max] */
@@ -92,8 +106,13 @@ static int block_item(struct sigma_block *b, const char *k, size_t klen,
 	if (KEY("on_warning"))
 		return block_enum(v, vlen, sigma_on_warning_names,
 				  &b->on_warning);
+	if (KEY("restart"))
+		return block_enum(v, vlen, sigma_restart_names, &b->restart);
 	if (KEY("spares"))
 		return block_number(v, vlen, 0, SIGMA_SPARES_MAX, &b->spares);
+	if (KEY("job_spares"))
+		return block_number(v, vlen, 0, SIGMA_SPARES_MAX,
+				    &b->job_spares);
 	if (KEY("max_restarts"))
 		return block_number(v, vlen, 0, SIGMA_RESTARTS_MAX,
 				    &b->max_restarts);

@@ -70,7 +70,25 @@ enum sigma_on_warning {
 /* "drain-after", "checkpoint", "ignore", NULL */
 extern const char *const sigma_on_warning_names[];
 
-/* ---- the job block: "sigma[probe=..,spares=..,max_restarts=..,ckpt_every=..,on_warning=..]" */
+/* ---- who restarts a failed job (--sigma-restart) ---------------------------- */
+
+enum sigma_restart {
+	/* sigmad requeues it, onto the pool's spares */
+	SIGMA_RESTART_REQUEUE = 0,
+	/* its launcher (sigma-launch) relaunches it inside the allocation,
+	 * onto in-allocation spares; sigmad drains and records, and requeues
+	 * only once the job exits asking for it */
+	SIGMA_RESTART_IN_JOB = 1,
+};
+
+/* "requeue", "in-job", NULL */
+extern const char *const sigma_restart_names[];
+
+/*
+ * ---- the job block ---------------------------------------------------------
+ * "sigma[probe=..,spares=..,max_restarts=..,ckpt_every=..,on_warning=..]",
+ * and for an in-job restart ",restart=in-job,job_spares=N" before the ']'
+ */
 
 #define SIGMA_BLOCK_PREFIX	 "sigma["
 #define SIGMA_SPARES_MAX	 1024
@@ -78,7 +96,7 @@ extern const char *const sigma_on_warning_names[];
 #define SIGMA_CKPT_EVERY_MAX	 100000000L
 #define SIGMA_CKPT_EVERY_DEFAULT 100
 /* the longest block, every field at its maximum, with its NUL */
-#define SIGMA_BLOCK_MAX 112
+#define SIGMA_BLOCK_MAX 144
 
 struct sigma_block {
 	int probe;	   /* enum sigma_level */
@@ -86,6 +104,8 @@ struct sigma_block {
 	long max_restarts; /* 0..SIGMA_RESTARTS_MAX */
 	long ckpt_every;   /* 1..SIGMA_CKPT_EVERY_MAX */
 	int on_warning;	   /* enum sigma_on_warning */
+	int restart;	   /* enum sigma_restart */
+	long job_spares;   /* in-allocation spares, 0..SIGMA_SPARES_MAX */
 };
 
 /*
@@ -160,5 +180,11 @@ enum sigma_reason sigma_reason_parse(const char *reason, int *level,
 #define SIGMA_ENV_CKPT_DIR   "SIGMA_CKPT_DIR"
 #define SIGMA_ENV_CKPT_EVERY "SIGMA_CKPT_EVERY"
 #define SIGMA_ENV_ATTEMPT    "SIGMA_ATTEMPT"
+/* for sigma-launch: "requeue" or "in-job", and the in-allocation spares */
+#define SIGMA_ENV_RESTART    "SIGMA_RESTART"
+#define SIGMA_ENV_JOB_SPARES "SIGMA_JOB_SPARES"
+#define SIGMA_ENV_MAX_RESTARTS "SIGMA_MAX_RESTARTS"
+/* sigma-launch's relaunch of the step inside the allocation: 1, 2, ... */
+#define SIGMA_ENV_LAUNCH     "SIGMA_LAUNCH"
 
 #endif /* SIGMA_CONTRACT_H */

@@ -75,6 +75,23 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/* srun, sbatch, salloc: every option is in; refuse what does not go together */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	char err[512];
+
+	(void)sp;
+	(void)ac;
+	(void)av;
+	if (!dispatch_is_client())
+		return 0;
+	if (sigma_job_opts_check(&sigma_opts, err, sizeof(err)) < 0) {
+		slurm_error("sigma: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
 	if (dispatch_setup(ac, av) < 0)

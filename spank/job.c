@@ -27,6 +27,10 @@ int sigma_admin_block_format(const struct sigma_job_opts *opts,
 		b.ckpt_every = opts->ckpt_every;
 	if (opts->on_warning >= 0)
 		b.on_warning = opts->on_warning;
+	if (opts->restart >= 0)
+		b.restart = opts->restart;
+	if (opts->restart == SIGMA_RESTART_IN_JOB)
+		b.job_spares = opts->job_spares >= 0 ? opts->job_spares : 1;
 	return sigma_block_format(&b, buf, size);
 }
 

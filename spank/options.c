@@ -18,6 +18,8 @@ void sigma_job_opts_init(struct sigma_job_opts *opts)
 	opts->spares = -1;
 	opts->max_restarts = -1;
 	opts->on_warning = -1;
+	opts->restart = -1;
+	opts->job_spares = -1;
 }
 
 const char *sigma_opt_name(int id)
@@ -35,6 +37,10 @@ const char *sigma_opt_name(int id)
 		return "sigma-max-restarts";
 	case SIGMA_OPT_ON_WARNING:
 		return "sigma-on-warning";
+	case SIGMA_OPT_RESTART:
+		return "sigma-restart";
+	case SIGMA_OPT_JOB_SPARES:
+		return "sigma-job-spares";
 	}
 	return "sigma-?";
 }
@@ -142,6 +148,12 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 	case SIGMA_OPT_ON_WARNING:
 		return opts_enum(id, value, sigma_on_warning_names,
 				 &opts->on_warning, err, errlen);
+	case SIGMA_OPT_RESTART:
+		return opts_enum(id, value, sigma_restart_names,
+				 &opts->restart, err, errlen);
+	case SIGMA_OPT_JOB_SPARES:
+		return opts_number(id, value, 0, SIGMA_SPARES_MAX,
+				   &opts->job_spares, err, errlen);
 	}
 	return sigma_set_err(err, errlen, EINVAL, "unknown option id %d", id);
 }
@@ -150,7 +162,19 @@ bool sigma_job_opts_any(const struct sigma_job_opts *opts)
 {
 	return opts->probe >= 0 || opts->ckpt_dir[0] || opts->ckpt_every >= 0 ||
 	       opts->spares >= 0 || opts->max_restarts >= 0 ||
-	       opts->on_warning >= 0;
+	       opts->on_warning >= 0 || opts->restart >= 0 ||
+	       opts->job_spares >= 0;
+}
+
+int sigma_job_opts_check(const struct sigma_job_opts *opts, char *err,
+			 size_t errlen)
+{
+	if (opts->job_spares > 0 && opts->restart != SIGMA_RESTART_IN_JOB)
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "--sigma-job-spares=%ld: in-allocation spares are for --sigma-restart=in-job",
+		    opts->job_spares);
+	return 0;
 }
 
 int sigma_job_probe_level(const struct sigma_job_opts *opts,

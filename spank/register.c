@@ -39,6 +39,12 @@ static struct spank_option register_table[] = {
     {"sigma-on-warning", "checkpoint|drain-after|ignore",
      "sigma: on an early warning of the job's node: checkpoint (the job handles SIGUSR1 and is moved), drain-after (default: it finishes, the node drains after it) or ignore",
      1, SIGMA_OPT_ON_WARNING, register_cb},
+    {"sigma-restart", "requeue|in-job",
+     "sigma: who restarts the job after a failure: requeue (default: sigmad requeues it onto a pool spare) or in-job (sigma-launch relaunches it inside the allocation, onto its own spare nodes)",
+     1, SIGMA_OPT_RESTART, register_cb},
+    {"sigma-job-spares", "N",
+     "sigma: with --sigma-restart=in-job, how many of the job's nodes are in-allocation spares (default 1)",
+     1, SIGMA_OPT_JOB_SPARES, register_cb},
 };
 
 #define REGISTER_N (sizeof(register_table) / sizeof(register_table[0]))

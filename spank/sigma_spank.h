@@ -77,6 +77,8 @@ struct sigma_job_opts {
 	long spares;
 	long max_restarts;
 	int on_warning; /* enum sigma_on_warning or -1 */
+	int restart;	/* enum sigma_restart or -1 */
+	long job_spares; /* in-allocation spares, or -1 */
 };
 
 enum sigma_opt_id {
@@ -86,6 +88,8 @@ enum sigma_opt_id {
 	SIGMA_OPT_SPARES,
 	SIGMA_OPT_MAX_RESTARTS,
 	SIGMA_OPT_ON_WARNING,
+	SIGMA_OPT_RESTART,
+	SIGMA_OPT_JOB_SPARES,
 };
 
 void sigma_job_opts_init(struct sigma_job_opts *opts);
@@ -98,6 +102,9 @@ int sigma_job_opts_set(struct sigma_job_opts *opts, int id, const char *value,
 		       char *err, size_t errlen);
 /* true when the job passed at least one --sigma-* option */
 bool sigma_job_opts_any(const struct sigma_job_opts *opts);
+/* what no single option can check: 0, or -EINVAL with err */
+int sigma_job_opts_check(const struct sigma_job_opts *opts, char *err,
+			 size_t errlen);
 /* the option's name without dashes, for messages */
 const char *sigma_opt_name(int id);
 /* The level the job's prolog probes at. */

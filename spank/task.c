@@ -93,12 +93,24 @@ int sigma_task_init(spank_t sp)
 		slurm_error("sigma: %s", err);
 		return -1;
 	}
-	/* only what sigma-train reads (docs/interfaces.md) */
+	/* what sigma-train reads (docs/interfaces.md) */
 	if (task_setenv_long(sp, SIGMA_ENV_CKPT_EVERY,
 			     sigma_opts.ckpt_every >= 0
 				 ? sigma_opts.ckpt_every
 				 : SIGMA_CKPT_EVERY_DEFAULT) < 0 ||
 	    task_setenv_long(sp, SIGMA_ENV_ATTEMPT, (long)restarts) < 0)
+		return -1;
+	/* and what sigma-launch reads, for a job that restarts itself */
+	if (sigma_opts.restart == SIGMA_RESTART_IN_JOB &&
+	    (task_setenv(sp, SIGMA_ENV_RESTART,
+			 sigma_restart_names[SIGMA_RESTART_IN_JOB]) < 0 ||
+	     task_setenv_long(sp, SIGMA_ENV_JOB_SPARES,
+			      sigma_opts.job_spares >= 0 ? sigma_opts.job_spares
+							 : 1) < 0 ||
+	     task_setenv_long(sp, SIGMA_ENV_MAX_RESTARTS,
+			      sigma_opts.max_restarts >= 0
+				  ? sigma_opts.max_restarts
+				  : 0) < 0))
 		return -1;
 	return 0;
 }

@@ -462,6 +462,21 @@ static int read_env(struct train_opts *o)
 		o->resume |= v > 0;
 		o->attempt = (int)v;
 	}
+	/*
+	 * A relaunch inside the allocation continues this job's run, as a
+	 * requeue does, in an attempt of its own: sigma-launch counts its
+	 * launches over the job's life, so attempt + launch only grows.
+	 */
+	s = getenv(SIGMA_ENV_LAUNCH);
+	if (s && *s) {
+		if (opt_long(SIGMA_ENV_LAUNCH, s, 0, CKPT_ATTEMPT_MAX / 2, &v))
+			return -EINVAL;
+		o->launch = (int)v;
+		o->resume |= v > 0;
+		o->attempt += (int)v;
+		if (o->attempt > CKPT_ATTEMPT_MAX)
+			o->attempt = CKPT_ATTEMPT_MAX;
+	}
 	return 0;
 }
 

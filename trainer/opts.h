@@ -31,7 +31,9 @@ struct train_opts {
 	long ckpt_full_every; /* with tier 1: shared every N steps; 0 end */
 	long ckpt_diff_every; /* differential every N steps; 0: off */
 	int local_keep; /* tier 1: newest copies kept per directory */
-	int attempt; /* SIGMA_ATTEMPT (else SLURM_RESTART_COUNT): in names */
+	int attempt; /* SIGMA_ATTEMPT (else SLURM_RESTART_COUNT), plus
+			SIGMA_LAUNCH: in names */
+	int launch;  /* SIGMA_LAUNCH: sigma-launch's relaunch, 0 the first */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;

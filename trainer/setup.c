@@ -241,9 +241,12 @@ static int claim_run(struct train_opts *o, struct dist *d,
 {
 	const char *rq = getenv("SLURM_RESTART_COUNT");
 	long requeues = 0;
-	/* a requeue by Slurm (its own count), or an attempt set by hand */
+	/* a requeue by Slurm (its own count), a relaunch by sigma-launch, or
+	 * an attempt set by hand */
 	enum claim_how how =
-	    o->attempt > 0 && rq && !sigma_parse_long(rq, 1, LONG_MAX, &requeues)
+	    (o->attempt > 0 && rq &&
+	     !sigma_parse_long(rq, 1, LONG_MAX, &requeues)) ||
+		    (o->launch > 0 && run_slurm_job())
 		? CLAIM_RESTART
 	    : o->attempt > 0 || (o->resume && !o->new_run) ? CLAIM_RESUME
 	    : o->new_run			     ? CLAIM_BESIDE

@@ -15,6 +15,7 @@
 #include "ctl_internal.h"
 #include "policy.h"
 #include "sigma.h"
+#include "slurm_api.h"
 
 #define CTL_POOL_MAX 256
 
@@ -243,16 +244,62 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 
 /* ---- what happened ------------------------------------------------------- */
 
+/*
+ * A running job that restarts itself (--sigma-restart=in-job): its launcher
+ * relaunches the step inside the allocation, off a failed node. sigmad
+ * never requeues it behind the launcher's back; it drains the node, once,
+ * and records it. Should the launcher run out of spares, the job exits 76
+ * and the stopped job is requeued as any other (ctl_detect_stopped).
+ */
+static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
+			      const struct ctl_job *job, long i,
+			      const char *what)
+{
+	char reason[CTL_REASON_MAX];
+	struct ctl_node *n = &v->nodes[i];
+	const char *node = n->name;
+	struct evlog_event ev;
+
+	if (n->flags & CTL_N_DRAIN)
+		return; /* drained already: by the probe, or by us */
+	snprintf(reason, sizeof(reason), "sigma: %s", what);
+	if (ctl_slurm_drain(node, reason))
+		return; /* tried again at the next tick */
+	n->flags |= CTL_N_DRAIN;
+	ctl_ev_init(&ev, "drain");
+	ev.job = job->id;
+	ev.uid = job->uid;
+	ev.attempt = job->restart_cnt + 1;
+	sigma_strlcpy(ev.node, node, sizeof(ev.node));
+	(void)sigma_snprintf(ev.text, sizeof(ev.text),
+			     "%s (the job restarts itself in its allocation)",
+			     reason);
+	sigma_info("job %u: %s failed (%s): drained; the job restarts itself",
+		   job->id, node, what);
+	ctl_log(c, &ev);
+}
+
 /* a running job: a failed node, else a warned one not watched yet */
 static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 			       const struct ctl_job *job)
 {
 	struct ctl_blame bad = {0}, warn = {0};
 	const struct ctl_rec *watch;
+	struct sigma_block opts;
 	int R = job->restart_cnt;
 
 	if (ctl_decided(c, job))
 		return; /* handled, or given up at this attempt */
+	if (!sigma_block_parse(job->comment, &opts, NULL) &&
+	    opts.restart == SIGMA_RESTART_IN_JOB) {
+		for (size_t k = 0; k < job->nnodes; k++) {
+			const char *w = node_failed(&v->nodes[job->nodes[k]]);
+
+			if (w)
+				ctl_in_job_failed(c, v, job, job->nodes[k], w);
+		}
+		return;
+	}
 	watch = ctl_rec_find(c, job->id, R + 2, REC_WATCH);
 	for (size_t k = 0; k < job->nnodes; k++) {
 		const struct ctl_node *n = &v->nodes[job->nodes[k]];

@@ -26,18 +26,24 @@ drill_setup() {
 	: > "$d/marks"
 }
 
-# drill_submit NAME MAX_RESTARTS STEPS: the example job of the test user,
-# named NAME (its checkpoints go to ckpt_root/USER/NAME), checkpoint every 10
-# steps, one spare per recovery; output in $d/NAME.out; prints the job id
+# drill_submit NAME MAX_RESTARTS STEPS [SBATCH OPTION...]: the example job
+# of the test user, named NAME (its checkpoints go to ckpt_root/USER/NAME),
+# checkpoint every 10 steps, one spare per recovery; output in $d/NAME.out;
+# prints the job id. DRILL_LAYOUT, when set, is the job's SIGMA_LAYOUT.
 drill_submit() {
-	local jid
+	local jid name=$1 max=$2 steps=$3 env
+	shift 3
 	# a checkpoint directory left by an earlier run of the test (the job
 	# name names it) would be resumed from
-	rm -rf "$(ckdir "$1")"
-	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$1" --sigma-spares=1 \
-		--sigma-max-restarts="$2" --sigma-ckpt-every=10 --sigma-probe=quick \
-		--export="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$3,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0,SIGMA_LOCAL_CKPT_DIR=/dev/shm/sigma-local-$SIGMA_TEST_USER/$1" \
-		-o "$d/$1.out" "$EXAMPLE") || fail "sbatch failed"
+	rm -rf "$(ckdir "$name")"
+	env="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$steps,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0"
+	env="$env,SIGMA_LOCAL_CKPT_DIR=/dev/shm/sigma-local-$SIGMA_TEST_USER/$name"
+	env="$env,SIGMA_LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch,SIGMA_PROBE=$PROBE"
+	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf"
+	[ -n "${DRILL_LAYOUT+x}" ] && env="$env,SIGMA_LAYOUT=$DRILL_LAYOUT"
+	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" --sigma-spares=1 \
+		--sigma-max-restarts="$max" --sigma-ckpt-every=10 --sigma-probe=quick \
+		--export="$env" -o "$d/$name.out" "$@" "$EXAMPLE") || fail "sbatch failed"
 	echo "$jid"
 }
 drill_ended() { case "$(jstate "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0 ;; esac; return 1; }

@@ -146,6 +146,9 @@ int sigma_block_parse(const char *comment, struct sigma_block *b, size_t *end)
 			return -EINVAL;
 		p = item_end + 1;
 	}
+	/* what sigma_block_format writes, and nothing it would refuse */
+	if (b->restart != SIGMA_RESTART_IN_JOB && b->job_spares)
+		return -EINVAL;
 	if (end)
 		*end = (size_t)(close - comment) + 1;
 	return 0;

@@ -119,7 +119,8 @@ int sigma_block_format(const struct sigma_block *b, char *buf, size_t size);
  * Parse the block at the start of an AdminComment. Returns 0, -ENOENT when
  * it does not start with "sigma[" (not a sigma job) or -EINVAL (malformed,
  * or a value out of its limits). *end gets the offset just past ']' (may be
- * NULL). Unknown keys are skipped (a newer plugin may add some).
+ * NULL). Unknown keys are skipped (a newer plugin may add some);
+ * job_spares without restart=in-job is malformed.
  */
 int sigma_block_parse(const char *comment, struct sigma_block *b, size_t *end);
 

@@ -44,7 +44,10 @@ enum cmd_tail {
 	X(CMD_DRAIN, "drain", NULL, 1, CMD_TAIL_REASON, true, srv_cmd_drain,   \
 	  "drain NODE --reason TEXT", "take a node out (root, SlurmUser)")     \
 	X(CMD_RESUME, "resume", NULL, 1, CMD_TAIL_NONE, true, srv_cmd_resume,  \
-	  "resume NODE", "put it back (root, SlurmUser)")
+	  "resume NODE", "put it back (root, SlurmUser)")                      \
+	X(CMD_SUSPECT, "suspect", NULL, 1, CMD_TAIL_FILTERS, false,            \
+	  srv_cmd_suspect, "suspect NODE --job ID",                            \
+	  "drain a node of your in-job restart job where its rank keeps dying")
 
 enum cmd_id {
 #define CMD_ID(id, ...) id,

@@ -38,6 +38,14 @@ int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out);
 int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 		  uid_t uid, FILE *out);
 int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out);
+/*
+ * The launcher of job (--sigma-restart=in-job, run by its owner) saw its
+ * rank die again and again on node, which probes healthy: drain it as a
+ * suspect. Only the job's owner (or an admin), only a running in-job job,
+ * only one of its own nodes.
+ */
+int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		    bool admin, FILE *out);
 /* Event log path (history is read straight from it). */
 const char *ctl_event_log(const struct ctl *c);
 

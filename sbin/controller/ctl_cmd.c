@@ -266,6 +266,62 @@ int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 	return 0;
 }
 
+/* job is uid's running in-job job and node one of its nodes: NULL, or why not */
+static const char *ctl_suspect_refused(const struct ctl *c, long i,
+				       uint32_t job, uid_t uid, bool admin)
+{
+	const struct ctl_job *j = ctl_view_job(&c->view, job);
+	struct sigma_block opts;
+
+	if (!j || (!admin && j->uid != (uint32_t)uid))
+		return "no such job of yours";
+	if (j->state != CTL_J_RUNNING)
+		return "the job is not running";
+	if (sigma_block_parse(j->comment, &opts, NULL) ||
+	    opts.restart != SIGMA_RESTART_IN_JOB)
+		return "the job does not restart itself (--sigma-restart=in-job)";
+	for (size_t k = 0; k < j->nnodes; k++)
+		if (j->nodes[k] == i)
+			return NULL;
+	return "the node is not one of the job's";
+}
+
+int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		    bool admin, FILE *out)
+{
+	char reason[CTL_REASON_MAX];
+	const char *why;
+	struct evlog_event ev;
+	long i = ctl_cmd_node(c, node, out);
+
+	if (i < 0)
+		return -ENOENT;
+	if ((why = ctl_suspect_refused(c, i, job, uid, admin))) {
+		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
+		return -EPERM;
+	}
+	snprintf(reason, sizeof(reason),
+		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
+		 job);
+	if (ctl_slurm_drain(node, reason)) {
+		fprintf(out,
+			"error: Slurm refused to drain %s (see sigmad's log)\n",
+			node);
+		return -EIO;
+	}
+	c->view.nodes[i].flags |= CTL_N_DRAIN;
+	ctl_ev_init(&ev, "drain");
+	ev.job = job;
+	ev.uid = (uint32_t)uid;
+	sigma_strlcpy(ev.node, node, sizeof(ev.node));
+	sigma_strlcpy(ev.text, reason, sizeof(ev.text));
+	ctl_log(c, &ev);
+	sigma_info("job %u: %s drained as a suspect, at its launcher's word (uid %u)",
+		   job, node, (unsigned)uid);
+	fprintf(out, "ok: %s drained: %s\n", node, reason);
+	return 0;
+}
+
 int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out)
 {
 	struct ctl_tries *t;

@@ -279,6 +279,30 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 	ctl_log(c, &ev);
 }
 
+/*
+ * The failed nodes of a running in-job job: those it runs on, and those
+ * it ran on when sigmad last looked (with --no-kill, Slurm takes a failed
+ * node out of the job; sigmad may have been down when it did).
+ */
+static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
+			      const struct ctl_job *job)
+{
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
+	const char *w;
+
+	for (size_t k = 0; k < job->nnodes; k++)
+		if ((w = node_failed(&v->nodes[job->nodes[k]])))
+			ctl_in_job_failed(c, v, job, job->nodes[k], w);
+	sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long i = ctl_view_node(v, tok);
+
+		if (i >= 0 && (w = node_failed(&v->nodes[i])))
+			ctl_in_job_failed(c, v, job, i, w);
+	}
+}
+
 /* a running job: a failed node, else a warned one not watched yet */
 static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 			       const struct ctl_job *job)
@@ -292,12 +316,7 @@ static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 		return; /* handled, or given up at this attempt */
 	if (!sigma_block_parse(job->comment, &opts, NULL) &&
 	    opts.restart == SIGMA_RESTART_IN_JOB) {
-		for (size_t k = 0; k < job->nnodes; k++) {
-			const char *w = node_failed(&v->nodes[job->nodes[k]]);
-
-			if (w)
-				ctl_in_job_failed(c, v, job, job->nodes[k], w);
-		}
+		ctl_detect_in_job(c, v, job);
 		return;
 	}
 	watch = ctl_rec_find(c, job->id, R + 2, REC_WATCH);

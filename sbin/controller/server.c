@@ -202,6 +202,19 @@ static void srv_cmd_resume(const struct srv_call *k)
 	ctl_cmd_resume(k->c, k->args[0], k->uid, k->out);
 }
 
+static void srv_cmd_suspect(const struct srv_call *k)
+{
+	long job = 0;
+
+	if (k->nargs != 2 || strncmp(k->args[1], "job=", 4) ||
+	    sigma_parse_long(k->args[1] + 4, 1, UINT32_MAX, &job)) {
+		fprintf(k->out, "error: suspect needs NODE and job=ID\n");
+		return;
+	}
+	ctl_cmd_suspect(k->c, k->args[0], (uint32_t)job, k->uid, k->admin,
+			k->out);
+}
+
 /* the handlers, as the command table names them */
 static srv_cmd_fn *const srv_cmds[CMD_COUNT] = {
 #define SRV_CMD(id, name, sub, nodes, tail, admin, handler, ...) [id] = handler,

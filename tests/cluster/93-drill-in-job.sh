@@ -6,14 +6,15 @@
 #     nodes, resumed from tier 1;
 #  2. a whole node crash (its slurmd, slurmstepd and rank killed at once):
 #     the step goes on on the spare, the lost node's part coming from its
-#     buddy's replica; sigmad drains the node and does not requeue the job.
+#     buddy's replica; sigmad, killed at the same time and started again
+#     after the relaunch, drains the node once and does not requeue the job.
 # The final weights and optimizer state are bitwise equal to an
 # uninterrupted run's, and the job was never requeued (Restarts=0).
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
 
-STEPS=120
+STEPS=400
 DRILL_LAYOUT="--zero 1"
 drill_setup drill-in-job
 ref=$(drill_submit ref 3 "$STEPS" -N2) || exit 1
@@ -48,9 +49,13 @@ victim=${N[1]}
 rank=$(rank_pid "$jid" "$victim") || fail "no rank of job $jid on $victim"
 stepd=$(ps -o ppid= -p "$rank" | tr -d ' ')
 at=$(last_step "$out")
+# sigmad dies too, and comes back once the step was relaunched: it must
+# neither requeue the job nor drain the node twice
+kill -KILL "$(sigmad_pid)"
 kill -KILL "$(cat "$SIGMA_TESTBED_DIR/run/slurmd-$victim.pid")" "$stepd" "$rank"
-log "crashed $victim (slurmd, slurmstepd $stepd, rank $rank) at step $at"
+log "crashed $victim (slurmd, slurmstepd $stepd, rank $rank) at step $at, and killed sigmad"
 until_true 90 sh -c "grep -q '^sigma-launch: launch 2 ' '$out'" || fail "not relaunched after the crash: $(tail -n 5 "$out")"
+sigmad_start
 grep -q "^sigma-launch: launch 2 .* on ${N[0]},${N[2]} " "$out" ||
 	fail "not relaunched onto the spare ${N[2]}: $(grep '^sigma-launch' "$out")"
 log "relaunched onto ${N[2]}: $(grep "^sigma-launch: ${victim} out" "$out")"
@@ -62,6 +67,8 @@ grep -q "SLURM_RESTART_COUNT\|^attempt [1-9] start" "$out" && fail "a second att
 until_true 30 sh -c "scontrol show node $victim | grep -q 'State=[A-Z+]*DRAIN'" || fail "$victim not drained: $(nstate "$victim")"
 grep -q "job $jid: $victim failed .*: drained; the job restarts itself" "$SIGMAD_LOG" || fail "sigmad did not drain $victim for the job"
 [ "$(events requeue "$jid")" = 0 ] || fail "sigmad requeued job $jid"
+[ "$(grep -c "\"type\":\"drain\",\"job\":$jid,.*\"node\":\"$victim\"" "$SIGMAD_EVENTS")" = 1 ] ||
+	fail "not one drain of $victim: $(grep "\"job\":$jid," "$SIGMAD_EVENTS")"
 
 a=$(ckdir ref)/ckpt-$(printf %08d "$STEPS").h5
 b=$(ls "$(ckdir injob)"/ckpt-"$(printf %08d "$STEPS")"*.h5 2>/dev/null | head -n 1)

@@ -39,7 +39,7 @@ drill_submit() {
 	env="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$steps,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0"
 	env="$env,SIGMA_LOCAL_CKPT_DIR=/dev/shm/sigma-local-$SIGMA_TEST_USER/$name"
 	env="$env,SIGMA_LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch,SIGMA_PROBE=$PROBE"
-	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf"
+	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMACTL=$SIGMACTL"
 	[ -n "${DRILL_LAYOUT+x}" ] && env="$env,SIGMA_LAYOUT=$DRILL_LAYOUT"
 	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" --sigma-spares=1 \
 		--sigma-max-restarts="$max" --sigma-ckpt-every=10 --sigma-probe=quick \

@@ -7,7 +7,7 @@
  * FUZZ_SOURCES: lib/contract.c lib/kv.c lib/str.c lib/log.c lib/file.c
  *
  * The whole input, as a string, is an AdminComment and a node reason. Its
- * first 25 bytes are also a block to format (level, then three 64-bit
+ * first 34 bytes are also a block to format (level, then three 64-bit
  * numbers, each folded near its limits half of the time), and what
  * follows its first '\n' a reason's WHAT.
  *
@@ -39,7 +39,13 @@ static bool block_in_limits(const struct sigma_block *b)
 	return b->probe >= SIGMA_LEVEL_OFF && b->probe <= SIGMA_LEVEL_FULL &&
 	       b->spares >= 0 && b->spares <= SIGMA_SPARES_MAX &&
 	       b->max_restarts >= 0 && b->max_restarts <= SIGMA_RESTARTS_MAX &&
-	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX;
+	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX &&
+	       b->on_warning >= SIGMA_WARN_DRAIN_AFTER &&
+	       b->on_warning <= SIGMA_WARN_IGNORE &&
+	       b->restart >= SIGMA_RESTART_REQUEUE &&
+	       b->restart <= SIGMA_RESTART_IN_JOB && b->job_spares >= 0 &&
+	       b->job_spares <= SIGMA_SPARES_MAX &&
+	       (b->restart == SIGMA_RESTART_IN_JOB || !b->job_spares);
 }
 
 /* blocks are zeroed first, so that any field the contract adds, and the
@@ -137,7 +143,7 @@ static long fold(int64_t raw, long max)
 
 static void fuzz_block_format(const uint8_t *data, size_t size)
 {
-	uint8_t raw[25] = {0};
+	uint8_t raw[34] = {0};
 	struct sigma_block b;
 
 	memcpy(raw, data, size < sizeof(raw) ? size : sizeof(raw));
@@ -147,6 +153,8 @@ static void fuzz_block_format(const uint8_t *data, size_t size)
 	b.spares = fold(get64(raw + 1), SIGMA_SPARES_MAX);
 	b.max_restarts = fold(get64(raw + 9), SIGMA_RESTARTS_MAX);
 	b.ckpt_every = fold(get64(raw + 17), SIGMA_CKPT_EVERY_MAX);
+	b.restart = (int)(int8_t)raw[25] % 3;
+	b.job_spares = fold(get64(raw + 26), SIGMA_SPARES_MAX);
 	block_round_trip(&b, " ticket 42");
 }
 

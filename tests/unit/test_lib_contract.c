@@ -102,10 +102,13 @@ static void test_block_limits(void **state)
 {
 	const struct sigma_block edge[] = {
 	    {SIGMA_LEVEL_QUICK, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
-	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_DRAIN_AFTER},
+	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_DRAIN_AFTER,
+	     SIGMA_RESTART_IN_JOB, SIGMA_SPARES_MAX},
 	    {SIGMA_LEVEL_FULL, SIGMA_SPARES_MAX, SIGMA_RESTARTS_MAX,
-	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_CHECKPOINT},
-	    {SIGMA_LEVEL_OFF, 0, 0, 1, SIGMA_WARN_IGNORE},
+	     SIGMA_CKPT_EVERY_MAX, SIGMA_WARN_CHECKPOINT,
+	     SIGMA_RESTART_REQUEUE, 0},
+	    {SIGMA_LEVEL_OFF, 0, 0, 1, SIGMA_WARN_IGNORE, SIGMA_RESTART_IN_JOB,
+	     0},
 	};
 	char buf[SIGMA_BLOCK_MAX];
 	struct sigma_block b, back;
@@ -121,7 +124,21 @@ static void test_block_limits(void **state)
 		assert_int_equal(back.max_restarts, edge[i].max_restarts);
 		assert_int_equal(back.ckpt_every, edge[i].ckpt_every);
 		assert_int_equal(back.on_warning, edge[i].on_warning);
+		assert_int_equal(back.restart, edge[i].restart);
+		assert_int_equal(back.job_spares, edge[i].job_spares);
 	}
+	/* a requeued job's block reads as it did before in-job restarts */
+	assert_int_equal(sigma_block_format(&edge[1], buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "restart="));
+	assert_int_equal(sigma_block_format(&edge[0], buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, ",restart=in-job,job_spares=1024]"));
+	/* in-allocation spares are for an in-job restart only */
+	b = edge[1];
+	b.job_spares = 1;
+	assert_int_equal(sigma_block_format(&b, buf, sizeof(buf)), -ERANGE);
+	assert_int_equal(sigma_block_parse("sigma[restart=sometimes]", &back,
+					   NULL),
+			 -EINVAL);
 	/* one past a limit is refused both ways */
 	b = edge[0];
 	b.max_restarts = SIGMA_RESTARTS_MAX + 1;

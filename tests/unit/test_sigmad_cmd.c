@@ -73,6 +73,7 @@ static void test_admin_only(void **state)
 	assert_true(cmd_admin_only("spares")); /* add and remove */
 	assert_false(cmd_admin_only("status"));
 	assert_false(cmd_admin_only("history"));
+	assert_false(cmd_admin_only("suspect")); /* sigmad checks the job */
 	assert_false(cmd_admin_only("bogus"));
 }
 
@@ -92,7 +93,8 @@ static void test_usage(void **state)
 	    "  spares [add|remove NODE]        the hot-spare pool\n"
 	    "  history [--job ID] [--node NAME] [--since TIME] [--json]\n"
 	    "  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
-	    "  resume NODE                     put it back (root, SlurmUser)\n");
+	    "  resume NODE                     put it back (root, SlurmUser)\n"
+	    "  suspect NODE --job ID           drain a node of your in-job restart job where its rank keeps dying\n");
 	free(text);
 }
 

@@ -154,6 +154,18 @@ static void test_options(void **state)
 					    err, sizeof(err)),
 			 0);
 	assert_int_equal(o.max_restarts, 3);
+	assert_int_equal(sigma_job_opts_check(&o, err, sizeof(err)), 0);
+	/* in-allocation spares go with an in-job restart only */
+	assert_int_equal(sigma_job_opts_set(&o, SIGMA_OPT_JOB_SPARES, "2", err,
+					    sizeof(err)),
+			 0);
+	assert_true(sigma_job_opts_check(&o, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "--sigma-job-spares=2: in-allocation spares are for --sigma-restart=in-job"));
+	assert_int_equal(sigma_job_opts_set(&o, SIGMA_OPT_RESTART, "in-job",
+					    err, sizeof(err)),
+			 0);
+	assert_int_equal(o.restart, SIGMA_RESTART_IN_JOB);
+	assert_int_equal(sigma_job_opts_check(&o, err, sizeof(err)), 0);
 }
 
 static void test_option_errors(void **state)
@@ -187,6 +199,10 @@ static void test_option_errors(void **state)
 	    {SIGMA_OPT_MAX_RESTARTS, "3x",
 	     "--sigma-max-restarts=3x: expected a whole number from 0 to 10000"},
 	    {SIGMA_OPT_MAX_RESTARTS, " 3", "--sigma-max-restarts"},
+	    {SIGMA_OPT_RESTART, "always",
+	     "--sigma-restart=always: expected one of requeue|in-job"},
+	    {SIGMA_OPT_JOB_SPARES, "-1",
+	     "--sigma-job-spares=-1: expected a whole number from 0 to 1024"},
 	};
 	struct sigma_job_opts o;
 

@@ -117,7 +117,7 @@ static void test_init(void **state)
 {
 	fake.context = S_CTX_ALLOCATOR;
 	assert_int_equal(hook(slurm_spank_init, 1, arg_probe), 0);
-	assert_int_equal(fake.registered, 6);
+	assert_int_equal(fake.registered, 8);
 	/* a client never prints to the user's terminal on success */
 	for (int i = 0; i < fake.nlog; i++)
 		assert_non_null(strstr(fake.log[i], "verbose: "));

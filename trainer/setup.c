@@ -390,6 +390,8 @@ static int setup_guard(struct trainer *t)
 static void on_stop(int sig)
 {
 	train_stop_signal = sig;
+	/* a collective that waits for a dead peer now ends soon (76) */
+	comm_watchdog_hurry();
 }
 
 /* SIGUSR1 and SIGTERM ask for a checkpoint and a stop (exit 75) */

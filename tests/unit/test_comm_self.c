@@ -310,6 +310,36 @@ static void test_self_memory(void **state)
 	comm_free(w->c, NULL);
 }
 
+/*
+ * In a child: start the watchdog, a first call of first_ms, asked to stop
+ * when hurry, then a "call" of hang_ms. Exit status.
+ */
+static int child_hurry(double timeout_s, int first_ms, bool hurry,
+		       int hang_ms)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (comm_watchdog_start(timeout_s) < 0)
+			_exit(2);
+		comm_watch_enter("allreduce", "test");
+		usleep((useconds_t)first_ms * 1000);
+		comm_watch_leave();
+		if (hurry)
+			comm_watchdog_hurry();
+		comm_watch_enter("allreduce", "test");
+		usleep((useconds_t)hang_ms * 1000);
+		comm_watch_leave();
+		comm_watchdog_stop();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
 /* In a child: start the watchdog, then a "call" of hang_ms. Exit status. */
 static int child_status(double timeout_s, int hang_ms)
 {
@@ -340,6 +370,12 @@ static void test_watchdog(void **state)
 	assert_int_equal(child_status(0.2, 10000), COMM_EXIT_PEER);
 	/* a call shorter than the timeout: nothing happens */
 	assert_int_equal(child_status(2.0, 50), 0);
+	/* asked to stop: a call 3 s long ends the process with a 300 s
+	 * timeout; without the request, or when a call of 1 s came first (4 s
+	 * allowed), it does not */
+	assert_int_equal(child_hurry(300, 0, true, 3000), COMM_EXIT_PEER);
+	assert_int_equal(child_hurry(300, 0, false, 3000), 0);
+	assert_int_equal(child_hurry(300, 1000, true, 3000), 0);
 	/* no timeout, no watchdog */
 	assert_int_equal(comm_watchdog_start(0), 0);
 	assert_int_equal(comm_watchdog_start(COMM_TIMEOUT_MAX * 2), -ERANGE);

@@ -25,6 +25,8 @@ static _Atomic uint64_t watch_since_ns; /* 0: no call in progress */
 static _Atomic(const char *) watch_what;
 static _Atomic(const char *) watch_name;
 static _Atomic uint64_t watch_timeout_ns;
+static _Atomic uint64_t watch_longest_ns; /* the longest call that returned */
+static atomic_bool watch_hurry;
 
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond;
@@ -49,7 +51,30 @@ void comm_watch_enter(const char *what, const char *name)
 
 void comm_watch_leave(void)
 {
+	uint64_t since = atomic_load(&watch_since_ns), now = comm_now_ns();
+
+	if (since && now > since &&
+	    now - since > atomic_load(&watch_longest_ns))
+		atomic_store(&watch_longest_ns, now - since);
 	atomic_store(&watch_since_ns, 0);
+}
+
+void comm_watchdog_hurry(void)
+{
+	atomic_store(&watch_hurry, true);
+}
+
+/* how long a call may run now */
+static uint64_t watch_limit_ns(void)
+{
+	uint64_t timeout = atomic_load(&watch_timeout_ns), hurry;
+
+	if (!atomic_load(&watch_hurry))
+		return timeout;
+	hurry = 4 * atomic_load(&watch_longest_ns);
+	if (hurry < (uint64_t)(COMM_HURRY_MIN_S * 1e9))
+		hurry = (uint64_t)(COMM_HURRY_MIN_S * 1e9);
+	return hurry < timeout ? hurry : timeout;
 }
 
 static void *watch_main(void *arg)
@@ -57,7 +82,7 @@ static void *watch_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&watch_lock);
 	while (!watch_stop) {
-		uint64_t timeout = atomic_load(&watch_timeout_ns);
+		uint64_t timeout = watch_limit_ns();
 		uint64_t since = atomic_load(&watch_since_ns);
 		uint64_t now = comm_now_ns();
 		uint64_t period = timeout / 10;
@@ -69,10 +94,12 @@ static void *watch_main(void *arg)
 
 			/* one line, then out: no atexit handler may block */
 			sigma_error(
-			    "comm watchdog: %s on communicator %s has not returned after %.1f s (timeout %.1f s): a peer rank died or stopped; exiting %d",
+			    "comm watchdog: %s on communicator %s has not returned after %.1f s (%s %.1f s): a peer rank died or stopped; exiting %d",
 			    what ? what : "?", name ? name : "?",
-			    (double)(now - since) / 1e9, (double)timeout / 1e9,
-			    COMM_EXIT_PEER);
+			    (double)(now - since) / 1e9,
+			    atomic_load(&watch_hurry) ? "asked to stop: limit"
+						      : "timeout",
+			    (double)timeout / 1e9, COMM_EXIT_PEER);
 			fflush(stderr);
 			_exit(COMM_EXIT_PEER);
 		}

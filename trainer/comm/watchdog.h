@@ -34,4 +34,15 @@ void comm_watch_leave(void);
 int comm_watchdog_start(double timeout_s);
 void comm_watchdog_stop(void);
 
+/*
+ * The process was asked to stop (SIGTERM, SIGUSR1; async-signal-safe):
+ * from now on a call that has run longer than COMM_HURRY_MIN_S, and four
+ * times the longest call so far, ends the process as the timeout does. A
+ * step cancelled because a peer died (srun --kill-on-bad-exit) then ends
+ * at once, not after Slurm's KillWait, while a healthy step still gets to
+ * its checkpoint.
+ */
+void comm_watchdog_hurry(void);
+#define COMM_HURRY_MIN_S 2.0
+
 #endif /* SIGMA_COMM_WATCHDOG_H */

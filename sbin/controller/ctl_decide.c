@@ -311,21 +311,25 @@ static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 	const struct ctl_rec *watch;
 	struct sigma_block opts;
 	int R = job->restart_cnt;
+	bool in_job;
 
 	if (ctl_decided(c, job))
 		return; /* handled, or given up at this attempt */
-	if (!sigma_block_parse(job->comment, &opts, NULL) &&
-	    opts.restart == SIGMA_RESTART_IN_JOB) {
+	in_job = !sigma_block_parse(job->comment, &opts, NULL) &&
+		 opts.restart == SIGMA_RESTART_IN_JOB;
+	/* its failed nodes: drained, the job left to its launcher */
+	if (in_job)
 		ctl_detect_in_job(c, v, job);
-		return;
-	}
+	/* a warning moves any job: it checkpoints and exits 75 */
 	watch = ctl_rec_find(c, job->id, R + 2, REC_WATCH);
 	for (size_t k = 0; k < job->nnodes; k++) {
 		const struct ctl_node *n = &v->nodes[job->nodes[k]];
 		const char *w;
 
-		if ((w = node_failed(n)))
-			ctl_blame_add(&bad, n->name, w);
+		if ((w = node_failed(n))) {
+			if (!in_job)
+				ctl_blame_add(&bad, n->name, w);
+		}
 		else if ((w = node_warned(n)) &&
 			 !(watch && ctl_list_has(watch->bad, n->name)))
 			ctl_blame_add(&warn, n->name, w);

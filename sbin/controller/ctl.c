@@ -197,8 +197,33 @@ void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes)
 	if (!n)
 		return;
 	c->last = n;
+	memset(&n[c->nlast], 0, sizeof(n[0]));
 	n[c->nlast].job = job;
 	sigma_strlcpy(n[c->nlast++].nodes, nodes, sizeof(n[0].nodes));
+}
+
+const char *ctl_in_job_told(const struct ctl *c, uint32_t job)
+{
+	for (size_t i = 0; i < c->nlast; i++)
+		if (c->last[i].job == job)
+			return c->last[i].in_job;
+	return "";
+}
+
+void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node)
+{
+	bool known = false;
+
+	for (size_t i = 0; i < c->nlast; i++)
+		known |= c->last[i].job == job;
+	if (!known)
+		ctl_last_set(c, job, ""); /* its nodes come at the next "run" */
+	for (size_t i = 0; i < c->nlast; i++)
+		if (c->last[i].job == job) {
+			ctl_list_add(c->last[i].in_job,
+				     sizeof(c->last[i].in_job), node);
+			return;
+		}
 }
 
 static int verdict_of(const char *name)
@@ -286,6 +311,8 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		ctl_list_del(c->added, ev->node);
 	} else if (!strcmp(ev->type, "run")) {
 		ctl_last_set(c, ev->job, ev->node);
+	} else if (!strcmp(ev->type, "in_job")) {
+		ctl_in_job_tell(c, ev->job, ev->node);
 	} else {
 		ctl_replay_step(c, ev);
 	}

@@ -245,6 +245,34 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 /* ---- what happened ------------------------------------------------------- */
 
 /*
+ * The story of a failed node of an in-job job, once: an "in_job" event
+ * (sigmactl history) and an account in its AdminComment.
+ */
+static void ctl_in_job_account(struct ctl *c, const struct ctl_job *job,
+			       const char *node, const char *what)
+{
+	char account[CTL_REASON_MAX + 96], comment[CTL_COMMENT_MAX];
+	struct evlog_event ev;
+
+	(void)sigma_snprintf(
+	    account, sizeof(account),
+	    "sigma: attempt %d: %s %s -> relaunched in the allocation (in-job)",
+	    job->restart_cnt + 1, node, what);
+	if (sigma_snprintf(comment, sizeof(comment), "%s %s", job->comment,
+			   account) < 0 ||
+	    ctl_slurm_admin_comment(job->id, comment))
+		sigma_warn("job %u: account of %s not appended", job->id, node);
+	ctl_ev_init(&ev, "in_job");
+	ev.job = job->id;
+	ev.uid = job->uid;
+	ev.attempt = job->restart_cnt + 1;
+	sigma_strlcpy(ev.node, node, sizeof(ev.node));
+	sigma_strlcpy(ev.text, account, sizeof(ev.text));
+	if (!ctl_log(c, &ev))
+		ctl_in_job_tell(c, job->id, node);
+}
+
+/*
  * A running job that restarts itself (--sigma-restart=in-job): its launcher
  * relaunches the step inside the allocation, off a failed node. sigmad
  * never requeues it behind the launcher's back; it drains the node, once,
@@ -260,23 +288,27 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 	const char *node = n->name;
 	struct evlog_event ev;
 
-	if (n->flags & CTL_N_DRAIN)
-		return; /* drained already: by the probe, or by us */
-	snprintf(reason, sizeof(reason), "sigma: %s", what);
-	if (ctl_slurm_drain(node, reason))
-		return; /* tried again at the next tick */
-	n->flags |= CTL_N_DRAIN;
-	ctl_ev_init(&ev, "drain");
-	ev.job = job->id;
-	ev.uid = job->uid;
-	ev.attempt = job->restart_cnt + 1;
-	sigma_strlcpy(ev.node, node, sizeof(ev.node));
-	(void)sigma_snprintf(ev.text, sizeof(ev.text),
-			     "%s (the job restarts itself in its allocation)",
-			     reason);
-	sigma_info("job %u: %s failed (%s): drained; the job restarts itself",
-		   job->id, node, what);
-	ctl_log(c, &ev);
+	if (!(n->flags & CTL_N_DRAIN)) {
+		/* not drained yet by the probe */
+		snprintf(reason, sizeof(reason), "sigma: %s", what);
+		if (ctl_slurm_drain(node, reason))
+			return; /* tried again at the next tick */
+		n->flags |= CTL_N_DRAIN;
+		ctl_ev_init(&ev, "drain");
+		ev.job = job->id;
+		ev.uid = job->uid;
+		ev.attempt = job->restart_cnt + 1;
+		sigma_strlcpy(ev.node, node, sizeof(ev.node));
+		(void)sigma_snprintf(
+		    ev.text, sizeof(ev.text),
+		    "%s (the job restarts itself in its allocation)", reason);
+		sigma_info(
+		    "job %u: %s failed (%s): drained; the job restarts itself",
+		    job->id, node, what);
+		ctl_log(c, &ev);
+	}
+	if (!ctl_list_has(ctl_in_job_told(c, job->id), node))
+		ctl_in_job_account(c, job, node, what);
 }
 
 /*
@@ -298,7 +330,9 @@ static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
 	     tok = strtok_r(NULL, ",", &save)) {
 		long i = ctl_view_node(v, tok);
 
-		if (i >= 0 && (w = node_failed(&v->nodes[i])))
+		/* one a requeue excluded is of an attempt before this one */
+		if (i >= 0 && !ctl_list_has(job->exc_nodes, tok) &&
+		    (w = node_failed(&v->nodes[i])))
 			ctl_in_job_failed(c, v, job, i, w);
 	}
 }

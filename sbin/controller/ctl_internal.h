@@ -65,6 +65,8 @@ struct ctl_tries {
 struct ctl_last {
 	uint32_t job;
 	char nodes[CTL_LIST_MAX];
+	/* an in-job job: the failed nodes its account already tells */
+	char in_job[CTL_LIST_MAX];
 };
 
 /* the counters of sigmad's metrics, counted from the event log */
@@ -143,6 +145,9 @@ bool ctl_in_open_rec(const struct ctl *c, const char *node);
 const char *ctl_last_nodes(const struct ctl *c, uint32_t job);
 /* remember them (in memory; callers log them) */
 void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
+/* the failed nodes of in-job job that sigmad recorded ("" when none) */
+const char *ctl_in_job_told(const struct ctl *c, uint32_t job);
+void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node);
 
 /* ---- nodes and jobs (ctl.c) ---------------------------------------------- */
 

@@ -67,6 +67,12 @@ grep -q "SLURM_RESTART_COUNT\|^attempt [1-9] start" "$out" && fail "a second att
 until_true 30 sh -c "scontrol show node $victim | grep -q 'State=[A-Z+]*DRAIN'" || fail "$victim not drained: $(nstate "$victim")"
 grep -q "job $jid: $victim failed .*: drained; the job restarts itself" "$SIGMAD_LOG" || fail "sigmad did not drain $victim for the job"
 [ "$(events requeue "$jid")" = 0 ] || fail "sigmad requeued job $jid"
+# the story: the AdminComment (sacct, once the job ended) and the history
+until_true 30 sh -c "sacct -n -X -j $jid -o admincomment%400 | grep -q 'sigma: attempt 1: $victim .* -> relaunched in the allocation (in-job)'" ||
+	fail "AdminComment lacks the relaunch: $(sacct -n -X -j "$jid" -o admincomment%400)"
+[ "$(events in_job "$jid")" = 1 ] || fail "$(events in_job "$jid") in_job events for job $jid, want 1"
+"$SIGMACTL" history --job "$jid" | grep -q "in_job *job $jid attempt 1 $victim" ||
+	fail "history lacks the relaunch: $("$SIGMACTL" history --job "$jid")"
 [ "$(grep -c "\"type\":\"drain\",\"job\":$jid,.*\"node\":\"$victim\"" "$SIGMAD_EVENTS")" = 1 ] ||
 	fail "not one drain of $victim: $(grep "\"job\":$jid," "$SIGMAD_EVENTS")"
 

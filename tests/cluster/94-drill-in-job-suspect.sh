@@ -47,6 +47,8 @@ echo "$r" | grep -q "no such job of yours" || fail "refusal does not say why: $r
 nstate "${N[0]}" | grep -q drain && fail "${N[0]} drained on a refused report"
 
 # no in-allocation spare left: a failing node sends the job to the queue
+until_true 60 sh -c "[ \"\$(sed -n '/^sigma-launch: launch 3 /,\$p' '$out' | grep -c '^step ')\" -ge 5 ]" ||
+	fail "launch 3 does not train: $(tail -n 5 "$out")"
 drill_inject "${N[2]}" compute=fail
 pid=$(rank_pid "$jid" "${N[2]}") || fail "no rank on ${N[2]}"
 kill -KILL "$pid"

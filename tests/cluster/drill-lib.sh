@@ -27,7 +27,8 @@ drill_setup() {
 }
 
 # drill_submit NAME MAX_RESTARTS STEPS [SBATCH OPTION...]: the example job
-# of the test user, named NAME (its checkpoints go to ckpt_root/USER/NAME),
+# of the test user on 4 nodes, restarted by sigmad's requeue unless the
+# options say otherwise, named NAME (its checkpoints go to ckpt_root/USER/NAME),
 # checkpoint every 10 steps, one spare per recovery; output in $d/NAME.out;
 # prints the job id. DRILL_LAYOUT, when set, is the job's SIGMA_LAYOUT.
 drill_submit() {
@@ -41,7 +42,10 @@ drill_submit() {
 	env="$env,SIGMA_LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch,SIGMA_PROBE=$PROBE"
 	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMACTL=$SIGMACTL"
 	[ -n "${DRILL_LAYOUT+x}" ] && env="$env,SIGMA_LAYOUT=$DRILL_LAYOUT"
-	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" --sigma-spares=1 \
+	# the example's own in-job restart and fifth node are for the tests
+	# that ask for them (93, 94): the drill's sigmad path needs neither
+	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" -N4 \
+		--sigma-restart=requeue --sigma-job-spares=0 --sigma-spares=1 \
 		--sigma-max-restarts="$max" --sigma-ckpt-every=10 --sigma-probe=quick \
 		--export="$env" -o "$d/$name.out" "$@" "$EXAMPLE") || fail "sbatch failed"
 	echo "$jid"

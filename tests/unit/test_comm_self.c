@@ -340,36 +340,13 @@ static int child_hurry(double timeout_s, int first_ms, bool hurry,
 	return WEXITSTATUS(status);
 }
 
-/* In a child: start the watchdog, then a "call" of hang_ms. Exit status. */
-static int child_status(double timeout_s, int hang_ms)
-{
-	pid_t pid = fork();
-	int status = 0;
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* no cmocka state in the child: only _exit */
-		if (comm_watchdog_start(timeout_s) < 0)
-			_exit(2);
-		comm_watch_enter("allreduce", "test");
-		usleep((useconds_t)hang_ms * 1000);
-		comm_watch_leave();
-		usleep(300000); /* idle: the watchdog must not fire */
-		comm_watchdog_stop();
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
-}
-
 static void test_watchdog(void **state)
 {
 	(void)state;
 	/* a call that hangs 10 s with a 0.2 s timeout: ended with the code */
-	assert_int_equal(child_status(0.2, 10000), COMM_EXIT_PEER);
-	/* a call shorter than the timeout: nothing happens */
-	assert_int_equal(child_status(2.0, 50), 0);
+	assert_int_equal(child_hurry(0.2, 10000, false, 0), COMM_EXIT_PEER);
+	/* calls shorter than the timeout: nothing happens */
+	assert_int_equal(child_hurry(2.0, 50, false, 300), 0);
 	/* asked to stop: a call 3 s long ends the process with a 300 s
 	 * timeout; without the request, or when a call of 1 s came first (4 s
 	 * allowed), it does not */

@@ -431,6 +431,13 @@ static int ctl_format_request(const struct cmd_spec *cmd,
 	case CMD_RESUME:
 		snprintf(req, size, "resume\t%.200s", a->pos[0]);
 		return 0;
+	case CMD_RELAUNCH:
+		if (!a->job) {
+			fprintf(stderr, "sigmactl: relaunch needs --job ID\n");
+			return 64;
+		}
+		snprintf(req, size, "relaunch\tjob=%ld", a->job);
+		return 0;
 	case CMD_SUSPECT:
 		if (!a->job) {
 			fprintf(stderr, "sigmactl: suspect needs --job ID\n");

@@ -47,7 +47,10 @@ enum cmd_tail {
 	  "resume NODE", "put it back (root, SlurmUser)")                      \
 	X(CMD_SUSPECT, "suspect", NULL, 1, CMD_TAIL_FILTERS, false,            \
 	  srv_cmd_suspect, "suspect NODE --job ID",                            \
-	  "drain a node of your in-job restart job where its rank keeps dying")
+	  "drain a node of your in-job restart job where its rank keeps dying")  \
+	X(CMD_RELAUNCH, "relaunch", NULL, 0, CMD_TAIL_FILTERS, false,          \
+	  srv_cmd_relaunch, "relaunch --job ID",                               \
+	  "count a relaunch of your in-job restart job against its restarts")
 
 enum cmd_id {
 #define CMD_ID(id, ...) id,

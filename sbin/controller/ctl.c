@@ -210,20 +210,46 @@ const char *ctl_in_job_told(const struct ctl *c, uint32_t job)
 	return "";
 }
 
+/* job's entry, made when there is none (its nodes come at the next "run") */
+static struct ctl_last *ctl_last_of(struct ctl *c, uint32_t job)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < c->nlast; i++)
+			if (c->last[i].job == job)
+				return &c->last[i];
+		if (!pass)
+			ctl_last_set(c, job, "");
+	}
+	return NULL;
+}
+
 void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node)
 {
-	bool known = false;
+	struct ctl_last *l = ctl_last_of(c, job);
 
+	if (l)
+		ctl_list_add(l->in_job, sizeof(l->in_job), node);
+}
+
+int ctl_relaunches(const struct ctl *c, uint32_t job)
+{
 	for (size_t i = 0; i < c->nlast; i++)
-		known |= c->last[i].job == job;
-	if (!known)
-		ctl_last_set(c, job, ""); /* its nodes come at the next "run" */
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job) {
-			ctl_list_add(c->last[i].in_job,
-				     sizeof(c->last[i].in_job), node);
-			return;
-		}
+		if (c->last[i].job == job)
+			return c->last[i].relaunches;
+	return 0;
+}
+
+void ctl_relaunch_count(struct ctl *c, uint32_t job)
+{
+	struct ctl_last *l = ctl_last_of(c, job);
+
+	if (l)
+		l->relaunches++;
+}
+
+int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job)
+{
+	return job->restart_cnt + ctl_relaunches(c, job->id);
 }
 
 static int verdict_of(const char *name)
@@ -313,6 +339,8 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		ctl_last_set(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "in_job")) {
 		ctl_in_job_tell(c, ev->job, ev->node);
+	} else if (!strcmp(ev->type, "relaunch")) {
+		ctl_relaunch_count(c, ev->job);
 	} else {
 		ctl_replay_step(c, ev);
 	}

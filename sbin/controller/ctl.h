@@ -46,6 +46,13 @@ int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out);
  */
 int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		    bool admin, FILE *out);
+/*
+ * The launcher of job (its owner's, running, --sigma-restart=in-job)
+ * relaunched its step inside the allocation: one restart more used, against
+ * --sigma-max-restarts (a "relaunch" event).
+ */
+int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
+		     FILE *out);
 /* Event log path (history is read straight from it). */
 const char *ctl_event_log(const struct ctl *c);
 

@@ -81,7 +81,7 @@ static int ctl_restarts_left(const struct ctl *c, const struct ctl_job *job)
 
 	if (sigma_block_parse(job->comment, &opts, NULL))
 		return -1;
-	left = ctl_max_restarts(c, &opts) - job->restart_cnt;
+	left = ctl_max_restarts(c, &opts) - ctl_restarts_used(c, job);
 	return left < 0 ? 0 : left;
 }
 
@@ -266,9 +266,9 @@ int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 	return 0;
 }
 
-/* job is uid's running in-job job and node one of its nodes: NULL, or why not */
-static const char *ctl_suspect_refused(const struct ctl *c, long i,
-				       uint32_t job, uid_t uid, bool admin)
+/* job is uid's running in-job job: NULL, or why not */
+static const char *ctl_in_job_refused(const struct ctl *c, uint32_t job,
+				      uid_t uid, bool admin)
 {
 	const struct ctl_job *j = ctl_view_job(&c->view, job);
 	struct sigma_block opts;
@@ -280,10 +280,51 @@ static const char *ctl_suspect_refused(const struct ctl *c, long i,
 	if (sigma_block_parse(j->comment, &opts, NULL) ||
 	    opts.restart != SIGMA_RESTART_IN_JOB)
 		return "the job does not restart itself (--sigma-restart=in-job)";
+	return NULL;
+}
+
+/* ... and node i one of its nodes */
+static const char *ctl_suspect_refused(const struct ctl *c, long i,
+				       uint32_t job, uid_t uid, bool admin)
+{
+	const struct ctl_job *j = ctl_view_job(&c->view, job);
+	const char *why = ctl_in_job_refused(c, job, uid, admin);
+
+	if (why)
+		return why;
 	for (size_t k = 0; k < j->nnodes; k++)
 		if (j->nodes[k] == i)
 			return NULL;
 	return "the node is not one of the job's";
+}
+
+int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
+		     FILE *out)
+{
+	const char *why = ctl_in_job_refused(c, job, uid, admin);
+	const struct ctl_job *j = ctl_view_job(&c->view, job);
+	struct evlog_event ev;
+
+	if (why) {
+		fprintf(out, "error: job %u: %s\n", job, why);
+		return -EPERM;
+	}
+	ctl_ev_init(&ev, "relaunch");
+	ev.job = job;
+	ev.uid = (uint32_t)uid;
+	ev.attempt = j->restart_cnt + 1;
+	(void)sigma_snprintf(
+	    ev.text, sizeof(ev.text),
+	    "relaunched in its allocation by its launcher (%d restarts used)",
+	    ctl_restarts_used(c, j) + 1);
+	if (ctl_log(c, &ev)) {
+		fprintf(out, "error: the event log refused the relaunch\n");
+		return -EIO;
+	}
+	ctl_relaunch_count(c, job);
+	fprintf(out, "ok: job %u: %d restarts used\n", job,
+		ctl_restarts_used(c, j));
+	return 0;
 }
 
 int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,

@@ -160,7 +160,10 @@ static int ctl_plan(struct ctl *c, const struct ctl_view *v,
 	}
 	pj.id = job->id;
 	pj.restarts = restarts;
-	pj.max_restarts = ctl_max_restarts(c, opts);
+	/* a job that restarts itself spent some of them in its allocation */
+	pj.max_restarts = ctl_max_restarts(c, opts) - ctl_relaunches(c, job->id);
+	if (pj.max_restarts < 0)
+		pj.max_restarts = 0;
 	pj.spares = ctl_spares_allowed(c, v, job, opts->spares);
 	pj.spares_used = 0; /* each recovery may hold up to spares */
 	pj.on_warning = opts->on_warning;

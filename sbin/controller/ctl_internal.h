@@ -65,8 +65,10 @@ struct ctl_tries {
 struct ctl_last {
 	uint32_t job;
 	char nodes[CTL_LIST_MAX];
-	/* an in-job job: the failed nodes its account already tells */
+	/* an in-job job: the failed nodes its account already tells, and
+	 * the relaunches its launcher reported */
 	char in_job[CTL_LIST_MAX];
+	int relaunches;
 };
 
 /* the counters of sigmad's metrics, counted from the event log */
@@ -148,6 +150,11 @@ void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
 /* the failed nodes of in-job job that sigmad recorded ("" when none) */
 const char *ctl_in_job_told(const struct ctl *c, uint32_t job);
 void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node);
+/* the relaunches inside its allocation that job's launcher reported */
+int ctl_relaunches(const struct ctl *c, uint32_t job);
+void ctl_relaunch_count(struct ctl *c, uint32_t job);
+/* the restarts job has used: Slurm's requeues and the relaunches */
+int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job);
 
 /* ---- nodes and jobs (ctl.c) ---------------------------------------------- */
 

@@ -163,7 +163,7 @@ static void metrics_jobs(const struct ctl *c, struct sigma_metrics *m)
 		if (job->state == CTL_J_ENDED ||
 		    sigma_block_parse(job->comment, &opts, NULL))
 			continue;
-		left = ctl_max_restarts(c, &opts) - job->restart_cnt;
+		left = ctl_max_restarts(c, &opts) - ctl_restarts_used(c, job);
 		snprintf(id, sizeof(id), "%u", job->id);
 		sigma_metrics_sample(m, "sigma_job_restarts_left",
 				     left < 0 ? 0 : left, "job", id, NULL);

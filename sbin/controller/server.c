@@ -215,6 +215,18 @@ static void srv_cmd_suspect(const struct srv_call *k)
 			k->out);
 }
 
+static void srv_cmd_relaunch(const struct srv_call *k)
+{
+	long job = 0;
+
+	if (k->nargs != 1 || strncmp(k->args[0], "job=", 4) ||
+	    sigma_parse_long(k->args[0] + 4, 1, UINT32_MAX, &job)) {
+		fprintf(k->out, "error: relaunch needs job=ID\n");
+		return;
+	}
+	ctl_cmd_relaunch(k->c, (uint32_t)job, k->uid, k->admin, k->out);
+}
+
 /* the handlers, as the command table names them */
 static srv_cmd_fn *const srv_cmds[CMD_COUNT] = {
 #define SRV_CMD(id, name, sub, nodes, tail, admin, handler, ...) [id] = handler,

@@ -2,7 +2,8 @@
 # In-job restart, the two ends of it: a rank that keeps dying on the same
 # healthy node (three times) makes that node a suspect, which the step
 # leaves for the in-allocation spare and sigmad drains with a reason that
-# says so; then a node that fails its probe, with no in-allocation spare
+# says so; sigmad counts the three relaunches against the job's restarts;
+# then a node that fails its probe, with no in-allocation spare
 # left, sends the job back to today's path: it exits 76, and sigmad
 # requeues it onto the pool's spares, where it resumes and completes.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
@@ -38,6 +39,15 @@ nreason "${N[1]}" | grep -q "sigma: suspect: the rank of job $jid keeps dying he
 	fail "${N[1]}'s reason: $(nreason "${N[1]}")"
 log "${N[1]} drained: $(nreason "${N[1]}")"
 [ "$(jfield "$jid" Restarts)" = 0 ] || fail "job $jid was requeued"
+# the three relaunches count against --sigma-max-restarts=6 in sigmad too
+[ "$(events relaunch "$jid")" = 3 ] || fail "$(events relaunch "$jid") relaunch events, want 3"
+left=$("$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" --json status |
+	python3 -c "import json, sys; print([j['restarts_left'] for j in json.load(sys.stdin)['jobs'] if j['job'] == $jid][0])") ||
+	fail "no job $jid in sigmactl status"
+[ "$left" = 3 ] || fail "sigmactl status: job $jid has $left restarts left, want 3"
+# nor may a user count relaunches for a job not theirs
+run_as_user "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" relaunch --job 999999 2>&1 |
+	grep -q "no such job of yours" || fail "a relaunch for a job not the user's was not refused"
 
 # someone else's job cannot have a node drained as a suspect
 "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" status >/dev/null || fail "sigmactl status"

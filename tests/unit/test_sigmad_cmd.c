@@ -94,7 +94,8 @@ static void test_usage(void **state)
 	    "  history [--job ID] [--node NAME] [--since TIME] [--json]\n"
 	    "  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
 	    "  resume NODE                     put it back (root, SlurmUser)\n"
-	    "  suspect NODE --job ID           drain a node of your in-job restart job where its rank keeps dying\n");
+	    "  suspect NODE --job ID           drain a node of your in-job restart job where its rank keeps dying\n"
+	    "  relaunch --job ID               count a relaunch of your in-job restart job against its restarts\n");
 	free(text);
 }
 

@@ -481,8 +481,11 @@ int ctl_tick(struct ctl *c)
 	ctl_pool_sync(c, &v);
 	ctl_detect(c, &v);
 	for (size_t i = 0; i < c->nrecs; i++) {
-		if (c->recs[i].complete)
+		if (c->recs[i].complete) {
+			if (c->recs[i].verify > 0)
+				ctl_verify_account(c, &c->recs[i]);
 			continue;
+		}
 		ctl_step(c, &v, &c->recs[i]);
 	}
 	ctl_repair(c, &v);

@@ -47,6 +47,10 @@ struct ctl_rec {
 	bool signalled, released, requeued, complete;
 	int errors; /* in memory: failed Slurm calls */
 	int waits;  /* in memory: ticks its account waited for slurmdbd */
+	/* in memory: ticks left to check that a finished job's accounting
+	 * record keeps comment (a late record of slurmctld may replace it) */
+	int verify;
+	char comment[CTL_COMMENT_MAX];
 	/* in memory: how a signalled job stopped, for its account */
 	enum ctl_stop stop;
 	int stop_code; /* its exit status, or the signal */
@@ -192,6 +196,8 @@ void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v);
 
 /* the next step of the open recovery r */
 void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r);
+/* keep a finished job's account in its accounting record (ctl_recover.c) */
+void ctl_verify_account(struct ctl *c, struct ctl_rec *r);
 
 /* ---- return to service (ctl_repair.c) ------------------------------------ */
 

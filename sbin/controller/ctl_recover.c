@@ -20,6 +20,7 @@
 
 #define CTL_STEP_RETRIES 20 /* failed Slurm calls before a step gives up */
 #define CTL_ACCOUNT_WAIT_S 600 /* an account waits this long for slurmdbd */
+#define CTL_ACCOUNT_VERIFY 60  /* ticks a finished job's account is checked */
 
 /* ---- the account --------------------------------------------------------- */
 
@@ -301,6 +302,9 @@ static void ctl_finish(struct ctl *c, struct ctl_rec *r,
 					  CTL_ACCOUNT_WAIT_S)
 				r->errors++;
 			return;
+		} else if (job->state == CTL_J_ENDED) {
+			r->verify = CTL_ACCOUNT_VERIFY;
+			sigma_strlcpy(r->comment, comment, sizeof(r->comment));
 		}
 	}
 	r->complete = true;
@@ -337,6 +341,19 @@ static void ctl_abandon(struct ctl *c, struct ctl_rec *r,
 	    account, sizeof(account), "sigma: attempt %d: %s %s%s -> %s",
 	    r->attempt, r->bad, r->warning ? "warning " : "", r->what, why);
 	ctl_finish(c, r, job, account);
+}
+
+/*
+ * A finished job's account, once written to its accounting record: slurmctld
+ * may still send a record of the job that carries its old AdminComment
+ * (after slurmdbd came back, say). Written again while it is missing.
+ */
+void ctl_verify_account(struct ctl *c, struct ctl_rec *r)
+{
+	(void)c;
+	r->verify--;
+	if (ctl_slurm_admin_comment(r->job, r->comment) < 0)
+		r->verify = 0; /* the job is gone: nothing to keep */
 }
 
 /* Slurm refused too many calls: the recovery ends without its account */

@@ -376,7 +376,8 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
  * job's own end, which slurmctld sends asynchronously and which carries the
  * controller's AdminComment. A write made before it would be overwritten.
  */
-static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond)
+static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond,
+			       const char *text, bool *has)
 {
 	List jobs = slurmdb_jobs_get(db, cond);
 	ListIterator it;
@@ -393,6 +394,7 @@ static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond)
 
 		ended = rec->end != 0 && st != JOB_PENDING &&
 			st != JOB_RUNNING && st != JOB_SUSPENDED;
+		*has = rec->admin_comment && !strcmp(rec->admin_comment, text);
 	}
 	if (it)
 		slurm_list_iterator_destroy(it);
@@ -416,6 +418,7 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 	slurm_conf_t *conf = NULL;
 	void *db = NULL;
 	List steps = NULL, clusters = NULL, ret = NULL;
+	bool has = false;
 	int rc = -EIO;
 
 	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
@@ -449,10 +452,14 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 		rc = 1;
 		goto out;
 	}
-	if (!slurm_db_job_ended(db, &cond)) {
+	if (!slurm_db_job_ended(db, &cond, text, &has)) {
 		sigma_debug("job %s: its end is not recorded yet: account later",
 			    id);
 		rc = 1;
+		goto out;
+	}
+	if (has) {
+		rc = 0; /* there already: written before, and kept */
 		goto out;
 	}
 	ret = slurmdb_job_modify(db, &cond, &rec);

@@ -165,6 +165,17 @@ static void srv_cmd_spare_remove(const struct srv_call *k)
 	ctl_cmd_spare_remove(k->c, k->args[0], k->uid, k->out);
 }
 
+/* a "job=ID" word: true, with the id in *job */
+static bool srv_job_word(const char *w, uint32_t *job)
+{
+	long v;
+
+	if (strncmp(w, "job=", 4) || sigma_parse_long(w + 4, 1, UINT32_MAX, &v))
+		return false;
+	*job = (uint32_t)v;
+	return true;
+}
+
 static void srv_cmd_history(const struct srv_call *k)
 {
 	struct history_arg h = {.out = k->out, .all = k->admin, .uid = k->uid};
@@ -172,10 +183,9 @@ static void srv_cmd_history(const struct srv_call *k)
 	long v;
 
 	for (int i = 0; i < k->nargs; i++) {
-		if (!strncmp(w[i], "job=", 4) &&
-		    !sigma_parse_long(w[i] + 4, 1, UINT32_MAX, &v))
-			h.job = (uint32_t)v;
-		else if (!strncmp(w[i], "node=", 5) && w[i][5])
+		if (srv_job_word(w[i], &h.job))
+			continue;
+		if (!strncmp(w[i], "node=", 5) && w[i][5])
 			h.node = w[i] + 5;
 		else if (!strncmp(w[i], "since=", 6) &&
 			 !sigma_parse_long(w[i] + 6, 0, __LONG_MAX__, &v))
@@ -204,27 +214,24 @@ static void srv_cmd_resume(const struct srv_call *k)
 
 static void srv_cmd_suspect(const struct srv_call *k)
 {
-	long job = 0;
+	uint32_t job;
 
-	if (k->nargs != 2 || strncmp(k->args[1], "job=", 4) ||
-	    sigma_parse_long(k->args[1] + 4, 1, UINT32_MAX, &job)) {
+	if (k->nargs != 2 || !srv_job_word(k->args[1], &job)) {
 		fprintf(k->out, "error: suspect needs NODE and job=ID\n");
 		return;
 	}
-	ctl_cmd_suspect(k->c, k->args[0], (uint32_t)job, k->uid, k->admin,
-			k->out);
+	ctl_cmd_suspect(k->c, k->args[0], job, k->uid, k->admin, k->out);
 }
 
 static void srv_cmd_relaunch(const struct srv_call *k)
 {
-	long job = 0;
+	uint32_t job;
 
-	if (k->nargs != 1 || strncmp(k->args[0], "job=", 4) ||
-	    sigma_parse_long(k->args[0] + 4, 1, UINT32_MAX, &job)) {
+	if (k->nargs != 1 || !srv_job_word(k->args[0], &job)) {
 		fprintf(k->out, "error: relaunch needs job=ID\n");
 		return;
 	}
-	ctl_cmd_relaunch(k->c, (uint32_t)job, k->uid, k->admin, k->out);
+	ctl_cmd_relaunch(k->c, job, k->uid, k->admin, k->out);
 }
 
 /* the handlers, as the command table names them */

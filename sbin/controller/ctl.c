@@ -475,7 +475,8 @@ int ctl_tick(struct ctl *c)
 	struct ctl_view v;
 	int rc;
 
-	rc = ctl_slurm_load(&v, c->cfg.reservation, c->cfg.spare_feature);
+	rc = ctl_slurm_load(&v, c->cfg.reservation, c->cfg.spare_feature,
+			    c->cfg.poll_interval_s);
 	if (rc)
 		return rc;
 	ctl_pool_sync(c, &v);

@@ -1,8 +1,9 @@
 /*
  * slurm_api.h - sigmad's adapter to slurmctld: every libslurm call of the
- * controller is in slurm_api.c, so API drift between Slurm releases stays
- * in one file. Functions return 0 or a negative errno; failures are logged
- * with Slurm's own error text.
+ * controller is in slurm_api.c and slurm_poll.c (the poll's reading of the
+ * cluster), so API drift between Slurm releases stays in two files.
+ * Functions return 0 or a negative errno; failures are logged with Slurm's
+ * own error text.
  */
 #ifndef SIGMAD_SLURM_API_H
 #define SIGMAD_SLURM_API_H
@@ -18,8 +19,15 @@ void ctl_slurm_fini(void);
 /*
  * Load nodes, sigma jobs and the spare reservation resv into v (freed with
  * ctl_view_free). feature marks nodes with that feature (may be empty).
+ * poll_s, the poll interval, sets how often a large cluster's whole tables
+ * are read (slurm_poll.c).
  */
-int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature);
+int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
+		   int64_t poll_s);
+/* Free what slurm_poll.c keeps between polls (by ctl_slurm_fini). */
+void ctl_slurm_poll_fini(void);
+/* Log a failed libslurm call with Slurm's error text: -EIO. */
+int ctl_slurm_fail(const char *what, const char *obj);
 
 /* Expand a Slurm host list ("n[5-6],n9"); calls fn per name. */
 int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),

@@ -67,11 +67,14 @@ struct ctl_view {
 	struct ctl_job *jobs;
 	size_t njobs;
 	bool resv_exists;
-	size_t nresv; /* nodes in the spare reservation */
+	size_t nresv;	   /* nodes in the spare reservation */
+	uint32_t *by_name; /* node indexes in name order (NULL: search all) */
 };
 
 void ctl_view_free(struct ctl_view *v);
-/* Index of the node called name, or -1. */
+/* Fill v->by_name from v->nodes (after the nodes change): 0 or -ENOMEM. */
+int ctl_view_index_names(struct ctl_view *v);
+/* Index of the node called name, or -1 (a binary search once indexed). */
 long ctl_view_node(const struct ctl_view *v, const char *name);
 struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id);
 

@@ -130,32 +130,8 @@ int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
 	return rc;
 }
 
-void ctl_view_free(struct ctl_view *v)
-{
-	for (size_t i = 0; i < v->njobs; i++)
-		free(v->jobs[i].nodes);
-	free(v->jobs);
-	free(v->nodes);
-	memset(v, 0, sizeof(*v));
-}
-
-long ctl_view_node(const struct ctl_view *v, const char *name)
-{
-	for (size_t i = 0; i < v->nnodes; i++)
-		if (!strcmp(v->nodes[i].name, name))
-			return (long)i;
-	return -1;
-}
-
-struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id)
-{
-	for (size_t i = 0; i < v->njobs; i++)
-		if (v->jobs[i].id == id)
-			return &v->jobs[i];
-	return NULL;
-}
-
-int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature)
+int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
+		   int64_t poll_s)
 {
 	struct ctl_job *j;
 
@@ -1131,6 +1107,37 @@ static void test_metrics(void **state)
 	cfg.metrics_dir[0] = '\0';
 }
 
+/* the name index finds every node, and only those, in any name order */
+static void test_view_index(void **state)
+{
+	static const char *names[] = {"n10", "n2", "x1", "n1", "a9", "n20"};
+	struct ctl_view v;
+	char other[8];
+
+	(void)state;
+	memset(&v, 0, sizeof(v));
+	v.nnodes = sizeof(names) / sizeof(names[0]);
+	v.nodes = calloc(v.nnodes, sizeof(*v.nodes));
+	assert_non_null(v.nodes);
+	for (size_t i = 0; i < v.nnodes; i++)
+		sigma_strlcpy(v.nodes[i].name, names[i], sizeof(v.nodes[i].name));
+	/* unindexed: the linear search */
+	assert_int_equal(ctl_view_node(&v, "x1"), 2);
+	assert_int_equal(ctl_view_index_names(&v), 0);
+	for (size_t i = 0; i < v.nnodes; i++)
+		assert_int_equal(ctl_view_node(&v, names[i]), (long)i);
+	for (int k = 0; k < 30; k++) {
+		snprintf(other, sizeof(other), "n%d", k);
+		if (strcmp(other, "n1") && strcmp(other, "n2") &&
+		    strcmp(other, "n10") && strcmp(other, "n20"))
+			assert_int_equal(ctl_view_node(&v, other), -1);
+	}
+	assert_int_equal(ctl_view_node(&v, ""), -1);
+	assert_int_equal(ctl_view_node(&v, "zz"), -1);
+	ctl_view_free(&v);
+	assert_null(v.by_name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1146,6 +1153,7 @@ int main(void)
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_probe_async),
 	    cmocka_unit_test(test_metrics),
+	    cmocka_unit_test(test_view_index),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,8 @@
 /*
  * sigma-sim - replay a failure trace over a simulated cluster under sigma's
- * policy and under plain Slurm requeue, and report effective training time,
- * recovery times and spares used. See sigma-sim(1) and docs/sigma-sim.md.
+ * policy, sigma without its node-local tier, and plain Slurm requeue, and
+ * report effective training time, recovery times, the paths taken and the
+ * policy core's decision time. See sigma-sim(1) and docs/sigma-sim.md.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +25,7 @@ enum {
 	OPT_SEED,
 	OPT_POLICY,
 	OPT_JSON,
+	OPT_CALIBRATION,
 	OPT_HELP,
 	OPT_VERSION
 };
@@ -37,6 +39,7 @@ static const struct option sim_options[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"policy", required_argument, NULL, OPT_POLICY},
     {"json", no_argument, NULL, OPT_JSON},
+    {"calibration", no_argument, NULL, OPT_CALIBRATION},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -47,8 +50,10 @@ static void sim_usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: sigma-sim --trace FILE [--nodes N] [--days D] [--job-nodes N]\n"
-	    "                 [--spares N] [--seed N] [--policy sigma|baseline|both] [--json]\n"
-	    "Replays the failure trace FILE under sigma's policy and plain Slurm requeue.\n");
+	    "                 [--spares N] [--seed N] [--json] [--calibration]\n"
+	    "                 [--policy sigma|baseline|both|sigma-no-tier1|all]\n"
+	    "Replays the failure trace FILE under sigma's policy, sigma without tier 1\n"
+	    "and plain Slurm requeue (both: sigma and baseline; all: the three).\n");
 }
 
 static long peak_kib(void)
@@ -56,6 +61,35 @@ static long peak_kib(void)
 	struct rusage ru;
 
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+static double per_call_ns(const struct sim_result *r)
+{
+	return r->policy_calls ? r->policy_s * 1e9 / (double)r->policy_calls
+			       : 0.0;
+}
+
+/* the paths taken, fail-slow and the policy's time: added to the object */
+static int sim_json_more(json_t *o, const struct sim_result *r)
+{
+	json_t *m = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}",
+	    "injob_restarts", (json_int_t)r->injob_restarts, "pool_requeues",
+	    (json_int_t)r->pool_requeues, "fallbacks",
+	    (json_int_t)r->fallbacks, "buddy_losses",
+	    (json_int_t)r->buddy_losses, "failslow_episodes",
+	    (json_int_t)r->failslow_episodes, "failslow_s", r->failslow_s,
+	    "failslow_lost_node_s", r->failslow_lost_node_s, "policy_calls",
+	    (json_int_t)r->policy_calls, "policy_ns_per_call",
+	    per_call_ns(r), "policy_ns_per_event",
+	    r->events ? r->policy_s * 1e9 / (double)r->events : 0.0);
+
+	if (!m || json_object_update(o, m)) {
+		json_decref(m);
+		return -ENOMEM;
+	}
+	json_decref(m);
+	return 0;
 }
 
 /* one run as one JSON line (docs/sigma-sim.md); 10 digits are plenty */
@@ -86,7 +120,9 @@ static int sim_print_json(const char *policy, const struct sim_params *p,
 	    sim_result_quantile(r, 0.99), "recovery_max_s", r->recovery_max_s);
 	int rc = 0;
 
-	if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)))
+	if (o)
+		rc = sim_json_more(o, r);
+	if (!o || rc || json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)))
 		rc = -EIO;
 	json_decref(o);
 	if (!rc)
@@ -117,9 +153,38 @@ static int sim_print(const char *policy, const struct sim_params *p,
 	    "", mean, sim_result_quantile(r, 0.5), sim_result_quantile(r, 0.9),
 	    sim_result_quantile(r, 0.99), r->recovery_max_s,
 	    (unsigned long long)r->spares_used, r->min_pool);
-	printf("%-8s %llu events in %.3f s: %.0f events/s\n", "",
-	       (unsigned long long)r->events, r->wall_s, eps);
+	printf(
+	    "%-8s paths: %llu in-job, %llu requeues (%llu fallbacks), %llu tier-1 losses; "
+	    "fail-slow %llu episodes, %.0f node-s lost\n",
+	    "", (unsigned long long)r->injob_restarts,
+	    (unsigned long long)r->pool_requeues,
+	    (unsigned long long)r->fallbacks,
+	    (unsigned long long)r->buddy_losses,
+	    (unsigned long long)r->failslow_episodes, r->failslow_lost_node_s);
+	printf("%-8s %llu events in %.3f s: %.0f events/s; policy core %.0f ns "
+	       "per call (%llu calls)\n",
+	       "", (unsigned long long)r->events, r->wall_s, eps,
+	       per_call_ns(r), (unsigned long long)r->policy_calls);
 	return 0;
+}
+
+/* run k (0 sigma, 1 baseline, 2 sigma-no-tier1) under --policy choice */
+static const char *const sim_policy_names[] = {"sigma", "baseline",
+					       "sigma-no-tier1"};
+
+static bool sim_policy_wanted(int choice, int k)
+{
+	switch (choice) {
+	case 0:
+	case 1:
+		return k == choice;
+	case 2:
+		return k < 2;
+	case 3:
+		return k == 2;
+	default:
+		return true;
+	}
 }
 
 static int sim_long_opt(const char *name, const char *arg, long min, long max,
@@ -137,8 +202,8 @@ static int sim_long_opt(const char *name, const char *arg, long min, long max,
 
 int main(int argc, char **argv)
 {
-	static const char *const policies[] = {"sigma", "baseline", "both",
-					       NULL};
+	static const char *const policies[] = {
+	    "sigma", "baseline", "both", "sigma-no-tier1", "all", NULL};
 	struct sim_trace *trace = NULL;
 	struct sim_params p = {0};
 	struct sim_result *r = NULL;
@@ -146,7 +211,7 @@ int main(int argc, char **argv)
 	long nodes = -1, job_nodes = -1, spares = -1, seed = -1;
 	double days = -1.0;
 	int policy = 2, c, rc = 64;
-	bool json = false;
+	bool json = false, calibration = false;
 	char err[512];
 
 	sigma_log_init("sigma-sim", SIGMA_LOG_WARN);
@@ -188,13 +253,16 @@ int main(int argc, char **argv)
 			if (policy < 0) {
 				fprintf(
 				    stderr,
-				    "sigma-sim: --policy: '%s' is not sigma, baseline or both\n",
+				    "sigma-sim: --policy: '%s' is not sigma, baseline, both, sigma-no-tier1 or all\n",
 				    optarg);
 				return 64;
 			}
 			break;
 		case OPT_JSON:
 			json = true;
+			break;
+		case OPT_CALIBRATION:
+			calibration = true;
 			break;
 		case OPT_HELP:
 			sim_usage(stdout);
@@ -225,7 +293,14 @@ int main(int argc, char **argv)
 		rc = 65;
 		goto out;
 	}
-	p.nodes = nodes > 0 ? nodes : trace->nodes;
+	if (calibration) {
+		sim_calib_print(trace, stdout);
+		rc = 0;
+		goto out;
+	}
+	p.nodes = nodes > 0	       ? nodes
+		  : trace->sim_nodes > 0 ? trace->sim_nodes
+					 : trace->nodes;
 	p.days = days > 0 ? days : trace->days;
 	p.job_nodes = job_nodes > 0 ? job_nodes : trace->job_nodes;
 	/* spares scale with the cluster unless given */
@@ -240,16 +315,17 @@ int main(int argc, char **argv)
 		    "sigma-sim: trace %s: %ld nodes, %g days, %ld-node jobs, %ld spares, seed %llu\n",
 		    trace->name, p.nodes, p.days, p.job_nodes, p.spares,
 		    (unsigned long long)p.seed);
-	for (int k = 0; k < 2; k++) {
-		if ((k == 0 && policy == 1) || (k == 1 && policy == 0))
+	for (int k = 0; k < 3; k++) {
+		if (!sim_policy_wanted(policy, k))
 			continue;
-		p.sigma = k == 0;
+		p.sigma = k != 1;
+		p.no_tier1 = k == 2;
 		if (sim_run(trace, &p, r, err, sizeof(err))) {
 			fprintf(stderr, "sigma-sim: %s\n", err);
 			rc = 70;
 			goto out;
 		}
-		if (sim_print(p.sigma ? "sigma" : "baseline", &p, r, json)) {
+		if (sim_print(sim_policy_names[k], &p, r, json)) {
 			fprintf(stderr,
 				"sigma-sim: --json: cannot write the result\n");
 			rc = 70;

@@ -1,9 +1,11 @@
 /*
- * sim.c - the discrete-event engine of sigma-sim (see sim.h).
+ * sim.c - the discrete-event engine of sigma-sim (see sim.h). The
+ * checkpoint tiers are in sim_ckpt.c, fail-slow losses in sim_slow.c.
  *
  * Memory is linear in nodes: a few bytes of state per node, the jobs' node
- * slots (at most one per node), a binary heap of pending events (at most a
- * few per node), and a fixed histogram of recovery times. Each event costs
+ * slots (at most one per node: a job's training nodes, then its
+ * in-allocation spares), a binary heap of pending events (at most a few per
+ * node), and a fixed histogram of recovery times. Each event costs
  * O(log events) plus, on a failure, O(spares + job size).
  */
 #include <errno.h>
@@ -13,116 +15,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "contract.h"
-#include "policy.h"
 #include "sigma.h"
-#include "sim.h"
-
-enum sim_node_state { NODE_FREE = 0, NODE_POOL, NODE_JOB, NODE_REPAIR };
-enum sim_job_state { JOB_RUN = 0, JOB_DOWN, JOB_WAIT, JOB_DEAD };
-enum sim_ev_type { EV_INCIDENT = 0, EV_FAIL, EV_REPAIRED, EV_RESTART };
-
-struct sim_ev {
-	double t;
-	uint32_t id;  /* node or job */
-	uint32_t aux; /* job generation */
-	uint8_t type;
-};
-
-struct sim_job {
-	double t_run;	  /* running since (JOB_RUN) */
-	double t_fail;	  /* recovery started (JOB_DOWN, JOB_WAIT) */
-	double committed; /* seconds of training kept */
-	int restarts;
-	int spares_used;
-	int missing;  /* empty node slots */
-	uint32_t gen; /* invalidates stale restart events */
-	uint8_t state;
-	uint8_t queued; /* in the wait queue */
-};
-
-struct sim {
-	const struct sim_trace *tr;
-	const struct sim_params *p;
-	struct sim_result *r;
-	struct policy_config pol;
-	double horizon;
-	double rate; /* incidents per second, cluster-wide */
-	double kind_cum[SIM_MAX_KINDS];
-	uint64_t rng_inc[4], rng_other[4];
-	/* nodes */
-	long n;
-	uint8_t *state;
-	int32_t *where; /* slot (job), index (pool, free list) */
-	uint32_t *failures;
-	/* pool and free list */
-	int32_t *pool;
-	int64_t *pool_since;
-	long npool;
-	int32_t *freel;
-	long nfree;
-	struct policy_spare *view; /* scratch: the pool as the policy sees it */
-	/* jobs */
-	long njobs, jsize;
-	struct sim_job *jobs;
-	int32_t *slots; /* njobs * jsize node ids, -1 empty */
-	int32_t *waitq;
-	long wq_head, wq_len;
-	/* events */
-	struct sim_ev *heap;
-	size_t nheap, cap;
-};
-
-/* ---- random numbers: xoshiro256** seeded by splitmix64 ------------------- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static void rng_seed(uint64_t s[4], uint64_t seed)
-{
-	for (int i = 0; i < 4; i++)
-		s[i] = splitmix64(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(uint64_t s[4])
-{
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
-
-/* uniform in [0, 1) */
-static double rng_unit(uint64_t s[4])
-{
-	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
-}
-
-static double rng_exp(uint64_t s[4], double mean)
-{
-	return -log1p(-rng_unit(s)) * mean;
-}
+#include "sim_internal.h"
 
 /* ---- event heap --------------------------------------------------------- */
 
-static int heap_push(struct sim *s, double t, uint8_t type, uint32_t id,
-		     uint32_t aux)
+int sim_heap_push(struct sim *s, double t, uint8_t type, uint32_t id,
+		  uint32_t aux)
 {
 	size_t i;
 
@@ -172,7 +71,7 @@ static struct sim_ev heap_pop(struct sim *s)
 
 /* ---- node sets ----------------------------------------------------------- */
 
-static void pool_add(struct sim *s, int32_t node, double t)
+void sim_pool_add(struct sim *s, int32_t node, double t)
 {
 	s->state[node] = NODE_POOL;
 	s->where[node] = (int32_t)s->npool;
@@ -181,7 +80,7 @@ static void pool_add(struct sim *s, int32_t node, double t)
 	s->npool++;
 }
 
-static void pool_remove(struct sim *s, int32_t node)
+void sim_pool_remove(struct sim *s, int32_t node)
 {
 	long i = s->where[node], last = --s->npool;
 
@@ -192,14 +91,14 @@ static void pool_remove(struct sim *s, int32_t node)
 		s->r->min_pool = s->npool;
 }
 
-static void free_push(struct sim *s, int32_t node)
+void sim_free_push(struct sim *s, int32_t node)
 {
 	s->state[node] = NODE_FREE;
 	s->where[node] = (int32_t)s->nfree;
 	s->freel[s->nfree++] = node;
 }
 
-static void free_remove(struct sim *s, int32_t node)
+void sim_free_remove(struct sim *s, int32_t node)
 {
 	long i = s->where[node], last = --s->nfree;
 
@@ -207,302 +106,66 @@ static void free_remove(struct sim *s, int32_t node)
 	s->where[s->freel[i]] = (int32_t)i;
 }
 
-static int to_repair(struct sim *s, int32_t node, double t)
+int sim_to_repair(struct sim *s, int32_t node, double t)
 {
 	s->state[node] = NODE_REPAIR;
-	return heap_push(s, t + rng_exp(s->rng_other, s->tr->repair_s),
+	return sim_heap_push(s, t + rng_exp(s->rng_other, s->tr->repair_s),
 			 EV_REPAIRED, (uint32_t)node, 0);
 }
 
-/* ---- jobs --------------------------------------------------------------- */
-
-/* Training kept when a run of e seconds stops (checkpoint cycles). */
-static double job_kept(const struct sim_trace *tr, double e, bool flush)
-{
-	double cycle = tr->ckpt_interval_s + tr->ckpt_cost_s;
-	double cycles = floor(e / cycle), rem = e - cycles * cycle;
-	double kept = cycles * tr->ckpt_interval_s;
-
-	if (flush)
-		kept += rem < tr->ckpt_interval_s ? rem : tr->ckpt_interval_s;
-	return kept;
-}
-
-static void job_fill_slot(struct sim *s, long j, int32_t node)
-{
-	int32_t *sl = &s->slots[j * s->jsize];
-
-	for (long k = 0; k < s->jsize; k++) {
-		if (sl[k] < 0) {
-			sl[k] = node;
-			s->state[node] = NODE_JOB;
-			s->where[node] = (int32_t)(j * s->jsize + k);
-			s->jobs[j].missing--;
-			return;
-		}
-	}
-}
-
-static void policy_job_of(const struct sim *s, long j, struct policy_job *pj)
-{
-	pj->id = (uint32_t)j;
-	pj->restarts = s->jobs[j].restarts;
-	pj->max_restarts = (int)s->tr->max_restarts;
-	pj->spares = (int)s->tr->job_spares;
-	pj->spares_used = s->jobs[j].spares_used;
-	pj->on_warning = SIGMA_WARN_CHECKPOINT; /* a trainer: it checkpoints */
-}
-
-/* The pool as the policy sees it (the view is a scratch array). */
-static size_t pool_view(struct sim *s)
-{
-	for (long i = 0; i < s->npool; i++) {
-		s->view[i].failures = s->failures[s->pool[i]];
-		s->view[i].since = s->pool_since[i];
-		s->view[i].excluded = false;
-	}
-	return (size_t)s->npool;
-}
-
-static void take_from_pool(struct sim *s, long j,
-			   const struct policy_plan *plan)
-{
-	int32_t nodes[POLICY_MAX_PICK];
-
-	/* indexes shift as nodes leave the pool: resolve them first */
-	for (size_t k = 0; k < plan->npicked; k++)
-		nodes[k] = s->pool[plan->picked[k]];
-	for (size_t k = 0; k < plan->npicked; k++) {
-		pool_remove(s, nodes[k]);
-		job_fill_slot(s, j, nodes[k]);
-		s->jobs[j].spares_used++;
-		s->r->spares_used++;
-	}
-}
-
-static void take_from_free(struct sim *s, long j)
-{
-	while (s->jobs[j].missing > 0 && s->nfree > 0) {
-		int32_t node = s->freel[s->nfree - 1];
-
-		free_remove(s, node);
-		job_fill_slot(s, j, node);
-	}
-}
-
-static int job_schedule_restart(struct sim *s, long j, double at)
-{
-	struct sim_job *job = &s->jobs[j];
-
-	job->state = JOB_DOWN;
-	job->gen++;
-	return heap_push(s, at, EV_RESTART, (uint32_t)j, job->gen);
-}
-
-static void job_enqueue_wait(struct sim *s, long j)
-{
-	struct sim_job *job = &s->jobs[j];
-
-	job->state = JOB_WAIT;
-	job->gen++; /* a restart scheduled before is void */
-	if (!job->queued) {
-		s->waitq[(s->wq_head + s->wq_len) % s->njobs] = (int32_t)j;
-		s->wq_len++;
-		job->queued = 1;
-	}
-}
-
-static void job_give_up(struct sim *s, long j)
-{
-	int32_t *sl = &s->slots[j * s->jsize];
-
-	s->jobs[j].state = JOB_DEAD;
-	s->jobs[j].gen++;
-	s->r->give_ups++;
-	for (long k = 0; k < s->jsize; k++) {
-		if (sl[k] >= 0)
-			free_push(s, sl[k]);
-		sl[k] = -1;
-	}
-}
-
-/* Job j lost nodes (slots already empty): decide and act. */
-static int job_recover(struct sim *s, long j, double t, bool new_requeue)
-{
-	struct sim_job *job = &s->jobs[j];
-	struct policy_job pj;
-	struct policy_plan plan;
-	double delay;
-	int rc;
-
-	policy_job_of(s, j, &pj);
-	if (!new_requeue && pj.restarts > 0)
-		pj.restarts--; /* the requeue under way was already granted */
-	if (!s->p->sigma && new_requeue &&
-	    job->restarts >= s->tr->max_restarts) {
-		job_give_up(s, j);
-		return 0;
-	}
-	if (s->p->sigma) {
-		size_t nv = pool_view(s);
-
-		rc = policy_plan_failure(&s->pol, &pj, (size_t)job->missing,
-					 s->view, nv, &plan);
-		if (rc)
-			return rc;
-		if (plan.verdict == POLICY_GIVE_UP && new_requeue) {
-			job_give_up(s, j);
-			return 0;
-		}
-		if (plan.verdict == POLICY_REQUEUE)
-			take_from_pool(s, j, &plan);
-		delay = s->tr->sigma_detect_s + s->tr->sigma_requeue_s;
-	} else {
-		delay = s->tr->baseline_detect_s + s->tr->baseline_requeue_s;
-	}
-	if (new_requeue) {
-		job->restarts++;
-		s->r->restarts++;
-	}
-	take_from_free(s, j);
-	if (job->missing > 0) {
-		job_enqueue_wait(s, j);
-		return 0;
-	}
-	return job_schedule_restart(s, j, t + delay + s->tr->restart_s);
-}
-
-/* Serve waiting jobs, oldest first, from the pool (sigma) and free nodes. */
-static int serve_waiting(struct sim *s, double t)
-{
-	while (s->wq_len > 0) {
-		long j = s->waitq[s->wq_head];
-		struct sim_job *job = &s->jobs[j];
-
-		if (job->state == JOB_WAIT) {
-			if (s->p->sigma) {
-				struct policy_job pj;
-				struct policy_plan plan;
-				size_t nv = pool_view(s);
-
-				policy_job_of(s, j, &pj);
-				pj.restarts =
-				    0; /* counted when it was requeued */
-				if (!policy_plan_failure(&s->pol, &pj,
-							 (size_t)job->missing,
-							 s->view, nv, &plan) &&
-				    plan.verdict == POLICY_REQUEUE)
-					take_from_pool(s, j, &plan);
-			}
-			take_from_free(s, j);
-			if (job->missing > 0)
-				return 0;
-			if (job_schedule_restart(s, j, t + s->tr->restart_s))
-				return -ENOMEM;
-		}
-		job->queued = 0;
-		s->wq_head = (s->wq_head + 1) % s->njobs;
-		s->wq_len--;
-	}
-	return 0;
-}
-
-/* ---- events ------------------------------------------------------------- */
-
-/* Take node out of job j (it failed or was drained). */
-static bool job_lose_node(struct sim *s, int32_t node, double t, bool bank)
-{
-	long slot = s->where[node], j = slot / s->jsize;
-	struct sim_job *job = &s->jobs[j];
-	bool was_running = job->state == JOB_RUN;
-
-	if (was_running) {
-		job->committed += job_kept(s->tr, t - job->t_run, bank);
-		job->state = JOB_DOWN;
-		job->t_fail = t;
-		job->gen++;
-	}
-	s->slots[slot] = -1;
-	job->missing++;
-	return was_running;
-}
+/* ---- incidents ---------------------------------------------------------- */
 
 static int on_fail(struct sim *s, int32_t node, double t)
 {
-	long j;
-	bool fresh;
-	int rc;
-
 	switch (s->state[node]) {
 	case NODE_REPAIR:
 		return 0;
 	case NODE_POOL:
-		pool_remove(s, node);
+		sim_pool_remove(s, node);
 		s->failures[node]++;
-		return to_repair(s, node, t);
+		return sim_to_repair(s, node, t);
 	case NODE_FREE:
-		free_remove(s, node);
+		sim_free_remove(s, node);
 		s->failures[node]++;
-		return to_repair(s, node, t);
+		return sim_to_repair(s, node, t);
 	default:
-		break;
+		return sim_on_fail(s, node, t);
 	}
-	j = s->where[node] / s->jsize;
-	s->failures[node]++;
-	s->r->job_failures++;
-	fresh = job_lose_node(s, node, t, false);
-	rc = to_repair(s, node, t);
-	if (!rc)
-		rc = job_recover(s, j, t, fresh);
-	return rc;
 }
 
 static int on_warning(struct sim *s, int32_t node, double t)
 {
-	struct policy_job pj;
-	struct policy_plan plan;
-	long j;
-	int rc;
-
 	switch (s->state[node]) {
 	case NODE_REPAIR:
 		return 0;
 	case NODE_POOL: /* drained: a warned node is no spare */
-		pool_remove(s, node);
-		return to_repair(s, node, t);
+		sim_pool_remove(s, node);
+		return sim_to_repair(s, node, t);
 	case NODE_FREE:
-		free_remove(s, node);
-		return to_repair(s, node, t);
+		sim_free_remove(s, node);
+		return sim_to_repair(s, node, t);
 	default:
-		break;
+		return sim_on_warning(s, node, t);
 	}
-	j = s->where[node] / s->jsize;
-	if (s->jobs[j].state != JOB_RUN) {
-		/* the job is already recovering: just keep the node out */
-		job_lose_node(s, node, t, false);
-		rc = to_repair(s, node, t);
-		return rc ? rc : job_recover(s, j, t, false);
-	}
-	policy_job_of(s, j, &pj);
-	rc = policy_plan_warning(&s->pol, &pj, 1, s->view, pool_view(s), &plan);
-	if (rc)
+}
+
+/* the next fail-slow episode: a node, a kind, a length */
+static int on_slow(struct sim *s, double t)
+{
+	const struct sim_trace *tr = s->tr;
+	double next = t + rng_exp(s->rng_slow, 1.0 / s->rate_slow), mean;
+	int32_t node;
+	int rc;
+
+	if (next < s->horizon &&
+	    (rc = sim_heap_push(s, next, EV_SLOW, 0, 0)))
 		return rc;
-	if (plan.verdict != POLICY_CHECKPOINT) {
-		s->r->warnings_watched++;
-		return 0;
-	}
-	/* checkpoint now, stop, restart on the spare */
-	s->r->warnings_moved++;
-	job_lose_node(s, node, t, true);
-	s->jobs[j].restarts++;
-	s->r->restarts++;
-	take_from_pool(s, j, &plan);
-	rc = to_repair(s, node, t);
-	if (rc)
-		return rc;
-	return job_schedule_restart(
-	    s, j,
-	    t + s->tr->ckpt_cost_s + s->tr->sigma_requeue_s + s->tr->restart_s);
+	node = (int32_t)(rng_next(s->rng_slow) % (uint64_t)s->n);
+	mean = rng_unit(s->rng_slow) < tr->failslow_comm_share
+		   ? tr->failslow_comm_mean_s
+		   : tr->failslow_comp_mean_s;
+	sim_on_slow(s, node, t, rng_exp(s->rng_slow, mean));
+	return 0;
 }
 
 static int on_incident(struct sim *s, double t)
@@ -514,7 +177,7 @@ static int on_incident(struct sim *s, double t)
 	int rc;
 
 	next = t + rng_exp(s->rng_inc, 1.0 / s->rate);
-	if (next < s->horizon && (rc = heap_push(s, next, EV_INCIDENT, 0, 0)))
+	if (next < s->horizon && (rc = sim_heap_push(s, next, EV_INCIDENT, 0, 0)))
 		return rc;
 	s->r->incidents++;
 	node = (int32_t)(rng_next(s->rng_inc) % (uint64_t)s->n);
@@ -527,7 +190,7 @@ static int on_incident(struct sim *s, double t)
 	/* an early sign now, the failure itself warn_lead_s later */
 	if (s->p->sigma && (rc = on_warning(s, node, t)))
 		return rc;
-	return heap_push(s, t + s->tr->warn_lead_s, EV_FAIL, (uint32_t)node, 0);
+	return sim_heap_push(s, t + s->tr->warn_lead_s, EV_FAIL, (uint32_t)node, 0);
 }
 
 static int on_repaired(struct sim *s, int32_t node, double t)
@@ -536,21 +199,20 @@ static int on_repaired(struct sim *s, int32_t node, double t)
 	enum policy_return ret;
 
 	if (s->p->sigma)
-		ret = policy_after_probe(&s->pol, rc, 0, (size_t)s->npool,
-					 (size_t)s->p->spares);
+		ret = sim_after_probe(s, rc);
 	else
 		ret = rc ? POLICY_STAY_DRAINED : POLICY_RETURN_TO_SERVICE;
 	switch (ret) {
 	case POLICY_RETURN_TO_POOL:
-		pool_add(s, node, t);
+		sim_pool_add(s, node, t);
 		break;
 	case POLICY_RETURN_TO_SERVICE:
-		free_push(s, node);
+		sim_free_push(s, node);
 		break;
 	default:
-		return to_repair(s, node, t);
+		return sim_to_repair(s, node, t);
 	}
-	return serve_waiting(s, t);
+	return sim_serve_waiting(s, t);
 }
 
 static void on_restart(struct sim *s, long j, uint32_t gen, double t)
@@ -613,73 +275,174 @@ static void sim_free(struct sim *s)
 	free(s->heap);
 }
 
-static int sim_setup(struct sim *s, char *err, size_t errlen)
+/* failure and fail-slow rates per node of the trace, on p->nodes nodes */
+static int sim_setup_rates(struct sim *s, char *err, size_t errlen)
 {
 	const struct sim_trace *tr = s->tr;
-	const struct sim_params *p = s->p;
 	double total = 0.0, acc = 0.0;
-	long spares = p->sigma ? p->spares : 0, node = 0;
+	double node_s = (double)tr->nodes * tr->days * 86400.0;
 
-	if (p->nodes < 1 || p->nodes > INT32_MAX / 2 || p->job_nodes < 1 ||
-	    p->spares < 0 || p->days <= 0.0)
-		return sigma_set_err(err, errlen, EINVAL, "bad cluster size");
-	s->n = p->nodes;
-	s->jsize = p->job_nodes;
-	/* both policies run the same jobs: the baseline's spares sit free */
-	s->njobs = (p->nodes - p->spares) / p->job_nodes;
-	if (s->njobs < 1)
-		return sigma_set_err(
-		    err, errlen, EINVAL,
-		    "%ld nodes with %ld spares cannot hold a %ld-node job",
-		    p->nodes, p->spares, p->job_nodes);
-	for (size_t k = 0; k < tr->nkinds; k++)
-		total += tr->kinds[k].count;
-	if (tr->nkinds == 0 || total <= 0.0)
+	if (tr->nkinds == 0)
 		return sigma_set_err(err, errlen, EINVAL,
 				     "the trace has no failure kinds");
+	for (size_t k = 0; k < tr->nkinds; k++)
+		total += tr->kinds[k].count;
 	for (size_t k = 0; k < tr->nkinds; k++) {
 		acc += tr->kinds[k].count;
-		s->kind_cum[k] = acc / total;
+		s->kind_cum[k] = total > 0.0 ? acc / total : 1.0;
 	}
-	/* per-node rates of the trace, applied to the simulated node count */
-	s->rate =
-	    total / ((double)tr->nodes * tr->days * 86400.0) * (double)p->nodes;
-	s->horizon = p->days * 86400.0;
-	rng_seed(s->rng_inc, p->seed);
-	rng_seed(s->rng_other, p->seed ^ 0x5eed5eed5eed5eedULL);
-	policy_config_init(&s->pol);
-	s->pol.proactive = true;
+	s->rate = total / node_s * (double)s->p->nodes;
+	s->rate_slow = tr->failslow_count / node_s * (double)s->p->nodes;
+	return 0;
+}
+
+static int sim_setup_alloc(struct sim *s, char *err, size_t errlen)
+{
+	size_t nsp = (size_t)s->p->spares + 1;
 
 	s->state = calloc((size_t)s->n, sizeof(*s->state));
 	s->where = calloc((size_t)s->n, sizeof(*s->where));
 	s->failures = calloc((size_t)s->n, sizeof(*s->failures));
-	s->pool = calloc((size_t)p->spares + 1, sizeof(*s->pool));
-	s->pool_since = calloc((size_t)p->spares + 1, sizeof(*s->pool_since));
-	s->view = calloc((size_t)p->spares + 1, sizeof(*s->view));
+	s->pool = calloc(nsp, sizeof(*s->pool));
+	s->pool_since = calloc(nsp, sizeof(*s->pool_since));
+	s->view = calloc(nsp, sizeof(*s->view));
 	s->freel = calloc((size_t)s->n, sizeof(*s->freel));
 	s->jobs = calloc((size_t)s->njobs, sizeof(*s->jobs));
-	s->slots = calloc((size_t)(s->njobs * s->jsize), sizeof(*s->slots));
+	s->slots = calloc((size_t)(s->njobs * s->stride), sizeof(*s->slots));
 	s->waitq = calloc((size_t)s->njobs, sizeof(*s->waitq));
 	if (!s->state || !s->where || !s->failures || !s->pool ||
 	    !s->pool_since || !s->view || !s->freel || !s->jobs || !s->slots ||
 	    !s->waitq)
 		return sigma_set_err(err, errlen, ENOMEM,
 				     "out of memory for %ld nodes", s->n);
+	return 0;
+}
+
+/* jobs (training nodes, then in-allocation spares), the pool, the rest */
+static void sim_setup_place(struct sim *s)
+{
+	long spares = s->p->sigma ? s->p->spares : 0, node = 0;
+
 	for (long j = 0; j < s->njobs; j++) {
-		for (long k = 0; k < s->jsize; k++, node++) {
-			s->slots[j * s->jsize + k] = (int32_t)node;
+		for (long k = 0; k < s->stride; k++, node++) {
+			s->slots[j * s->stride + k] = (int32_t)node;
 			s->state[node] = NODE_JOB;
-			s->where[node] = (int32_t)(j * s->jsize + k);
+			s->where[node] = (int32_t)(j * s->stride + k);
 		}
+		s->jobs[j].inalloc_left = (int)s->ninalloc;
+		s->jobs[j].restore_s = s->ck.restore2;
 	}
 	for (long k = 0; k < spares; k++, node++)
-		pool_add(s, (int32_t)node, 0.0);
+		sim_pool_add(s, (int32_t)node, 0.0);
 	for (; node < s->n; node++)
-		free_push(s, (int32_t)node);
+		sim_free_push(s, (int32_t)node);
+}
+
+static int sim_setup_events(struct sim *s, char *err, size_t errlen)
+{
+	const struct sim_params *p = s->p;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->ninject && !rc; i++) {
+		const struct sim_inject *in = &p->inject[i];
+
+		if (in->node < 0 || in->node >= s->n || in->t < 0.0)
+			return sigma_set_err(err, errlen, EINVAL,
+					     "scripted incident %zu: bad node or time", i);
+		rc = sim_heap_push(s, in->t,
+				   in->type == SIM_INJECT_SLOW ? EV_SLOW_INJ
+							       : EV_FAIL,
+				   (uint32_t)in->node, (uint32_t)i);
+	}
+	if (!rc && s->rate > 0.0)
+		rc = sim_heap_push(s, rng_exp(s->rng_inc, 1.0 / s->rate),
+				   EV_INCIDENT, 0, 0);
+	if (!rc && s->rate_slow > 0.0)
+		rc = sim_heap_push(s, rng_exp(s->rng_slow, 1.0 / s->rate_slow),
+				   EV_SLOW, 0, 0);
+	return rc ? sigma_set_err(err, errlen, -rc, "out of memory") : 0;
+}
+
+static int sim_setup(struct sim *s, char *err, size_t errlen)
+{
+	const struct sim_trace *tr = s->tr;
+	const struct sim_params *p = s->p;
+	int rc;
+
+	if (p->nodes < 1 || p->nodes > INT32_MAX / 2 || p->job_nodes < 1 ||
+	    p->spares < 0 || p->days <= 0.0)
+		return sigma_set_err(err, errlen, EINVAL, "bad cluster size");
+	s->n = p->nodes;
+	s->jsize = p->job_nodes;
+	s->ninalloc = p->sigma ? tr->inalloc_spares : 0;
+	s->stride = s->jsize + s->ninalloc;
+	/* all policies run the same jobs: spares they do not use sit free */
+	s->njobs = (p->nodes - p->spares) / (p->job_nodes + tr->inalloc_spares);
+	if (s->njobs < 1)
+		return sigma_set_err(
+		    err, errlen, EINVAL,
+		    "%ld nodes with %ld spares cannot hold a %ld-node job and its %ld in-allocation spares",
+		    p->nodes, p->spares, p->job_nodes, tr->inalloc_spares);
+	rc = sim_setup_rates(s, err, errlen);
+	if (rc)
+		return rc;
+	sim_ckpt_init(&s->ck, tr, p->sigma && !p->no_tier1);
+	s->horizon = p->days * 86400.0;
+	rng_seed(s->rng_inc, p->seed);
+	rng_seed(s->rng_other, p->seed ^ 0x5eed5eed5eed5eedULL);
+	rng_seed(s->rng_slow, p->seed ^ 0x510e510e510e510eULL);
+	policy_config_init(&s->pol);
+	s->pol.proactive = true;
+	rc = sim_setup_alloc(s, err, errlen);
+	if (rc)
+		return rc;
+	sim_setup_place(s);
 	s->r->jobs = s->njobs;
 	s->r->min_pool = s->npool;
-	return heap_push(s, rng_exp(s->rng_inc, 1.0 / s->rate), EV_INCIDENT, 0,
-			 0);
+	return sim_setup_events(s, err, errlen);
+}
+
+static int sim_dispatch(struct sim *s, const struct sim_ev *ev)
+{
+	const struct sim_inject *in;
+
+	switch (ev->type) {
+	case EV_INCIDENT:
+		return on_incident(s, ev->t);
+	case EV_FAIL:
+		return on_fail(s, (int32_t)ev->id, ev->t);
+	case EV_REPAIRED:
+		return on_repaired(s, (int32_t)ev->id, ev->t);
+	case EV_RESTART:
+		on_restart(s, (long)ev->id, ev->aux, ev->t);
+		return 0;
+	case EV_SLOW:
+		return on_slow(s, ev->t);
+	case EV_SLOW_INJ:
+		in = &s->p->inject[ev->aux];
+		sim_on_slow(s, in->node, ev->t, in->dur_s);
+		return 0;
+	}
+	return 0;
+}
+
+/* training kept by every job, less what fail-slow episodes cost */
+static void sim_account(struct sim *s)
+{
+	struct sim_result *r = s->r;
+
+	for (long j = 0; j < s->njobs; j++) {
+		struct sim_job *job = &s->jobs[j];
+
+		if (job->state == JOB_RUN)
+			job->committed += sim_ckpt_kept(
+			    &s->ck, s->horizon - job->t_run, SIM_FLUSH);
+		r->useful_node_s += job->committed * (double)s->jsize;
+	}
+	r->useful_node_s -= r->failslow_lost_node_s;
+	if (r->useful_node_s < 0.0)
+		r->useful_node_s = 0.0;
+	r->job_node_s = s->horizon * (double)s->njobs * (double)s->jsize;
 }
 
 int sim_run(const struct sim_trace *tr, const struct sim_params *p,
@@ -698,20 +461,7 @@ int sim_run(const struct sim_trace *tr, const struct sim_params *p,
 		struct sim_ev ev = heap_pop(&s);
 
 		r->events++;
-		switch (ev.type) {
-		case EV_INCIDENT:
-			rc = on_incident(&s, ev.t);
-			break;
-		case EV_FAIL:
-			rc = on_fail(&s, (int32_t)ev.id, ev.t);
-			break;
-		case EV_REPAIRED:
-			rc = on_repaired(&s, (int32_t)ev.id, ev.t);
-			break;
-		case EV_RESTART:
-			on_restart(&s, (long)ev.id, ev.aux, ev.t);
-			break;
-		}
+		rc = sim_dispatch(&s, &ev);
 		if (rc) {
 			sigma_set_err(err, errlen, -rc,
 				      "simulation stopped: %s", strerror(-rc));
@@ -721,15 +471,7 @@ int sim_run(const struct sim_trace *tr, const struct sim_params *p,
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	r->wall_s = (double)(b.tv_sec - a.tv_sec) +
 		    (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
-	for (long j = 0; j < s.njobs; j++) {
-		struct sim_job *job = &s.jobs[j];
-
-		if (job->state == JOB_RUN)
-			job->committed +=
-			    job_kept(tr, s.horizon - job->t_run, true);
-		r->useful_node_s += job->committed * (double)s.jsize;
-	}
-	r->job_node_s = s.horizon * (double)s.njobs * (double)s.jsize;
+	sim_account(&s);
 out_free:
 	sim_free(&s);
 	return rc;

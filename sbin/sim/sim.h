@@ -3,11 +3,13 @@
  * driving the same policy core as sigmad (policy.h).
  *
  * A trace describes the failure process (per-node rates by kind, the share
- * of each kind that shows an early warning, the warning's lead time) and the
- * cluster (nodes, job size, spares, checkpoint interval and cost, detection,
- * requeue and repair times). The simulator replays it under sigma's policy
- * and under a baseline (plain Slurm requeue: no spares, no early warning),
- * with the same incident stream for both.
+ * of each kind that shows an early warning, the warning's lead time, the
+ * fail-slow episodes) and the cluster (nodes, job size, spares, the two
+ * checkpoint tiers, the in-job and pool restart paths, detection, requeue
+ * and repair times). The simulator replays it under sigma's policy, under
+ * sigma without its node-local tier, and under a baseline (plain Slurm
+ * requeue: no spares, no early warning, no tier 1, no in-job restart, no
+ * fail-slow mitigation), with the same incident stream for all.
  */
 #ifndef SIGMA_SIM_H
 #define SIGMA_SIM_H
@@ -15,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define SIM_MAX_KINDS	 32
 #define SIM_NAME_MAX	 64
@@ -46,8 +49,48 @@ struct sim_trace {
 	long max_restarts;
 	long job_spares; /* spares a job may draw (sigma) */
 	uint64_t seed;
+	long sim_nodes; /* simulated nodes when --nodes is not given (0: nodes) */
+	/* tier 1: node-local, replicated to a buddy node (0 interval: none) */
+	double tier1_interval_s; /* compute between tier-1 saves */
+	double tier1_stall_s;	 /* training stalled per save */
+	double tier1_restore_s;	 /* restore from tier 1 */
+	double tier1_buddy_loss; /* a failure takes the buddy too: tier 2 */
+	/* tier 2: shared storage; ckpt_interval_s, ckpt_cost_s (fixed part) */
+	double state_bytes;	   /* the job's model and optimizer state */
+	double tier2_write_bytes_s; /* the job's share of storage bandwidth */
+	double tier2_read_bytes_s;
+	long tier2_async; /* 1: only ckpt_cost_s stalls, the write overlaps */
+	/* in-job restart on in-allocation spares (sigma) */
+	long inalloc_spares; /* extra nodes each job holds */
+	double injob_detect_s;	 /* failure to the launcher acting */
+	double injob_relaunch_s; /* relaunch of the step, to its first step */
+	double injob_fallback_s; /* no spare left: extra before the requeue */
+	/* fail-slow episodes (rate per node as the kinds) */
+	double failslow_count;	     /* episodes over the trace period */
+	double failslow_comm_share;  /* share of communication episodes */
+	double failslow_comm_mean_s; /* mean length (exponential) */
+	double failslow_comp_mean_s;
+	double failslow_slowdown;   /* step time x this during an episode */
+	double failslow_mitigation; /* share of the slowdown the tuner cuts */
+	double failslow_detect_s;   /* episode start to the tuner acting */
+	/* calibration inputs (sigma-sim --calibration) */
+	double step_s;		 /* one training step */
+	double launch_s;	 /* launch and communicator setup at scale */
+	double slurmd_timeout_s; /* Slurm's SlurmdTimeout */
+	double local_read_bytes_s; /* node-local tier read bandwidth */
 	size_t nkinds;
 	struct sim_kind kinds[SIM_MAX_KINDS];
+};
+
+/* A scripted incident (tests): a failure, or a fail-slow episode. */
+enum sim_inject_type { SIM_INJECT_FAIL = 0, SIM_INJECT_SLOW };
+
+struct sim_inject {
+	double t;
+	int32_t node;
+	uint8_t type;	/* enum sim_inject_type */
+	bool comm;	/* SIM_INJECT_SLOW: a communication episode */
+	double dur_s;	/* SIM_INJECT_SLOW: its length */
 };
 
 /* What to run: the trace's cluster, scaled. */
@@ -57,7 +100,10 @@ struct sim_params {
 	long job_nodes;
 	long spares;
 	uint64_t seed;
-	bool sigma; /* sigma's policy, or the baseline */
+	bool sigma;    /* sigma's policy, or the baseline */
+	bool no_tier1; /* sigma without its node-local tier */
+	const struct sim_inject *inject; /* scripted incidents, by time */
+	size_t ninject;
 };
 
 struct sim_result {
@@ -78,7 +124,56 @@ struct sim_result {
 	uint64_t hist[SIM_HIST_BUCKETS]; /* recovery time, log buckets */
 	double recovery_max_s;
 	double recovery_sum_s;
+	uint64_t injob_restarts; /* relaunched on an in-allocation spare */
+	uint64_t pool_requeues;	 /* requeued by sigmad (or Slurm) */
+	uint64_t fallbacks;	 /* in-job path had no spare: requeued */
+	uint64_t buddy_losses;	 /* tier 1 lost: restored from tier 2 */
+	uint64_t failslow_episodes; /* that hit a running job */
+	double failslow_s;	    /* their length, summed */
+	double failslow_lost_node_s; /* progress they cost, node-seconds */
+	uint64_t policy_calls;	     /* calls into the policy core */
+	double policy_s;	     /* wall time inside them */
 };
+
+/* ---- the checkpoint tiers (sim_ckpt.c) ------------------------------------ */
+
+enum sim_level { SIM_TIER1 = 0, SIM_TIER2, SIM_FLUSH };
+
+/*
+ * A run of a job: segments of compute, each followed by a save; every k-th
+ * save also writes tier 2. Without tier 1 a segment is the tier-2
+ * interval and k is 1 (the model of the trace files without tier-1 keys).
+ */
+struct sim_ckpt {
+	bool tier1;
+	double seg;	  /* compute per segment */
+	double seg_stall; /* stall after each segment */
+	long k;		  /* segments per tier-2 save */
+	double stall2;	  /* the tier-2 save's own stall (tier 1 on) */
+	double cycle;	  /* k segments, their stalls and the tier-2 stall */
+	double tier2_stall; /* one tier-2 save (a checkpoint on a stop) */
+	double restore1, restore2;
+};
+
+void sim_ckpt_init(struct sim_ckpt *ck, const struct sim_trace *t,
+		   bool tier1);
+/* Training kept by a run of e seconds, at the newest save of level. */
+double sim_ckpt_kept(const struct sim_ckpt *ck, double e, enum sim_level l);
+/* Share of a failure-free run spent training (1 minus the stalls). */
+double sim_ckpt_efficiency(const struct sim_ckpt *ck);
+
+/* ---- fail-slow episodes (sim_slow.c) -------------------------------------- */
+
+/*
+ * Progress lost (seconds) in the first x seconds of an episode, mitigated
+ * by the tuner or not.
+ */
+double sim_slow_loss(const struct sim_trace *t, double x, bool mitigated);
+
+/* ---- calibration (sim_calib.c) -------------------------------------------- */
+
+/* Print how the testbed's measurements map to the trace's times. */
+void sim_calib_print(const struct sim_trace *t, FILE *f);
 
 void sim_trace_init(struct sim_trace *t);
 /* Read a trace file (key=value, see sigma-sim(1)). 0 or -errno, err says why.

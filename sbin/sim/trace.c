@@ -32,6 +32,23 @@ void sim_trace_init(struct sim_trace *t)
 	t->max_restarts = 1000000;
 	t->job_spares = 1000000;
 	t->seed = 1;
+	/*
+	 * The mechanisms below default to off (or to no cost), so that a
+	 * trace without their keys keeps its old meaning: one checkpoint
+	 * tier of fixed cost, requeue only, no fail-slow episodes.
+	 */
+	t->injob_detect_s = 6.2;   /* bench/restart-paths, node crash */
+	t->injob_relaunch_s = 0.1; /* bench/restart-paths, node crash */
+	t->injob_fallback_s = 25.6; /* 53.2 - 27.6 of the pool path there */
+	t->failslow_comm_share = 0.40; /* Greyhound (ATC'25) */
+	t->failslow_comm_mean_s = 1440.0;
+	t->failslow_comp_mean_s = 600.0;
+	t->failslow_slowdown = 1.34;
+	t->failslow_mitigation = 0.60;
+	t->failslow_detect_s = 60.0;
+	t->step_s = 0.4;
+	t->slurmd_timeout_s = 15.0; /* the testbed's */
+	t->local_read_bytes_s = 2e9;
 }
 
 struct trace_num {
@@ -67,6 +84,30 @@ static const struct trace_num trace_nums[] = {
     TN_D(baseline_requeue_s, 0, 1e9),
     TN_L(max_restarts, 0, 1e9),
     TN_L(job_spares, 0, 1e9),
+    TN_L(sim_nodes, 0, 1e9),
+    TN_D(tier1_interval_s, 0, 1e9),
+    TN_D(tier1_stall_s, 0, 1e9),
+    TN_D(tier1_restore_s, 0, 1e9),
+    TN_D(tier1_buddy_loss, 0, 1),
+    TN_D(state_bytes, 0, 1e18),
+    TN_D(tier2_write_bytes_s, 0, 1e15),
+    TN_D(tier2_read_bytes_s, 0, 1e15),
+    TN_L(tier2_async, 0, 1),
+    TN_L(inalloc_spares, 0, 1e6),
+    TN_D(injob_detect_s, 0, 1e9),
+    TN_D(injob_relaunch_s, 0, 1e9),
+    TN_D(injob_fallback_s, 0, 1e9),
+    TN_D(failslow_count, 0, 1e12),
+    TN_D(failslow_comm_share, 0, 1),
+    TN_D(failslow_comm_mean_s, 0, 1e9),
+    TN_D(failslow_comp_mean_s, 0, 1e9),
+    TN_D(failslow_slowdown, 1, 1e3),
+    TN_D(failslow_mitigation, 0, 1),
+    TN_D(failslow_detect_s, 0, 1e9),
+    TN_D(step_s, 0, 1e6),
+    TN_D(launch_s, 0, 1e9),
+    TN_D(slurmd_timeout_s, 0, 1e6),
+    TN_D(local_read_bytes_s, 1, 1e15),
 };
 
 static int trace_kind(struct sim_trace *t, const char *value, char *err,
@@ -174,5 +215,11 @@ int sim_trace_load(struct sim_trace *t, const char *path, char *err,
 	if (!rc && t->nkinds == 0)
 		rc = sigma_set_err(err, errlen, EINVAL, "%s: no 'kind' lines",
 				   path);
+	if (!rc && t->tier2_async && t->state_bytes > 0.0 &&
+	    t->tier2_write_bytes_s <= 0.0)
+		rc = sigma_set_err(
+		    err, errlen, EINVAL,
+		    "%s: tier2_async with state_bytes needs tier2_write_bytes_s",
+		    path);
 	return rc;
 }

@@ -83,9 +83,13 @@ static int whole_read(int rc, const char *what, struct table_cost *tc,
 		      double t0)
 {
 	if (rc == SLURM_SUCCESS) {
+		double ms = now_ms() - t0;
+
 		cache.whole++;
+		/* smoothed: one slow reply on a busy host is not the table */
 		if (tc)
-			tc->whole_ms = now_ms() - t0;
+			tc->whole_ms = tc->whole_ms ? 0.8 * tc->whole_ms + 0.2 * ms
+						    : ms;
 		return 1;
 	}
 	if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
@@ -108,7 +112,9 @@ static bool whole_due(struct table_cost *tc, double now, int64_t poll_s,
 		      size_t nwatch, bool *singles)
 {
 	double every_s = tc->whole_ms / 1e3 / POLL_BUDGET;
-	bool split = every_s > (double)poll_s;
+	/* hysteresis: a table near the budget does not flip at every poll */
+	bool split = tc->split ? every_s > 0.8 * (double)poll_s
+			       : every_s > 1.25 * (double)poll_s;
 
 	*singles = false;
 	if (split != tc->split)

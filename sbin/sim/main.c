@@ -73,13 +73,14 @@ static double per_call_ns(const struct sim_result *r)
 static int sim_json_more(json_t *o, const struct sim_result *r)
 {
 	json_t *m = json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}",
+	    "{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",
 	    "injob_restarts", (json_int_t)r->injob_restarts, "pool_requeues",
 	    (json_int_t)r->pool_requeues, "fallbacks",
 	    (json_int_t)r->fallbacks, "buddy_losses",
 	    (json_int_t)r->buddy_losses, "failslow_episodes",
 	    (json_int_t)r->failslow_episodes, "failslow_s", r->failslow_s,
-	    "failslow_lost_node_s", r->failslow_lost_node_s, "policy_calls",
+	    "failslow_lost_node_s", r->failslow_lost_node_s, "rollback_node_s",
+	    r->rollback_node_s, "down_node_s", r->down_node_s, "policy_calls",
 	    (json_int_t)r->policy_calls, "policy_ns_per_call",
 	    per_call_ns(r), "policy_ns_per_event",
 	    r->events ? r->policy_s * 1e9 / (double)r->events : 0.0);
@@ -161,6 +162,16 @@ static int sim_print(const char *policy, const struct sim_params *p,
 	    (unsigned long long)r->fallbacks,
 	    (unsigned long long)r->buddy_losses,
 	    (unsigned long long)r->failslow_episodes, r->failslow_lost_node_s);
+	if (r->job_node_s > 0)
+		printf("%-8s lost: rollback %.4f, down %.4f, fail-slow %.4f, "
+		       "stalls %.4f\n",
+		       "", r->rollback_node_s / r->job_node_s,
+		       r->down_node_s / r->job_node_s,
+		       r->failslow_lost_node_s / r->job_node_s,
+		       1.0 - ett -
+			   (r->rollback_node_s + r->down_node_s +
+			    r->failslow_lost_node_s) /
+			       r->job_node_s);
 	printf("%-8s %llu events in %.3f s: %.0f events/s; policy core %.0f ns "
 	       "per call (%llu calls)\n",
 	       "", (unsigned long long)r->events, r->wall_s, eps,

@@ -227,6 +227,7 @@ static void on_restart(struct sim *s, long j, uint32_t gen, double t)
 	job->t_run = t;
 	job->spares_used = 0; /* the next recovery may hold spares again */
 	rec = t - job->t_fail;
+	s->r->down_node_s += rec * (double)s->jsize;
 	s->r->recoveries++;
 	s->r->recovery_sum_s += rec;
 	if (rec > s->r->recovery_max_s)
@@ -437,6 +438,9 @@ static void sim_account(struct sim *s)
 		if (job->state == JOB_RUN)
 			job->committed += sim_ckpt_kept(
 			    &s->ck, s->horizon - job->t_run, SIM_FLUSH);
+		else if (job->state != JOB_DEAD)
+			r->down_node_s +=
+			    (s->horizon - job->t_fail) * (double)s->jsize;
 		r->useful_node_s += job->committed * (double)s->jsize;
 	}
 	r->useful_node_s -= r->failslow_lost_node_s;

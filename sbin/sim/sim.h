@@ -131,6 +131,8 @@ struct sim_result {
 	uint64_t failslow_episodes; /* that hit a running job */
 	double failslow_s;	    /* their length, summed */
 	double failslow_lost_node_s; /* progress they cost, node-seconds */
+	double rollback_node_s; /* training done but not kept at a stop */
+	double down_node_s;	/* jobs' time from failure to running */
 	uint64_t policy_calls;	     /* calls into the policy core */
 	double policy_s;	     /* wall time inside them */
 };

@@ -193,6 +193,7 @@ static void job_stop(struct sim *s, long j, double t, enum sim_level level)
 	struct sim_job *job = &s->jobs[j];
 	double e = t - job->t_run;
 	double k2 = sim_ckpt_kept(&s->ck, e, SIM_TIER2);
+	double done = job->committed + sim_ckpt_kept(&s->ck, e, SIM_FLUSH);
 
 	if (k2 > 0.0)
 		job->committed2 = job->committed + k2;
@@ -202,6 +203,7 @@ static void job_stop(struct sim *s, long j, double t, enum sim_level level)
 		job->committed += sim_ckpt_kept(&s->ck, e, level);
 	if (level == SIM_FLUSH)
 		job->committed2 = job->committed;
+	s->r->rollback_node_s += (done - job->committed) * (double)s->jsize;
 	job->restore_s =
 	    s->ck.tier1 && level != SIM_TIER2 ? s->ck.restore1 : s->ck.restore2;
 	job->state = JOB_DOWN;

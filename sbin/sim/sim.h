@@ -137,7 +137,7 @@ struct sim_result {
 	double policy_s;	     /* wall time inside them */
 };
 
-/* ---- the checkpoint tiers (sim_ckpt.c) ------------------------------------ */
+/* ---- the checkpoint tiers (sim_ckpt.c) ----------------------------------- */
 
 enum sim_level { SIM_TIER1 = 0, SIM_TIER2, SIM_FLUSH };
 
@@ -164,7 +164,7 @@ double sim_ckpt_kept(const struct sim_ckpt *ck, double e, enum sim_level l);
 /* Share of a failure-free run spent training (1 minus the stalls). */
 double sim_ckpt_efficiency(const struct sim_ckpt *ck);
 
-/* ---- fail-slow episodes (sim_slow.c) -------------------------------------- */
+/* ---- fail-slow episodes (sim_slow.c) ------------------------------------- */
 
 /*
  * Progress lost (seconds) in the first x seconds of an episode, mitigated
@@ -172,7 +172,7 @@ double sim_ckpt_efficiency(const struct sim_ckpt *ck);
  */
 double sim_slow_loss(const struct sim_trace *t, double x, bool mitigated);
 
-/* ---- calibration (sim_calib.c) -------------------------------------------- */
+/* ---- calibration (sim_calib.c) ------------------------------------------- */
 
 /* Print how the testbed's measurements map to the trace's times. */
 void sim_calib_print(const struct sim_trace *t, FILE *f);

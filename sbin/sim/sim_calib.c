@@ -37,8 +37,8 @@ static double c_injob_relaunch(const struct sim_trace *t)
 
 static double c_tier1_restore(const struct sim_trace *t)
 {
-	return 0.4 + t->state_bytes / (double)t->job_nodes /
-			 t->local_read_bytes_s;
+	return 0.4 +
+	       t->state_bytes / (double)t->job_nodes / t->local_read_bytes_s;
 }
 
 static double c_sigma_detect(const struct sim_trace *t)
@@ -62,7 +62,10 @@ static double c_injob_fallback(const struct sim_trace *t)
 	return 10.6 + t->slurmd_timeout_s;
 }
 
-#define CR(k, m, r, f) {#k, offsetof(struct sim_trace, k), m, r, f}
+#define CR(k, m, r, f)                                                         \
+	{                                                                      \
+#k, offsetof(struct sim_trace, k), m, r, f                     \
+	}
 
 static const struct calib_rule calib_rules[] = {
     CR(injob_detect_s, "6.2 (node crash)",
@@ -70,8 +73,7 @@ static const struct calib_rule calib_rules[] = {
        c_injob_detect),
     CR(injob_relaunch_s, "0.1", "0.1 + launch_s", c_injob_relaunch),
     CR(tier1_restore_s, "0.4-0.9",
-       "0.4 + state_bytes / job_nodes / local_read_bytes_s",
-       c_tier1_restore),
+       "0.4 + state_bytes / job_nodes / local_read_bytes_s", c_tier1_restore),
     CR(sigma_detect_s, "14.9 (SlurmdTimeout 15)",
        "slurmd_timeout_s - 0.1: a crash is seen when Slurm calls it",
        c_sigma_detect),

@@ -20,8 +20,7 @@ static double ckpt_tier2_write_s(const struct sim_trace *t)
 	return t->state_bytes / t->tier2_write_bytes_s;
 }
 
-void sim_ckpt_init(struct sim_ckpt *ck, const struct sim_trace *t,
-		   bool tier1)
+void sim_ckpt_init(struct sim_ckpt *ck, const struct sim_trace *t, bool tier1)
 {
 	double write_s = ckpt_tier2_write_s(t);
 	double interval2 = t->ckpt_interval_s;

@@ -26,7 +26,7 @@ enum sim_ev_type {
 struct sim_ev {
 	double t;
 	uint32_t id;  /* node or job */
-	uint32_t aux; /* job generation */
+	uint32_t aux; /* job generation, or a scripted incident's index */
 	uint8_t type;
 };
 
@@ -73,7 +73,7 @@ struct sim {
 	/* jobs: slots of stride = jsize training + ninalloc spares each */
 	long njobs, jsize, ninalloc, stride;
 	struct sim_job *jobs;
-	int32_t *slots; /* njobs * jsize node ids, -1 empty */
+	int32_t *slots; /* njobs * stride node ids, -1 empty */
 	int32_t *waitq;
 	long wq_head, wq_len;
 	/* events */
@@ -137,7 +137,8 @@ void sim_free_push(struct sim *s, int32_t node);
 void sim_free_remove(struct sim *s, int32_t node);
 int sim_to_repair(struct sim *s, int32_t node, double t);
 
-/* ---- sim_job.c: jobs, their failures and recoveries ----------------------- */
+/* ---- sim_job.c: jobs, their failures and recoveries -----------------------
+ */
 
 /* the job of a node in a job slot, and whether the slot is a spare's */
 static inline long sim_job_of(const struct sim *s, int32_t node)

@@ -109,8 +109,8 @@ static size_t pool_view(struct sim *s)
 	return (size_t)s->npool;
 }
 
-static int plan_failure(struct sim *s, const struct policy_job *pj,
-			size_t nbad, struct policy_plan *plan)
+static int plan_failure(struct sim *s, const struct policy_job *pj, size_t nbad,
+			struct policy_plan *plan)
 {
 	size_t nv = pool_view(s);
 	double t0 = now_s();
@@ -229,7 +229,7 @@ static bool job_lose_node(struct sim *s, int32_t node, double t,
 	return was_running;
 }
 
-/* ---- recovery paths -------------------------------------------------------- */
+/* ---- recovery paths ---------------------------------------------------- */
 
 /* In-job: the launcher swaps a spare of the allocation in and relaunches. */
 static int job_relaunch_in_place(struct sim *s, long j, double t)
@@ -315,9 +315,8 @@ static int job_recover(struct sim *s, long j, double t, bool new_requeue)
 		job_enqueue_wait(s, j);
 		return 0;
 	}
-	return job_schedule_restart(s, j,
-				    t + delay + s->tr->restart_s +
-					job->restore_s);
+	return job_schedule_restart(
+	    s, j, t + delay + s->tr->restart_s + job->restore_s);
 }
 
 /* Serve waiting jobs, oldest first, from the pool (sigma) and free nodes. */
@@ -343,9 +342,8 @@ int sim_serve_waiting(struct sim *s, double t)
 			take_from_free(s, j, true);
 			if (job->missing > 0)
 				return 0;
-			if (job_schedule_restart(s, j,
-						 t + s->tr->restart_s +
-						     job->restore_s))
+			if (job_schedule_restart(
+				s, j, t + s->tr->restart_s + job->restore_s))
 				return -ENOMEM;
 		}
 		job->queued = 0;
@@ -355,7 +353,7 @@ int sim_serve_waiting(struct sim *s, double t)
 	return 0;
 }
 
-/* ---- incidents on a job's node ------------------------------------------- */
+/* ---- incidents on a job's node ------------------------------------------ */
 
 /* A node that holds nothing of the job's state: an idle spare of it. */
 static int spare_lost(struct sim *s, int32_t node, double t)
@@ -432,11 +430,10 @@ int sim_on_warning(struct sim *s, int32_t node, double t)
 	rc = sim_to_repair(s, node, t);
 	if (rc)
 		return rc;
-	return job_schedule_restart(s, j,
-				    t + s->ck.tier2_stall +
-					s->tr->sigma_requeue_s +
-					s->tr->restart_s +
-					s->jobs[j].restore_s);
+	return job_schedule_restart(
+	    s, j,
+	    t + s->ck.tier2_stall + s->tr->sigma_requeue_s + s->tr->restart_s +
+		s->jobs[j].restore_s);
 }
 
 /*

@@ -71,6 +71,7 @@ static int update_node(const char *node, uint32_t state, const char *reason)
 		m.reason = (char *)reason;
 		m.reason_uid = getuid();
 	}
+	ctl_slurm_poll_changed(); /* read the nodes whole at the next poll */
 	if (slurm_update_node(&m) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_update_node", node);
 	return 0;

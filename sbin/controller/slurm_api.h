@@ -24,6 +24,9 @@ void ctl_slurm_fini(void);
  */
 int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
 		   int64_t poll_s);
+/* sigmad changed a node: the next poll reads the node table whole, so it
+ * never acts twice on a record it changed itself. */
+void ctl_slurm_poll_changed(void);
 /* Free what slurm_poll.c keeps between polls (by ctl_slurm_fini). */
 void ctl_slurm_poll_fini(void);
 /* Log a failed libslurm call with Slurm's error text: -EIO. */

@@ -32,6 +32,9 @@
 
 /* share of the wall time one table's reads may take of slurmctld */
 #define POLL_BUDGET 0.005
+/* a smaller table is read whole at every poll: its records one by one would
+ * cost as many round trips, and its measured cost is the host's noise */
+#define POLL_SPLIT_MIN 1000
 
 /* what reading one table costs, and when it was last read whole */
 struct table_cost {
@@ -62,6 +65,11 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void ctl_slurm_poll_changed(void)
+{
+	cache.node_cost.last_whole = 0;
 }
 
 void ctl_slurm_poll_fini(void)
@@ -109,12 +117,13 @@ static void single_read(struct table_cost *tc, double t0)
 /* Read the table whole at this poll? Else its sigma records, one by one,
  * when nwatch of them cost less than the whole table. */
 static bool whole_due(struct table_cost *tc, double now, int64_t poll_s,
-		      size_t nwatch, bool *singles)
+		      size_t records, size_t nwatch, bool *singles)
 {
 	double every_s = tc->whole_ms / 1e3 / POLL_BUDGET;
 	/* hysteresis: a table near the budget does not flip at every poll */
-	bool split = tc->split ? every_s > 0.8 * (double)poll_s
-			       : every_s > 1.25 * (double)poll_s;
+	bool split = records >= POLL_SPLIT_MIN &&
+		     (tc->split ? every_s > 0.8 * (double)poll_s
+				: every_s > 1.25 * (double)poll_s);
 
 	*singles = false;
 	if (split != tc->split)
@@ -136,8 +145,9 @@ static int fresh_nodes(int64_t poll_s, bool *singles)
 	double t0 = now_ms();
 	int rc;
 
-	if (cache.nodes && !whole_due(&cache.node_cost, t0, poll_s,
-				      cache.nwatch_nodes, singles))
+	if (cache.nodes &&
+	    !whole_due(&cache.node_cost, t0, poll_s, cache.nodes->record_count,
+		       cache.nwatch_nodes, singles))
 		return 0;
 	*singles = false;
 	rc = whole_read(slurm_load_node(cache.nodes ? cache.nodes->last_update
@@ -160,8 +170,9 @@ static int fresh_jobs(int64_t poll_s, bool *singles)
 	double t0 = now_ms();
 	int rc;
 
-	if (cache.jobs && !whole_due(&cache.job_cost, t0, poll_s,
-				     cache.nwatch_jobs, singles))
+	if (cache.jobs &&
+	    !whole_due(&cache.job_cost, t0, poll_s, cache.jobs->record_count,
+		       cache.nwatch_jobs, singles))
 		return 0;
 	*singles = false;
 	rc = whole_read(slurm_load_jobs(cache.jobs ? cache.jobs->last_update

@@ -72,6 +72,8 @@ int sigma_parse_long(const char *s, long min, long max, long *out);
 int sigma_parse_double(const char *s, double min, double max, double *out);
 /* yes/no, true/false, on/off, 1/0 (case-insensitive). */
 int sigma_parse_bool(const char *s, bool *out);
+/* Whether name is one of the words of a comma-separated list (NULL: none). */
+bool sigma_list_has(const char *list, const char *name);
 /* Index of s in a NULL-terminated list of names, or -EINVAL. */
 int sigma_parse_enum(const char *s, const char *const names[]);
 /* "a|b|c" from a NULL-terminated list, for error messages. */

@@ -109,6 +109,21 @@ int sigma_parse_bool(const char *s, bool *out)
 	return -EINVAL;
 }
 
+bool sigma_list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	if (!list || !n)
+		return false;
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
 int sigma_parse_enum(const char *s, const char *const names[])
 {
 	if (!s)

@@ -28,26 +28,11 @@ const char *const ctl_stop_names[] = {"unknown", "exit", "signal", "running",
 
 /* ---- comma lists --------------------------------------------------------- */
 
-bool ctl_list_has(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	const char *p = list;
-
-	if (!n)
-		return false;
-	while ((p = strstr(p, name))) {
-		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
-			return true;
-		p += n;
-	}
-	return false;
-}
-
 int ctl_list_add(char *list, size_t size, const char *name)
 {
 	size_t len = strlen(list), n = strlen(name);
 
-	if (ctl_list_has(list, name))
+	if (sigma_list_has(list, name))
 		return 0;
 	if (len + n + 2 > size)
 		return -ENAMETOOLONG;
@@ -169,7 +154,8 @@ bool ctl_decided(const struct ctl *c, const struct ctl_job *job)
 bool ctl_in_open_rec(const struct ctl *c, const char *node)
 {
 	for (size_t i = 0; i < c->nrecs; i++)
-		if (!c->recs[i].complete && ctl_list_has(c->recs[i].bad, node))
+		if (!c->recs[i].complete &&
+		    sigma_list_has(c->recs[i].bad, node))
 			return true;
 	return false;
 }

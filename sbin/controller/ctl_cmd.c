@@ -228,7 +228,7 @@ int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out)
 	ctl_list_del(c->added, node);
 	ctl_list_add(c->removed, sizeof(c->removed), node);
 	ctl_pool_now(&c->view, pool, sizeof(pool));
-	if (ctl_list_has(pool, node)) {
+	if (sigma_list_has(pool, node)) {
 		ctl_list_del(pool, node);
 		if (ctl_resv_apply(c, &c->view, pool)) {
 			fprintf(

@@ -69,7 +69,7 @@ static uint32_t ctl_node_failures(const struct ctl *c, const char *node)
 
 	for (size_t i = 0; i < c->nrecs; i++)
 		if (c->recs[i].verdict != POLICY_WATCH &&
-		    ctl_list_has(c->recs[i].bad, node))
+		    sigma_list_has(c->recs[i].bad, node))
 			n++;
 	return n;
 }
@@ -89,12 +89,12 @@ static size_t ctl_free_spares(const struct ctl *c, const struct ctl_view *v,
 		const struct ctl_node *n = &v->nodes[i];
 
 		if (!(n->flags & CTL_N_RESERVED) || !ctl_node_healthy(n) ||
-		    ctl_list_has(bad, n->name) || ctl_node_in_job(v, i) ||
+		    sigma_list_has(bad, n->name) || ctl_node_in_job(v, i) ||
 		    ctl_lent(c, v, n->name))
 			continue;
 		spares[nsp].failures = ctl_node_failures(c, n->name);
 		spares[nsp].since = 0;
-		spares[nsp].excluded = ctl_list_has(job->exc_nodes, n->name);
+		spares[nsp].excluded = sigma_list_has(job->exc_nodes, n->name);
 		idx[nsp++] = i;
 	}
 	return nsp;
@@ -119,7 +119,7 @@ static int ctl_spares_allowed(struct ctl *c, const struct ctl_view *v,
 		if (o->uid != job->uid || o->state == CTL_J_ENDED)
 			continue;
 		for (size_t k = 0; k < o->nnodes; k++)
-			if (ctl_list_has(members, v->nodes[o->nodes[k]].name))
+			if (sigma_list_has(members, v->nodes[o->nodes[k]].name))
 				held++;
 	}
 	if (n > caps->spares_per_job)
@@ -310,7 +310,7 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 		    job->id, node, what);
 		ctl_log(c, &ev);
 	}
-	if (!ctl_list_has(ctl_in_job_told(c, job->id), node))
+	if (!sigma_list_has(ctl_in_job_told(c, job->id), node))
 		ctl_in_job_account(c, job, node, what);
 }
 
@@ -334,7 +334,7 @@ static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
 		long i = ctl_view_node(v, tok);
 
 		/* one a requeue excluded is of an attempt before this one */
-		if (i >= 0 && !ctl_list_has(job->exc_nodes, tok) &&
+		if (i >= 0 && !sigma_list_has(job->exc_nodes, tok) &&
 		    (w = node_failed(&v->nodes[i])))
 			ctl_in_job_failed(c, v, job, i, w);
 	}
@@ -368,7 +368,7 @@ static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 				ctl_blame_add(&bad, n->name, w);
 		}
 		else if ((w = node_warned(n)) &&
-			 !(watch && ctl_list_has(watch->bad, n->name)))
+			 !(watch && sigma_list_has(watch->bad, n->name)))
 			ctl_blame_add(&warn, n->name, w);
 	}
 	if (bad.n)

@@ -111,7 +111,6 @@ struct ctl {
 
 /* ---- comma lists (ctl.c) ------------------------------------------------- */
 
-bool ctl_list_has(const char *list, const char *name);
 /* 0, or -ENAMETOOLONG when name does not fit; a name already there is kept */
 int ctl_list_add(char *list, size_t size, const char *name);
 void ctl_list_del(char *list, const char *name);

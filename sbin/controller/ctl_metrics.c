@@ -122,7 +122,7 @@ static void metrics_spares(struct ctl *c, struct sigma_metrics *m)
 	ctl_members(c, v, members);
 	ctl_pool_now(v, pool, sizeof(pool));
 	for (size_t i = 0; i < v->nnodes; i++)
-		if (ctl_list_has(members, v->nodes[i].name) &&
+		if (sigma_list_has(members, v->nodes[i].name) &&
 		    ctl_node_in_job(v, i))
 			in_use++;
 	sigma_metrics_family(m, "sigma_spares", "gauge",

@@ -57,7 +57,7 @@ bool ctl_lent(const struct ctl *c, const struct ctl_view *v, const char *node)
 		const struct ctl_rec *r = &c->recs[i];
 		const struct ctl_job *job;
 
-		if (!ctl_list_has(r->spares, node))
+		if (!sigma_list_has(r->spares, node))
 			continue;
 		if (!r->complete)
 			return true;
@@ -92,7 +92,7 @@ int ctl_resv_apply(struct ctl *c, struct ctl_view *v, const char *nodes)
 	v->nresv = 0;
 	for (size_t i = 0; i < v->nnodes; i++) {
 		v->nodes[i].flags &= ~(unsigned)CTL_N_RESERVED;
-		if (ctl_list_has(nodes, v->nodes[i].name)) {
+		if (sigma_list_has(nodes, v->nodes[i].name)) {
 			v->nodes[i].flags |= CTL_N_RESERVED;
 			v->nresv++;
 		}
@@ -120,7 +120,7 @@ static bool ctl_stand_in(const char *pool, const char *members, char *out,
 	sigma_strlcpy(tmp, pool, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		if (!ctl_list_has(members, tok)) {
+		if (!sigma_list_has(members, tok)) {
 			sigma_strlcpy(out, tok, size);
 			return true;
 		}

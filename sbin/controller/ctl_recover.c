@@ -145,7 +145,7 @@ static void ctl_release(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (ctl_list_has(pool, tok)) {
+		if (sigma_list_has(pool, tok)) {
 			ctl_list_del(pool, tok);
 			any = true;
 		}
@@ -196,7 +196,7 @@ static void ctl_expect_nodes(struct ctl *c, const struct ctl_rec *r)
 	sigma_strlcpy(tmp, ctl_last_nodes(c, r->job), sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		if (!ctl_list_has(r->bad, tok))
+		if (!sigma_list_has(r->bad, tok))
 			ctl_list_add(next, sizeof(next), tok);
 	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
@@ -247,7 +247,7 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	sigma_strlcpy(tmp, r->bad, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		if (!ctl_list_has(exc, tok))
+		if (!sigma_list_has(exc, tok))
 			ctl_list_add(exc, sizeof(exc), tok);
 	/*
 	 * Not at once: begin_time = now races the credential revocation, and

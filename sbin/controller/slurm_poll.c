@@ -201,21 +201,6 @@ static int fresh_resv(void)
 	return rc < 0 ? rc : 0;
 }
 
-static bool has_feature(const char *features, const char *feature)
-{
-	size_t n = strlen(feature);
-	const char *p = features;
-
-	if (!features || !n)
-		return false;
-	while ((p = strstr(p, feature))) {
-		if ((p == features || p[-1] == ',') && (p[n] == ',' || !p[n]))
-			return true;
-		p += n;
-	}
-	return false;
-}
-
 static void node_set(struct ctl_node *c, const node_info_t *n,
 		     const char *feature)
 {
@@ -236,7 +221,7 @@ static void node_set(struct ctl_node *c, const node_info_t *n,
 		c->flags |= CTL_N_BUSY;
 	else if (base == NODE_STATE_IDLE)
 		c->flags |= CTL_N_IDLE;
-	if (has_feature(n->features, feature))
+	if (sigma_list_has(n->features, feature))
 		c->flags |= CTL_N_FEATURE;
 	sigma_strlcpy(c->reason, n->reason ? n->reason : "",
 		      sizeof(c->reason));

@@ -363,16 +363,26 @@ bool ctl_node_in_job(const struct ctl_view *v, size_t i)
 }
 
 /*
+ * The job ended a short while ago: a node at fault may still be drained by
+ * the probe (job epilog, health check), or called not responding by
+ * slurmctld (SlurmdTimeout), after the job's end.
+ */
+bool ctl_job_just_ended(const struct ctl_job *job, int64_t now)
+{
+	return job->state == CTL_J_ENDED &&
+	       now - job->end_time <= CTL_FAILED_END_S;
+}
+
+/*
  * The job's batch script failed with the trainer's "requeue me" codes (76: a
  * peer rank died, 79: the trouble follows the hardware) a short while ago:
- * the probe may still drain the node at fault, and sigmad then requeues it.
+ * once the node at fault drains, sigmad requeues it.
  */
 bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now)
 {
-	return job->state == CTL_J_ENDED && job->failed &&
+	return ctl_job_just_ended(job, now) && job->failed &&
 	       (job->exit_code == TRAIN_EXIT_PEER ||
-		job->exit_code == TRAIN_EXIT_HARDWARE) &&
-	       now - job->end_time <= CTL_FAILED_END_S;
+		job->exit_code == TRAIN_EXIT_HARDWARE);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

@@ -340,20 +340,27 @@ static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
 	}
 }
 
+/* submitted with --sigma-restart=in-job: its launcher relaunches it */
+static bool restarts_in_job(const struct ctl_job *job)
+{
+	struct sigma_block opts;
+
+	return !sigma_block_parse(job->comment, &opts, NULL) &&
+	       opts.restart == SIGMA_RESTART_IN_JOB;
+}
+
 /* a running job: a failed node, else a warned one not watched yet */
 static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 			       const struct ctl_job *job)
 {
 	struct ctl_blame bad = {0}, warn = {0};
 	const struct ctl_rec *watch;
-	struct sigma_block opts;
 	int R = job->restart_cnt;
 	bool in_job;
 
 	if (ctl_decided(c, job))
 		return; /* handled, or given up at this attempt */
-	in_job = !sigma_block_parse(job->comment, &opts, NULL) &&
-		 opts.restart == SIGMA_RESTART_IN_JOB;
+	in_job = restarts_in_job(job);
 	/* its failed nodes: drained, the job left to its launcher */
 	if (in_job)
 		ctl_detect_in_job(c, v, job);
@@ -405,8 +412,16 @@ static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
 	    job->state == CTL_J_ENDED && job->node_fail && !decided;
 	bool script_failed_end = !decided && ctl_job_may_come_back(job, v->now);
 
-	if (!slurm_requeued && !node_failed_end && !script_failed_end)
+	if (!slurm_requeued && !node_failed_end && !script_failed_end) {
+		/*
+		 * an in-job job's launcher may have moved off a dead node
+		 * that slurmctld calls not responding only after the job
+		 * completed: drained for the job all the same
+		 */
+		if (ctl_job_just_ended(job, v->now) && restarts_in_job(job))
+			ctl_detect_in_job(c, v, job);
 		return;
+	}
 	sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {

@@ -164,7 +164,8 @@ int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job);
 bool ctl_node_healthy(const struct ctl_node *n);
 /* node i runs a sigma job that is running */
 bool ctl_node_in_job(const struct ctl_view *v, size_t i);
-/* job ended with the trainer's "requeue me" codes a short while ago */
+/* job ended a short while ago; ... with the trainer's "requeue me" codes */
+bool ctl_job_just_ended(const struct ctl_job *job, int64_t now);
 bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now);
 
 /* ---- the hot-spare pool (ctl_pool.c) ------------------------------------- */

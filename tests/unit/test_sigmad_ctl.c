@@ -716,6 +716,46 @@ static void test_second_failure_after_exit(void **state)
 }
 
 /*
+ * An in-job job's node dies and its launcher relaunches the step onto an
+ * in-allocation spare while sigmad is down; the job then completes before
+ * slurmctld calls the dead node not responding (SlurmdTimeout). sigmad
+ * still drains it for the job, once, and tells it in the AdminComment; a
+ * node that fails long after the job ended is not the job's.
+ */
+static void test_in_job_node_down_after_end(void **state)
+{
+	struct ctl *c = NULL;
+
+	cluster_reset(false);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED; /* COMPLETED */
+	M.job.end = M.now;
+	ticks(c, 2);
+	M.n[1].flags |= CTL_N_DOWN | CTL_N_NO_RESPOND;
+	strcpy(M.n[1].reason, "Not responding");
+	ticks(c, 3);
+	assert_int_equal(M.drains[1], 1);
+	assert_int_equal(M.requeues, 0);
+	assert_int_equal(count_str(M.job.comment, "sigma: attempt 1: n2 not "
+						  "responding -> relaunched "
+						  "in the allocation (in-job)"),
+			 1);
+	M.now += 400;
+	M.n[2].flags |= CTL_N_DOWN | CTL_N_NO_RESPOND;
+	strcpy(M.n[2].reason, "Not responding");
+	ticks(c, 3);
+	ctl_destroy(c);
+	assert_int_equal(M.drains[1], 1);
+	assert_int_equal(M.drains[2], 0);
+	assert_int_equal(M.requeues, 0);
+	assert_int_equal(logged_at("in_job", 1), 1);
+}
+
+/*
  * One sigmactl request from a child process running as uid (when this test
  * runs as root; otherwise as whoever runs it); the reply comes back here.
  */
@@ -1149,6 +1189,7 @@ int main(void)
 	    cmocka_unit_test(test_max_restarts),
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
+	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_probe_async),

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "guard_state.h"
+#include "tuner_state.h"
 #include "model.h"
 #include "run.h"
 
@@ -42,6 +43,10 @@ struct ckpt_state {
 	 * group, written when guard.n > 0 (a window: when its n > 0);
 	 * guard.n 0 after reading a file without */
 	struct guard_state guard;
+	/* the auto-tuner's shares and decisions (tuner_state.h): the
+	 * /tuner group, written when tuner.n > 0; n 0 after reading a file
+	 * without (even shares) */
+	struct tuner_state tuner;
 	/* the job's attempt (SIGMA_ATTEMPT) that wrote it: part of the
 	 * name, and orders checkpoints before the step does (restore.h) */
 	int attempt;

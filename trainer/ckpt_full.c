@@ -168,6 +168,68 @@ static int read_guard(struct ckpt_ctx *c, int64_t f, struct guard_state *gs)
 	return rc;
 }
 
+/* ---- the auto-tuner's state ---------------------------------------------- */
+
+/* /tuner: attributes shares ("a,b,...", one per data-parallel rank) and
+ * decisions ("STEP:a,b,...;" each); absent while the shares are even */
+static int write_tuner(struct ckpt_ctx *c, int64_t f,
+		       const struct tuner_state *ts)
+{
+	char list[TUNER_MAX_DP * 8];
+	size_t o = 0;
+	int64_t g;
+	int rc;
+
+	if (ts->n <= 0)
+		return 0;
+	for (int r = 0; r < ts->n && r < TUNER_MAX_DP; r++)
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d",
+				      r ? "," : "", ts->shares[r]);
+	g = ckpt_h5_group_create(f, "tuner");
+	if (g < 0)
+		return ckpt_fail(c, EIO, "cannot create group tuner");
+	rc = ckpt_h5_set_str(c, g, "shares", list) ?:
+	     ckpt_h5_set_str(c, g, "decisions", ts->log[0] ? ts->log : "-");
+	ckpt_h5_close(g);
+	return rc;
+}
+
+/* optional; the shares checked against the layout by the tuner */
+static int read_tuner(struct ckpt_ctx *c, int64_t f, struct tuner_state *ts)
+{
+	char list[TUNER_MAX_DP * 8], *p, *end;
+	int64_t g;
+	int rc;
+
+	ts->n = 0;
+	ts->log[0] = '\0';
+	if (!ckpt_h5_exists(f, "tuner"))
+		return 0;
+	g = ckpt_h5_group_open(f, "tuner");
+	if (g < 0)
+		return ckpt_fail(c, EBADMSG, "cannot open group tuner");
+	rc = ckpt_h5_get_str(c, g, "shares", list, sizeof(list)) ?:
+	     ckpt_h5_get_str(c, g, "decisions", ts->log, sizeof(ts->log));
+	ckpt_h5_close(g);
+	if (rc)
+		return rc;
+	if (!strcmp(ts->log, "-"))
+		ts->log[0] = '\0';
+	for (p = list; *p; p = *end ? end + 1 : end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p || (*end && *end != ',') || v < 1 || v > 65536 ||
+		    ts->n == TUNER_MAX_DP) {
+			ts->n = 0;
+			return ckpt_fail(c, EBADMSG,
+					 "tuner/shares \"%.64s\" is not a list of at most %d numbers in [1, 65536]",
+					 list, TUNER_MAX_DP);
+		}
+		ts->shares[ts->n++] = (int)v;
+	}
+	return 0;
+}
+
 /* ---- write ---------------------------------------------------------------- */
 
 int ckpt_write_header(struct ckpt_ctx *c, int64_t f, const char *format,
@@ -258,7 +320,8 @@ static int write_position(struct ckpt_ctx *c, int64_t f,
 	rc = ckpt_h5_set_str(c, g, "algorithm", "splitmix64") ?:
 	     ckpt_h5_set_u64(c, g, "state", st->rng);
 	ckpt_h5_close(g);
-	return rc ?: write_guard(c, f, &st->guard);
+	return rc ?: write_guard(c, f, &st->guard) ?:
+		     write_tuner(c, f, &st->tuner);
 }
 
 static int write_provenance(struct ckpt_ctx *c, int64_t f,
@@ -715,7 +778,7 @@ static int read_position(struct ckpt_ctx *c, int64_t f, struct ckpt_state *st)
 int ckpt_read_state(struct ckpt_ctx *c, int64_t f, struct ckpt_state *st)
 {
 	return read_optim(c, f, &st->optim) ?: read_position(c, f, st) ?:
-	       read_guard(c, f, &st->guard);
+	       read_guard(c, f, &st->guard) ?: read_tuner(c, f, &st->tuner);
 }
 
 /* out: NULL to load into m, else the caller's stage (m untouched) */

@@ -67,6 +67,7 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
 	d->lp.batch = batch;
 	d->lp.micro = micro > 0 ? micro : 1;
 	d->micro = d->lp.micro;
+	d->weight = 1.0f;
 	rc = layout_check(&d->lp, why, sizeof(why));
 	if (rc) {
 		sigma_set_err(err, len, EINVAL, "layout: %s", why);
@@ -262,7 +263,7 @@ static void on_counts(void *ctx, int *counts, int E)
 		f[e] = (float)counts[e]; /* exact below 2^24 tokens */
 	t0 = dist_now_ns();
 	rc = comm_allreduce_f32(d->dp, f, (size_t)E);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	if (rc) {
 		d->fwd_err = rc;
 		return;
@@ -421,7 +422,7 @@ static void on_grad_ready(void *ctx, size_t off)
 	if (d->req.active) {
 		t0 = dist_now_ns();
 		rc = comm_wait(&d->req);
-		d->comm_ns += dist_now_ns() - t0;
+		dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 		if (rc) {
 			d->grad_err = rc;
 			return;
@@ -430,7 +431,7 @@ static void on_grad_ready(void *ctx, size_t off)
 	t0 = dist_now_ns();
 	rc = comm_iallreduce_f32(d->tdp, d->m->grads + off,
 				 d->sent_to - off, &d->req);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	if (rc) {
 		d->grad_err = rc;
 		return;
@@ -469,7 +470,7 @@ int dist_grad_finish(struct dist *d)
 		return 0;
 	if (m->zero) {
 		rc = dist_zero_reduce(d, m);
-		d->comm_ns += dist_now_ns() - t0;
+		dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 		return rc;
 	}
 	if (d->req.active) {
@@ -487,7 +488,7 @@ int dist_grad_finish(struct dist *d)
 		rc = comm_allreduce_f32(d->tedp, m->grads + m->ndense, ne);
 		d->buckets++;
 	}
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	if (rc)
 		return rc;
 	/* an expert's gradient already sums the tokens of its ep group */
@@ -507,7 +508,7 @@ static double on_norm(void *ctx, const double ss[2])
 	uint64_t t0 = dist_now_ns();
 	int rc = all ? dist_allgather(d, &mine, sizeof(mine), all) : -ENOMEM;
 
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	for (int i = 0; rc == 0 && i < d->size; i++)
 		sum += all[i];
 	free(all);
@@ -533,7 +534,7 @@ static int reduce_div(struct dist *d, struct comm *c, double *v, int n,
 		buf[i] = (float)v[i];
 	t0 = dist_now_ns();
 	rc = comm_allreduce_f32(c, buf, (size_t)n);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
@@ -591,7 +592,7 @@ int dist_world_max(struct dist *d, double *v)
 		return -ENOMEM;
 	t0 = dist_now_ns();
 	rc = dist_allgather(d, &mine, sizeof(mine), r);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	for (int i = 0; rc == 0 && i < d->size; i++)
 		if (r[i] > *v)
 			*v = r[i];
@@ -625,6 +626,6 @@ int dist_barrier(struct dist *d)
 	uint64_t t0 = dist_now_ns();
 	int rc = comm_barrier(d->world);
 
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	return rc;
 }

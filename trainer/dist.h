@@ -57,6 +57,14 @@
 struct dist_ep;
 struct dist_ep_scratch;
 
+/* the kinds of collective a rank waits in, timed apart (the auto-tuner) */
+enum dist_comm {
+	DIST_C_ALLREDUCE, /* gradients, norms, losses, flags */
+	DIST_C_ALLTOALL,  /* the expert exchange */
+	DIST_C_PIPE,	  /* pipeline sends and receives */
+	DIST_NCOMM
+};
+
 struct dist {
 	struct boot boot;
 	struct layout_params lp;
@@ -98,6 +106,10 @@ struct dist {
 	int grad_err;
 	int fwd_err;	  /* a forward-pass reduction failed */
 	uint64_t comm_ns; /* time spent waiting for communication */
+	uint64_t comm_kind_ns[DIST_NCOMM]; /* the same, by kind */
+	/* this rank's weight in the step's mean: its share of the batch
+	 * over an even share (the auto-tuner's; 1 when even) */
+	float weight;
 	uint64_t buckets; /* buckets started in the last backward */
 
 	/* --zero 1: the block sizes of the dense range over dp and of the

@@ -137,7 +137,7 @@ static int ep_alltoallv(struct dist *d, const struct dist_fbuf *s,
 	int rc = comm_alltoallv(d->tep, s->p, x->sc, x->sd, r->p, x->rc,
 				x->rd, COMM_F32);
 
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLTOALL, t0);
 	return rc;
 }
 
@@ -157,7 +157,7 @@ int dist_ep_route(struct dist *d, struct dist_ep *st, const int *loc)
 	t0 = dist_now_ns();
 	rc = comm_alltoallv(d->ep, x->scnt, x->sc, x->sd, st->rcnt, x->rc,
 			    x->rd, COMM_I32);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLTOALL, t0);
 	if (rc)
 		return rc;
 	st->roff[0] = 0;

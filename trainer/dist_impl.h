@@ -23,6 +23,16 @@ static inline uint64_t dist_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* a wait in a collective of kind k that began at t0 is over */
+static inline void dist_comm_done(struct dist *d, enum dist_comm k,
+				  uint64_t t0)
+{
+	uint64_t dt = dist_now_ns() - t0;
+
+	d->comm_ns += dt;
+	d->comm_kind_ns[k] += dt;
+}
+
 /* ---- dist_zero.c --------------------------------------------------------- */
 
 /* the block sizes of a model whose moments are split: 0 or -ENOMEM */

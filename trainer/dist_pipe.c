@@ -78,7 +78,7 @@ int dist_step(struct dist *d, struct model *m, const int32_t *tok,
 {
 	size_t N = (size_t)m->B * m->cfg.T;
 	int l0 = d->me.layer_first, l1 = l0 + d->me.layer_count, rc = 0;
-	float scale = 1.0f / (float)d->micro;
+	float scale = d->weight / (float)d->micro;
 	double ce = 0.0, aux = 0.0;
 
 	d->ep_err = 0;
@@ -105,7 +105,7 @@ int dist_step(struct dist *d, struct model *m, const int32_t *tok,
 		}
 		t0 = dist_now_ns();
 		rc = pipe_xfer(d, m, a);
-		d->comm_ns += dist_now_ns() - t0;
+		dist_comm_done(d, DIST_C_PIPE, t0);
 	}
 	m->ce = ce / d->micro;
 	m->aux = aux / d->micro;
@@ -129,7 +129,7 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 		t0 = dist_now_ns();
 		rc = comm_recv(d->tpp, model_act_x(m, l0), ND, COMM_F32, s - 1,
 			       SIGMA_TAG_PIPE);
-		d->comm_ns += dist_now_ns() - t0;
+		dist_comm_done(d, DIST_C_PIPE, t0);
 		if (rc)
 			return rc;
 	}
@@ -140,7 +140,7 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 		t0 = dist_now_ns();
 		rc = comm_send(d->tpp, model_act_x(m, l1), ND, COMM_F32, s + 1,
 			       SIGMA_TAG_PIPE);
-		d->comm_ns += dist_now_ns() - t0;
+		dist_comm_done(d, DIST_C_PIPE, t0);
 	}
 	return rc;
 }

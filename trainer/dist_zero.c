@@ -105,7 +105,7 @@ int dist_params_gather(struct dist *d, struct model *m)
 			rc = comm_allgather_f32(zero_group(d, k, true),
 						m->params + range_base(m, k),
 						d->zc[k]);
-	d->comm_ns += dist_now_ns() - t0;
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	return rc;
 }
 

@@ -77,6 +77,16 @@ void train_usage(FILE *f)
 		"  --zero 0|1            1: the AdamW moments are split over the ranks\n"
 		"                        that hold each tensor (ZeRO-1), gradients\n"
 		"                        reduce-scattered, parameters all-gathered (0)\n"
+		"Auto-tuner (docs/tuner.md):\n"
+		"  --tuner off|observe|on  measure compute and communication per rank;\n"
+		"                        observe: report slow ranks; on: move data-\n"
+		"                        parallel shares off them (default off)\n"
+		"  --tuner-every K       steps between the ranks' summaries (4)\n"
+		"  --tuner-window W      summaries in the median window (5)\n"
+		"  --tuner-confirm C     summaries in a row to call a rank slow or not (2)\n"
+		"  --tuner-slow X        slow: above X times the ranks' median (1.25)\n"
+		"  --tuner-replay FILE   apply the \"tuner: step N: shares\" lines of a\n"
+		"                        run's output at their steps, decide nothing\n"
 		"Precision and guardrails (docs/guardrails.md):\n"
 		"  --precision fp32|bf16 forward matrix products (default fp32)\n"
 		"  --guard on|off        numerical guardrails (default on)\n"
@@ -217,6 +227,18 @@ static int set_guard_z(struct train_opts *o, const char *val)
 	return 0;
 }
 
+static int set_tuner(struct train_opts *o, const char *val)
+{
+	int k = sigma_parse_enum(val, tuner_modes);
+
+	if (k < 0) {
+		sigma_error("--tuner \"%s\" is not off, observe or on", val);
+		return -EINVAL;
+	}
+	o->tuner.mode = k;
+	return 0;
+}
+
 static const struct opt_def opt_table[] = {
 	/* data and checkpoints */
 	PATH("train", train_path),
@@ -263,6 +285,13 @@ static const struct opt_def opt_table[] = {
 	INT("micro", micro, 1, 4096),
 	INT("zero", zero, 0, 1),
 	DOUBLE("grad-bucket-mb", bucket_mb, 0.001, 4096),
+	/* the auto-tuner (docs/tuner.md) */
+	FN("tuner", set_tuner),
+	INT("tuner-every", tuner.every, 1, 1000),
+	INT("tuner-window", tuner.window, 3, 64),
+	INT("tuner-confirm", tuner.confirm, 1, 64),
+	DOUBLE("tuner-slow", tuner.slow, 1.01, 100),
+	PATH("tuner-replay", tuner.replay),
 	/* precision and guardrails (docs/guardrails.md) */
 	WORD("precision", bf16, precisions),
 	WORD("guard", guard.enabled, onoff),
@@ -424,6 +453,7 @@ static void opts_default(struct train_opts *o)
 	o->eval_batches = 4;
 	o->log_every = 10;
 	guard_config_default(&o->guard);
+	tuner_config_default(&o->tuner);
 	o->bucket_mb = 16.0;
 	o->blas_pick = true;
 }

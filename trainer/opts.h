@@ -14,6 +14,7 @@
 #include "ckpt.h" /* struct ckpt_state, for guard.h */
 #include "guard.h"
 #include "model.h"
+#include "tuner.h"
 
 struct train_opts {
 	struct model_config model;
@@ -53,6 +54,7 @@ struct train_opts {
 	int micro;	/* micro-batches per step and rank */
 	double bucket_mb; /* gradient all-reduce bucket */
 	bool blas_pick; /* --blas-pick: blas_pick.h acts on it before this */
+	struct tuner_config tuner; /* --tuner*, tuner.h */
 };
 
 /*

@@ -93,6 +93,7 @@ int report_open(struct report *r, const struct train_opts *o,
 	if (fresh)
 		fprintf(r->metrics,
 			"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
+			",tuner_slowest_rank,tuner_slowest_ratio,tuner_compute_per_allreduce,tuner_compute_per_alltoall,tuner_compute_per_pipe,tuner_decisions"
 			GUARD_METRICS_HEADER "\n");
 	return 0;
 }
@@ -148,6 +149,18 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 	ct->stall_ms = ct->write_ms = NAN;
 }
 
+/* the tuner's columns: empty until its first full window */
+static void metrics_tuner(FILE *f, const struct tuner *tu)
+{
+	if (tu->slowest < 0) {
+		fprintf(f, ",,,,,,%d", tu->decisions);
+		return;
+	}
+	fprintf(f, ",%d,%.3f,%.3f,%.3f,%.3f,%d", tu->slowest, tu->slowest_x,
+		tu->cc[DIST_C_ALLREDUCE], tu->cc[DIST_C_ALLTOALL],
+		tu->cc[DIST_C_PIPE], tu->decisions);
+}
+
 void report_step(struct report *r, const struct report_row *row,
 		 const struct train_opts *o, const struct model *m,
 		 const struct dist *d, const struct guard_run *gr,
@@ -171,12 +184,13 @@ void report_step(struct report *r, const struct report_row *row,
 	double nst = done > r->s_last ? (double)(done - r->s_last) : 1;
 	double step_ms = dt * 1000.0 / nst;
 	double comm_ms = (double)(d->comm_ns - r->comm_last) / 1e6 / nst;
-	char etas[32];
+	char etas[32], tun[256];
 
 	fmt_eta(etas, sizeof(etas), eta);
-	printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s step_ms %.1f comm_ms %.1f\n",
+	tuner_describe(row->tu, tun, sizeof(tun));
+	printf("step %ld/%ld loss %.4f ce %.4f aux %.4f lr %.3e gnorm %.3f tok/s %.0f GFLOP/s %.1f eta %s step_ms %.1f comm_ms %.1f%s\n",
 	       done, o->optim.steps, m->loss, m->ce, m->aux, (double)row->lr,
-	       row->gn, tps, gfs, etas, step_ms, comm_ms);
+	       row->gn, tps, gfs, etas, step_ms, comm_ms, tun);
 	fflush(stdout);
 	if (r->metrics) {
 		FILE *f = r->metrics;
@@ -188,6 +202,7 @@ void report_step(struct report *r, const struct report_row *row,
 			fprintf(f, "%.6f", row->val_ce);
 		fprintf(f, ",%.3f,%.3f,%.3f", el, step_ms, comm_ms);
 		metrics_ckpt(f, aw, a1, ct);
+		metrics_tuner(f, row->tu);
 		guard_run_metrics(gr, f);
 		fputc('\n', f);
 		fflush(f);

@@ -33,6 +33,7 @@ struct report_row {
 	double gn;
 	float lr, scale;
 	double val_ce; /* NAN: not evaluated at this step */
+	const struct tuner *tu; /* the auto-tuner's state */
 };
 
 /* the config: lines, after the resume decided where the run starts */

@@ -162,7 +162,10 @@ static int setup_model(struct trainer *t)
 		sigma_error("--device: %s", err);
 		return TRAIN_EXIT_USAGE;
 	}
-	code = setup_memory(t, &sh, ops, B);
+	/* activations for the most sequences the auto-tuner may give it */
+	t->B = B;
+	t->Bmax = tuner_bmax(&o->tuner, B);
+	code = setup_memory(t, &sh, ops, t->Bmax);
 	if (code) {
 		free(ex);
 		return code;
@@ -176,8 +179,8 @@ static int setup_model(struct trainer *t)
 			    dev, ops->name, strerror(-rc));
 		return TRAIN_EXIT_USAGE;
 	}
-	rc = model_create_shard(&t->m, &o->model, B, d->micro, &sh, ops, err,
-				sizeof(err));
+	rc = model_create_shard(&t->m, &o->model, t->Bmax, d->micro, &sh, ops,
+				err, sizeof(err));
 	free(ex);
 	if (rc) {
 		sigma_error("model: %s", err);
@@ -190,6 +193,7 @@ static int setup_model(struct trainer *t)
 		sigma_error("cannot set up the parallel layout: %s", err);
 		return exit_code_of(rc, PHASE_LAYOUT);
 	}
+	t->m->B = B; /* an even share until the tuner moves it */
 	return 0;
 }
 
@@ -406,11 +410,35 @@ static void setup_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* the auto-tuner, its faults, and the shares a resumed checkpoint held */
+static int setup_tuner(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	struct dist *d = t->d;
+	char err[1024];
+	int rc = tuner_init(&t->tu, &o->tuner, d->lp.dp, t->B, t->Bmax, err,
+			    sizeof(err));
+
+	if (rc == 0 && (rc = tuner_inject_init(&t->inj, err, sizeof(err))))
+		tuner_fini(&t->tu);
+	if (rc) {
+		sigma_error("%s", err);
+		return exit_code_of(rc, PHASE_CONFIG);
+	}
+	t->tu_ready = true;
+	if (tuner_import(&t->tu, &t->st.tuner, err, sizeof(err)))
+		printf("tuner: the checkpoint's shares are not used: %s; even shares\n",
+		       err);
+	else if (t->st.tuner.n > 0 && d->rank == 0)
+		printf("tuner: resumed with the checkpoint's shares\n");
+	return 0;
+}
+
 /* the batch buffers, rank 0's shared-tier writer, the differentials */
 static int setup_writers(struct trainer *t)
 {
 	const struct train_opts *o = t->o;
-	size_t n = (size_t)t->d->micro * t->m->B * t->m->cfg.T;
+	size_t n = (size_t)t->d->micro * t->Bmax * t->m->cfg.T;
 	bool r0 = t->d->rank == 0;
 	char err[1024];
 	long fe = t->use_t1 ? o->ckpt_full_every : o->ckpt_every;
@@ -488,7 +516,7 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	if ((code = setup_run(t)))
 		return code;
 	report_config(o, t->m, &t->train_df);
-	if ((code = setup_guard(t)))
+	if ((code = setup_guard(t)) || (code = setup_tuner(t)))
 		return code;
 	setup_signals();
 	if ((code = report_open(&t->rep, o, t->m, d, t->start)) ||
@@ -566,6 +594,8 @@ int trainer_teardown(struct trainer *t, int code)
 		guard_summary(stdout, &t->gr.g);
 		guard_run_free(&t->gr);
 	}
+	if (t->tu_ready)
+		tuner_fini(&t->tu);
 	if (report_close(&t->rep) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(t->tok);

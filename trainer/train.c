@@ -13,8 +13,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "sigma.h"
 #include "exitcodes.h"
@@ -38,30 +40,60 @@ struct step_out {
 	int stop; /* 0; a signal; -1 --stop-at; -2 another rank's signal */
 };
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* the step's waits in collectives since before[] */
+static void comm_since(const struct dist *d, const uint64_t *before,
+		       uint64_t *out)
+{
+	for (int k = 0; k < DIST_NCOMM; k++)
+		out[k] = d->comm_kind_ns[k] - before[k];
+}
+
 /*
  * Forward and backward over this rank's share of the global batch of step
- * s (micro-batch i of every data-parallel rank together is the i-th slice
- * of the batch, as with one rank), then gradients and losses averaged over
- * the data-parallel ranks, and red[2] whether any rank was asked to stop.
+ * s, then gradients and losses averaged over the data-parallel ranks, and
+ * red[2] whether any rank was asked to stop. Micro-batch i of every
+ * data-parallel rank together is the i-th slice of the batch, as with one
+ * rank; the auto-tuner sets how many of its sequences each rank takes
+ * (even shares: B each), and each rank's gradient and losses count by its
+ * share (d->weight), so the mean is over all the sequences.
  */
 static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 {
 	struct dist *d = t->d;
 	struct model *m = t->m;
-	int rc;
+	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
+	long slice = (long)d->lp.dp * t->B;
+	uint64_t c0[DIST_NCOMM], comm[DIST_NCOMM], t0, w0, busy;
 
+	m->B = b;
+	d->weight = (float)tuner_weight(&t->tu, r);
 	for (int i = 0; i < d->micro; i++) {
-		size_t off = (size_t)i * m->B * m->cfg.T;
+		size_t off = (size_t)i * b * m->cfg.T;
 
 		data_batch_range(&t->train_df, t->st.seed, (uint64_t)s,
-				 ((long)i * d->lp.dp + d->me.dp_index) * m->B,
-				 m->B, m->cfg.T, t->tok + off, t->tgt + off);
+				 i * slice + tuner_offset(&t->tu, r), b,
+				 m->cfg.T, t->tok + off, t->tgt + off);
 	}
+	memcpy(c0, d->comm_kind_ns, sizeof(c0));
+	w0 = d->comm_ns;
+	t0 = now_ns();
 	rc = dist_step(d, m, t->tok, t->tgt);
+	busy = now_ns() - t0 - (d->comm_ns - w0);
+	/* a fail-slow fault (tests): the rank computes that much longer */
+	busy += tuner_inject_delay(
+	    tuner_inject_factor(&t->inj, d->rank, s + 1), busy);
 	if (rc == 0)
 		rc = dist_forward_error(d);
-	red[0] = m->ce;
-	red[1] = m->aux;
+	red[0] = m->ce * d->weight;
+	red[1] = m->aux * d->weight;
 	/* every rank decides on the same flag: a signal arriving after this
 	 * point counts at the next step */
 	*sig = train_stop_signal;
@@ -75,6 +107,8 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 			    strerror(-rc));
 		return TRAIN_EXIT_PEER;
 	}
+	comm_since(d, c0, comm);
+	tuner_record(&t->tu, r, d->micro * b, busy, comm);
 	m->ce = red[0];
 	m->aux = red[1];
 	m->loss = m->ce + m->cfg.aux_coef * m->aux;
@@ -192,6 +226,7 @@ static double evaluate(struct trainer *t)
 	int nb = t->o->eval_batches;
 	double s = 0.0;
 
+	m->B = t->B; /* even shares: the same batches every time */
 	for (int i = 0; i < nb; i++) {
 		data_batch_range(&t->val_df, t->st.seed ^ 0x76616c69646174ULL,
 				 (uint64_t)i, d->me.dp_index * m->B, m->B,
@@ -237,8 +272,10 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	if (t->m->sharded && (code = tier2_parts_settle(&t->parts, t->o, t->aw,
 							d, due.full)))
 		return code;
-	if (due.tier1 || due.full || due.diff)
+	if (due.tier1 || due.full || due.diff) {
 		guard_state_export(&t->gr.g, &t->st.guard);
+		tuner_export(&t->tu, &t->st.tuner);
+	}
 	if (due.tier1) {
 		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
 		/* at the end or a stop, nothing follows to overlap */
@@ -275,6 +312,39 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	if (due.diff && d->rank == 0 &&
 	    tier2_save_diff(t->o, t->aw, &t->sync_base, t->m, &t->st, &t->ct))
 		return TRAIN_EXIT_CANTCREAT;
+	return 0;
+}
+
+/*
+ * The auto-tuner after step done: a replayed decision due, or every K
+ * steps the ranks' summaries (one all-gather) and what they decide. The
+ * shares hold from the next step; 0 or an exit code.
+ */
+static int step_tune(struct trainer *t, long done)
+{
+	struct dist *d = t->d;
+	struct tuner_sample *all;
+	int rc = 0;
+
+	tuner_replay_due(&t->tu, done, d->rank == 0);
+	if (!tuner_due(&t->tu, done))
+		return 0;
+	all = calloc((size_t)d->size, sizeof(*all));
+	if (!all)
+		return TRAIN_EXIT_OSERR;
+	if (d->size > 1)
+		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
+	else
+		all[0] = t->tu.mine;
+	if (rc == 0)
+		tuner_exchange(&t->tu, all, (size_t)d->size, done,
+			       d->rank == 0);
+	free(all);
+	if (rc) {
+		sigma_error("step %ld: the tuner's exchange failed: %s", done,
+			    strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
 	return 0;
 }
 
@@ -316,13 +386,14 @@ int trainer_loop(struct trainer *t)
 			continue;
 		}
 		code = step_eval(t, done, &val_ce);
-		if (code)
+		if (code || (code = step_tune(t, done)))
 			return code;
 		if (done % o->log_every == 0 || done == o->optim.steps ||
 		    !isnan(val_ce) || so.stop)
 			report_step(&t->rep,
 				    &(struct report_row){ done, so.gn, so.lr,
-							  so.scale, val_ce },
+							  so.scale, val_ce,
+							  &t->tu },
 				    o, t->m, t->d, &t->gr, t->aw, t->t1.own,
 				    &t->ct);
 		code = step_checkpoint(t, done, so.stop);

@@ -26,6 +26,8 @@
 #include "tier1.h"
 #include "tier2.h"
 #include "tier2_parts.h"
+#include "tuner.h"
+#include "tuner_inject.h"
 
 struct trainer {
 	struct train_opts *o;
@@ -45,6 +47,10 @@ struct trainer {
 	struct ckpt_times ct;
 	struct report rep; /* the progress line and the metrics file */
 	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
+	int B, Bmax; /* sequences per micro-batch: an even share, the most */
+	struct tuner tu; /* the auto-tuner (tuner.h) */
+	bool tu_ready;
+	struct tuner_inject inj; /* its fail-slow faults, for tests */
 	long start; /* the first step this start runs */
 	uint64_t mem_need; /* bytes the configuration check counted */
 	long resumed_step; /* resumed from a full shared checkpoint: its */

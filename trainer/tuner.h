@@ -1,0 +1,148 @@
+/*
+ * tuner.h - the auto-tuner (docs/tuner.md): every rank measures its compute
+ * time and its time in each kind of collective per step; every K steps
+ * (--tuner-every) the ranks share a summary (one small all-gather), and
+ * every rank runs the same detection on the same numbers, so all take the
+ * same decision at the same step without another message.
+ *
+ *   detection  per data-parallel rank, the median over a window of W
+ *              exchanges (--tuner-window) of its compute time per
+ *              sequence (its slowest pipeline stage), against the median
+ *              over the ranks. A rank is slow when its median is above
+ *              --tuner-slow times the ranks' median and above it by more
+ *              than 3 of its own MADs (its noise); confirmed after C
+ *              exchanges in a row (--tuner-confirm), cleared the same way.
+ *   action     (--tuner on) the data-parallel shares: the sequences of each
+ *              micro-batch of the global batch are split in proportion to
+ *              the measured speeds, fewest for the slow rank, so that the
+ *              slowest rank's time is least. The global batch, its order
+ *              and the loss are unchanged: each rank's gradient is weighted
+ *              by its share (tuner_weight), so the mean is over all
+ *              sequences exactly.
+ *   replay     --tuner-replay FILE applies the decisions a run printed
+ *              ("tuner: step N: shares a,b,...") at the same steps, and
+ *              decides nothing: a run that replays them is bitwise the
+ *              same, resumed or not.
+ *
+ * The shares in force and the decisions are in the checkpoint
+ * (tuner_state.h), so a resumed run goes on with them.
+ */
+#ifndef SIGMA_TRAIN_TUNER_H
+#define SIGMA_TRAIN_TUNER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dist.h" /* enum dist_comm: the kinds of collective */
+#include "tuner_state.h"
+
+enum tuner_mode { TUNER_OFF, TUNER_OBSERVE, TUNER_ON };
+
+struct tuner_config {
+	int mode;     /* enum tuner_mode (--tuner off|observe|on) */
+	int every;    /* K: steps per exchange (4) */
+	int window;   /* W: exchanges in the median window (5) */
+	int confirm;  /* C: exchanges in a row to confirm or clear (2) */
+	double slow;  /* a rank is slow above this ratio to the median (1.25) */
+	char replay[PATH_MAX]; /* --tuner-replay: decisions to apply */
+};
+
+/* one rank's summary since the last exchange (what the ranks share) */
+struct tuner_sample {
+	double dp_index;
+	double seqs;	    /* sequences it computed */
+	double compute_ns;  /* forward and backward, waits excluded */
+	double comm_ns[DIST_NCOMM];
+};
+
+/* a decision of --tuner-replay: from step + 1 on, these shares */
+struct tuner_plan {
+	long step;
+	int *shares;
+};
+
+struct tuner {
+	struct tuner_config cfg;
+	int dp, B, Bmax; /* ranks, sequences per micro-batch: even, most */
+	int *shares;	 /* [dp] in force */
+	int *offs;	 /* [dp] where each rank's sequences start */
+	struct tuner_sample mine; /* this rank since the last exchange */
+	/* the window: [W][dp] ns per sequence, ring at head, nwin held */
+	double *win;
+	int nwin, head;
+	int *streak;   /* [dp] > 0: exchanges in a row slow, < 0: not */
+	bool *slow;    /* [dp] confirmed slow */
+	double *basis; /* [dp] the speed ratios the shares were made from */
+	/* the last exchange, for the progress line */
+	int slowest;
+	double slowest_x; /* its time per sequence / the median */
+	double cc[DIST_NCOMM]; /* compute / communication per kind, or 0 */
+	int decisions;
+	struct tuner_plan *plan; /* --tuner-replay, in step order */
+	size_t nplan, next;
+	struct tuner_state st; /* the log, for the checkpoint */
+};
+
+void tuner_config_default(struct tuner_config *c);
+/* mode names for --tuner, NULL-terminated */
+extern const char *const tuner_modes[];
+
+/*
+ * Equal shares of B sequences for dp ranks; Bmax the most one rank may
+ * take (its activations are sized for it). Reads --tuner-replay. 0 or
+ * -errno with err.
+ */
+int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
+	       int B, int Bmax, char *err, size_t len);
+void tuner_fini(struct tuner *tu);
+/* the most sequences a rank's micro-batch holds under cfg */
+int tuner_bmax(const struct tuner_config *cfg, int B);
+
+/* the shares a checkpoint held: 0, or -EINVAL with err (kept as they were) */
+int tuner_import(struct tuner *tu, const struct tuner_state *st, char *err,
+		 size_t len);
+void tuner_export(const struct tuner *tu, struct tuner_state *st);
+
+/* rank r's sequences per micro-batch, where they start in it, its weight
+ * in the mean (dp * share / the batch's sequences; 1 for equal shares) */
+static inline int tuner_share(const struct tuner *tu, int r)
+{
+	return tu->shares[r];
+}
+static inline int tuner_offset(const struct tuner *tu, int r)
+{
+	return tu->offs[r];
+}
+double tuner_weight(const struct tuner *tu, int r);
+
+/* this rank's step: what it measured */
+void tuner_record(struct tuner *tu, int dp_index, int seqs,
+		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM]);
+/* an exchange is due after step done */
+bool tuner_due(const struct tuner *tu, long done);
+
+/*
+ * The ranks' summaries all[n] of the exchange after step done: detect,
+ * and (--tuner on) decide, or apply the replayed decision due. Returns
+ * true when the shares changed (they hold from step done + 1); a line
+ * "tuner: step N: ..." tells it. Every rank calls it with the same
+ * numbers and takes the same decision.
+ */
+bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
+		    size_t n, long done, bool print);
+/* a replayed decision after step done (no exchange needed) */
+bool tuner_replay_due(struct tuner *tu, long done, bool print);
+
+/* the tuner's state for the progress line: " tuner on slowest 3 1.98x ..." */
+void tuner_describe(const struct tuner *tu, char *buf, size_t len);
+
+/*
+ * The shares from speeds v[dp] (sequences per second, > 0): S = dp * B
+ * sequences, each share in [1, Bmax], placed one by one where the
+ * slowest rank's time grows least. Pure, for the unit test.
+ */
+void tuner_split(int dp, int B, int Bmax, const double *v, int *shares);
+
+#endif /* SIGMA_TRAIN_TUNER_H */

@@ -1,0 +1,48 @@
+/*
+ * tuner_inject.h - fail-slow injection, for tests and benchmarks of the
+ * auto-tuner only (docs/tuner.md): a rank made slower by a factor, for all
+ * steps or a range of them. The specification, a comma-separated list:
+ *
+ *     slow:RANK:FACTOR[@FROM-TO]      e.g. slow:3:2  slow:1:3@40-42
+ *
+ * comes from SIGMA_TUNER_INJECT, or from the file SIGMA_TUNER_INJECT_FILE
+ * names (read again whenever it changes, so a slowdown can start and stop
+ * while the job runs; a missing file injects nothing). A slow rank sleeps
+ * (FACTOR - 1) times its compute time after its forward and backward
+ * passes: the time counts as compute, as a slower chip's would.
+ */
+#ifndef SIGMA_TRAIN_TUNER_INJECT_H
+#define SIGMA_TRAIN_TUNER_INJECT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+#define TUNER_INJECT_MAX 8
+
+struct tuner_fault {
+	int rank;
+	double factor; /* > 1 */
+	long from, to; /* the steps (1-based, inclusive) it holds */
+};
+
+struct tuner_inject {
+	int n;
+	struct tuner_fault f[TUNER_INJECT_MAX];
+	char path[PATH_MAX]; /* SIGMA_TUNER_INJECT_FILE, "" none */
+	struct timespec mtime;
+	long long size;
+};
+
+/* parse spec into in: 0, or -EINVAL with err */
+int tuner_inject_parse(struct tuner_inject *in, const char *spec, char *err,
+		       size_t len);
+/* from the environment: 0, or -EINVAL with err naming the variable */
+int tuner_inject_init(struct tuner_inject *in, char *err, size_t len);
+/* the factor for rank at step (1-based): 1 when none; the file re-read
+ * when it changed (a bad one is reported and injects nothing) */
+double tuner_inject_factor(struct tuner_inject *in, int rank, long step);
+/* sleep (factor - 1) * ns; the nanoseconds slept */
+uint64_t tuner_inject_delay(double factor, uint64_t ns);
+
+#endif /* SIGMA_TRAIN_TUNER_INJECT_H */

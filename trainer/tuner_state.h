@@ -1,0 +1,24 @@
+/*
+ * tuner_state.h - what a checkpoint keeps of the auto-tuner (its /tuner
+ * group, docs/checkpoint-format.md): the data-parallel shares in force and
+ * the decisions that led to them, so that a resumed run goes on with the
+ * same shares. A plain struct of values, as guard_state.h: the tuner
+ * (tuner.h) fills it and takes it back, the checkpoint writes and reads it.
+ */
+#ifndef SIGMA_TRAIN_TUNER_STATE_H
+#define SIGMA_TRAIN_TUNER_STATE_H
+
+/* the most data-parallel ranks whose shares a checkpoint holds */
+#define TUNER_MAX_DP 1024
+/* the decisions a checkpoint keeps: the newest that fit */
+#define TUNER_LOG_MAX 2048
+
+struct tuner_state {
+	int n; /* shares held (the data-parallel ranks); 0: equal shares */
+	/* sequences per micro-batch of each data-parallel rank */
+	int shares[TUNER_MAX_DP];
+	/* the decisions, oldest first: "STEP:a,b,...;" each */
+	char log[TUNER_LOG_MAX];
+};
+
+#endif /* SIGMA_TRAIN_TUNER_STATE_H */

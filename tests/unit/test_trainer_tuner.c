@@ -1,0 +1,249 @@
+/*
+ * test_trainer_tuner.c - the auto-tuner's detection and decisions
+ * (tuner.c) on synthetic summaries of 4 data-parallel ranks: a rank made
+ * 2x slower moves the shares within the documented bound, a hiccup changes
+ * nothing, the split keeps the batch whole, the checkpoint's shares are
+ * checked, and a replay file is applied at its steps.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tuner.h"
+
+#define DP 4
+#define B 16
+
+static void setup_tuner(struct tuner *tu, int mode, const char *replay)
+{
+	struct tuner_config c;
+	char err[256];
+
+	tuner_config_default(&c);
+	c.mode = mode;
+	if (replay)
+		snprintf(c.replay, sizeof(c.replay), "%s", replay);
+	assert_int_equal(tuner_init(tu, &c, DP, B, tuner_bmax(&c, B), err,
+				    sizeof(err)),
+			 0);
+}
+
+/* one exchange: rank slow computes factor x longer per sequence (its
+ * share's worth); true when the shares changed */
+static bool exchange(struct tuner *tu, long done, int slow, double factor)
+{
+	struct tuner_sample all[DP];
+
+	memset(all, 0, sizeof(all));
+	for (int r = 0; r < DP; r++) {
+		double per = 1e6 * (r == slow ? factor : 1.0);
+
+		/* a little noise, the same every run */
+		per *= 1.0 + 0.01 * (double)((done * 7 + r * 3) % 5) / 4.0;
+		all[r].dp_index = r;
+		all[r].seqs = 4.0 * tuner_share(tu, r);
+		all[r].compute_ns = per * all[r].seqs;
+		all[r].comm_ns[DIST_C_ALLREDUCE] = 1e5;
+	}
+	return tuner_exchange(tu, all, DP, done, false);
+}
+
+static int sum_shares(const struct tuner *tu)
+{
+	int s = 0;
+
+	for (int r = 0; r < DP; r++)
+		s += tuner_share(tu, r);
+	return s;
+}
+
+/* a 2x slow rank from the start: acted on once the window is full and
+ * the slowdown confirmed, within (ceil(W/2) + C) exchanges of that */
+static void test_slow_rank_moves_shares(void **state)
+{
+	struct tuner tu;
+	long done, moved = -1;
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (done = 4; done <= 80 && moved < 0; done += 4)
+		if (exchange(&tu, done, 3, 2.0))
+			moved = done;
+	assert_true(moved > 0);
+	/* full window: 5 exchanges (step 20); then at most ceil(5/2) + 2 */
+	assert_true(moved <= 20 + (3 + 2) * 4);
+	assert_true(tu.slow[3]);
+	assert_true(tuner_share(&tu, 3) < B);
+	for (int r = 0; r < 3; r++)
+		assert_true(tuner_share(&tu, r) > B);
+	assert_int_equal(sum_shares(&tu), DP * B);
+	/* 2x slower: about half the others' share */
+	assert_true(abs(2 * tuner_share(&tu, 3) - tuner_share(&tu, 0)) <= 2);
+	/* the weights keep the mean: they sum to dp */
+	{
+		double w = 0.0;
+
+		for (int r = 0; r < DP; r++)
+			w += tuner_weight(&tu, r);
+		assert_true(w > DP - 1e-12 && w < DP + 1e-12);
+	}
+	/* it stays moved while the rank stays slow */
+	for (int i = 0; i < 10; i++, done += 4)
+		assert_false(exchange(&tu, done, 3, 2.0));
+	assert_true(tuner_share(&tu, 3) < B);
+	/* the rank recovers: back to even shares */
+	for (int i = 0; i < 10; i++, done += 4)
+		exchange(&tu, done, -1, 1.0);
+	for (int r = 0; r < DP; r++)
+		assert_int_equal(tuner_share(&tu, r), B);
+	assert_int_equal(tu.decisions, 2);
+	tuner_fini(&tu);
+}
+
+/* a hiccup of one or two summaries changes nothing; observe never acts */
+static void test_hiccup_and_observe(void **state)
+{
+	struct tuner tu;
+	long done = 0;
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (int i = 0; i < 8; i++)
+		assert_false(exchange(&tu, done += 4, -1, 1.0));
+	for (int i = 0; i < 2; i++)
+		assert_false(exchange(&tu, done += 4, 1, 3.0));
+	for (int i = 0; i < 10; i++)
+		assert_false(exchange(&tu, done += 4, -1, 1.0));
+	assert_int_equal(tu.decisions, 0);
+	assert_false(tu.slow[1]);
+	tuner_fini(&tu);
+
+	setup_tuner(&tu, TUNER_OBSERVE, NULL);
+	for (int i = 0; i < 20; i++)
+		assert_false(exchange(&tu, done += 4, 2, 2.0));
+	assert_true(tu.slow[2]); /* detected */
+	assert_int_equal(tu.decisions, 0); /* not acted on */
+	assert_int_equal(tuner_share(&tu, 2), B);
+	tuner_fini(&tu);
+}
+
+/* the split: the whole batch, each share in [1, Bmax], the slowest time least */
+static void test_split(void **state)
+{
+	const double v1[DP] = { 1, 1, 1, 0.5 }, v2[DP] = { 1, 1, 1, 0.001 };
+	const double v3[DP] = { 100, 1, 1, 1 };
+	int s[DP], sum;
+
+	(void)state;
+	tuner_split(DP, 32, 48, v1, s);
+	assert_int_equal(s[0] + s[1] + s[2] + s[3], 128);
+	/* the ideal is 36.6 and 18.3: the slowest time is 37 */
+	for (int r = 0; r < 3; r++)
+		assert_true(s[r] <= 37);
+	assert_true(s[3] <= 18);
+	tuner_split(DP, 32, 48, v2, s);
+	assert_true(s[3] >= 1);
+	tuner_split(DP, 32, 48, v3, s);
+	sum = 0;
+	for (int r = 0; r < DP; r++) {
+		assert_true(s[r] >= 1 && s[r] <= 48);
+		sum += s[r];
+	}
+	assert_int_equal(sum, 128);
+	assert_int_equal(s[0], 48); /* capped */
+}
+
+/* a checkpoint's shares: taken when they fit the layout, else refused */
+static void test_import_export(void **state)
+{
+	struct tuner tu, tv;
+	struct tuner_state st;
+	char err[256];
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (long done = 4; done <= 60; done += 4)
+		exchange(&tu, done, 0, 2.0);
+	assert_true(tu.decisions >= 1);
+	memset(&st, 0, sizeof(st));
+	tuner_export(&tu, &st);
+	assert_int_equal(st.n, DP);
+	assert_non_null(strchr(st.log, ';'));
+	setup_tuner(&tv, TUNER_ON, NULL);
+	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), 0);
+	for (int r = 0; r < DP; r++) {
+		assert_int_equal(tuner_share(&tv, r), tuner_share(&tu, r));
+		assert_int_equal(tuner_offset(&tv, r), tuner_offset(&tu, r));
+	}
+	st.shares[0]++; /* no longer the batch */
+	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "sum to"));
+	st.shares[0] = 0;
+	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), -EINVAL);
+	st.n = 3;
+	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "layout"));
+	tuner_fini(&tu);
+	tuner_fini(&tv);
+}
+
+/* --tuner-replay: decisions at their steps; a bad line is named */
+static void test_replay(void **state)
+{
+	char path[] = "/tmp/test_tuner.XXXXXX", err[512];
+	struct tuner_config c;
+	struct tuner tu;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "step 10/60 loss 3.0\n"
+		   "tuner: step 8: shares 20,20,20,4 (slowest rank 3 at 4.00x)\n"
+		   "tuner: step 8: rank 3 slow (4.00x the median)\n"
+		   "tuner: step 30: shares 16,16,16,16 (slowest rank 3 at 1.00x)\n");
+	fclose(f);
+	setup_tuner(&tu, TUNER_OFF, path);
+	assert_int_equal(tu.nplan, 2);
+	assert_false(tuner_replay_due(&tu, 7, false));
+	assert_true(tuner_replay_due(&tu, 8, false));
+	assert_int_equal(tuner_share(&tu, 3), 4);
+	assert_int_equal(tuner_offset(&tu, 3), 60);
+	assert_true(tuner_replay_due(&tu, 30, false));
+	assert_int_equal(tuner_share(&tu, 3), B);
+	tuner_fini(&tu);
+
+	f = fopen(path, "w");
+	fprintf(f, "tuner: step 8: shares 20,20,20,5\n");
+	fclose(f);
+	tuner_config_default(&c);
+	snprintf(c.replay, sizeof(c.replay), "%s", path);
+	assert_int_equal(tuner_init(&tu, &c, DP, B, tuner_bmax(&c, B), err,
+				    sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ":1:"));
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_slow_rank_moves_shares),
+	    cmocka_unit_test(test_hiccup_and_observe),
+	    cmocka_unit_test(test_split),
+	    cmocka_unit_test(test_import_export),
+	    cmocka_unit_test(test_replay),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

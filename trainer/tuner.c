@@ -398,7 +398,11 @@ static bool detect(struct tuner *tu, const double *med, const double *mad,
 
 	tu->slowest = 0;
 	for (int r = 0; r < tu->dp; r++) {
-		bool now = med[r] > tu->cfg.slow * M && med[r] - M > 3 * mad[r];
+		/* a band: called slow above slow x M (and its noise), no
+		 * longer slow only below the middle of 1 and slow */
+		bool now = tu->slow[r] ? med[r] > (1.0 + tu->cfg.slow) / 2 * M
+				       : med[r] > tu->cfg.slow * M &&
+						 med[r] - M > 3 * mad[r];
 		int *s = &tu->streak[r];
 
 		if (med[r] > med[tu->slowest])

@@ -11,7 +11,8 @@
  *              over the ranks. A rank is slow when its median is above
  *              --tuner-slow times the ranks' median and above it by more
  *              than 3 of its own MADs (its noise); confirmed after C
- *              exchanges in a row (--tuner-confirm), cleared the same way.
+ *              exchanges in a row (--tuner-confirm); cleared after C in a
+ *              row below the middle of 1 and --tuner-slow.
  *   action     (--tuner on) the data-parallel shares: the sequences of each
  *              micro-batch of the global batch are split in proportion to
  *              the measured speeds, fewest for the slow rank, so that the

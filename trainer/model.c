@@ -466,6 +466,7 @@ size_t model_bytes(const struct model_config *cfg, int B, int nacts,
 	}
 	a.layer = la;
 	m->B = B;
+	m->count_weight = 1.0f;
 	m->att_tt = attention_tt(ops, cfg, B, NULL, 0) > 0;
 	cv.used = 2 * sizeof(float) * (m->nparams + m->nmom);
 	for (int i = 0; i < nacts; i++)
@@ -502,6 +503,7 @@ int model_create_shard(struct model **out, const struct model_config *cfg,
 	if (rc)
 		return rc;
 	m->B = B;
+	m->count_weight = 1.0f;
 	m->ops = ops;
 	m->P.layer = calloc(cfg->L, sizeof(*m->P.layer));
 	m->G.layer = calloc(cfg->L, sizeof(*m->G.layer));
@@ -772,6 +774,8 @@ void model_forward_part(struct model *m, int l0, int l1,
 
 	for (int l = l0; l < l1; l++) {
 		m->ops->to_host(&auxl, &a->aux[l], sizeof(float));
+		if (m->counts_reduce && m->count_ranks > 1)
+			auxl *= m->count_weight; /* f_e over the whole batch */
 		aux_sum += auxl;
 	}
 	if (l1 == c->L) {
@@ -852,7 +856,8 @@ void model_backward_part(struct model *m, int l0, int l1, float loss_scale)
 			/* global counts: f_e scaled by 1 / ranks */
 			o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,
 					       la->gate, la->gcounts,
-					       aux_scale / (float)m->count_ranks,
+					       aux_scale * m->count_weight /
+						   (float)m->count_ranks,
 					       N, E, K);
 		else
 			o->moe_router_backward(a->dp, a->dgate, la->p, la->idx,

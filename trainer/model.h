@@ -266,6 +266,11 @@ struct model {
 	void (*counts_reduce)(void *ctx, int *counts, int E);
 	void *counts_ctx;
 	int count_ranks;
+	/* this rank's tokens over an even share's (the auto-tuner's uneven
+	 * shares; 1 when even): the global counts' f_e is over the whole
+	 * batch, so this rank's load-balancing term and its gradient count
+	 * by it */
+	float count_weight;
 	/* Optional: expert parallelism (NULL: every expert computed here). */
 	const struct model_experts *experts;
 	/*

@@ -563,6 +563,7 @@ static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
 	st->seed = rs->seed;
 	st->rng = rs->rng;
 	st->guard = rs->guard;
+	st->tuner = rs->tuner;
 }
 
 /* a checkpoint of another BLAS kernel: the run goes on, not bit for bit */

@@ -77,7 +77,7 @@ struct resume_to {
  * and every rank gets its tensors. The log says which, and how many
  * checkpointed steps were lost. st holds this start's state on entry
  * (its layout and run say which copies count) and the checkpoint's
- * seed, data position and guard state after. 0 or an exit code.
+ * seed, data position, guard and tuner state after. 0 or an exit code.
  */
 int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
 	       struct ckpt_state *st, struct resume_to *to);

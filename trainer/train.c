@@ -75,6 +75,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 
 	m->B = b;
 	d->weight = (float)tuner_weight(&t->tu, r);
+	m->count_weight = d->weight;
 	for (int i = 0; i < d->micro; i++) {
 		size_t off = (size_t)i * b * m->cfg.T;
 
@@ -227,6 +228,7 @@ static double evaluate(struct trainer *t)
 	double s = 0.0;
 
 	m->B = t->B; /* even shares: the same batches every time */
+	m->count_weight = 1.0f;
 	for (int i = 0; i < nb; i++) {
 		data_batch_range(&t->val_df, t->st.seed ^ 0x76616c69646174ULL,
 				 (uint64_t)i, d->me.dp_index * m->B, m->B,

@@ -1,0 +1,71 @@
+#!/bin/bash
+# The auto-tuner on 4 data-parallel ranks under srun (docs/tuner.md):
+#   1. a rank made 2x slower gets a smaller share within the documented
+#      bound (a full window, then ceil(W/2) + C summaries of K steps);
+#   2. a hiccup of 3 steps changes nothing;
+#   3. replayed uneven shares keep the loss within 1e-6 relative of even
+#      shares at every step;
+#   4. a replaying run stopped and resumed is bitwise the uninterrupted one.
+. "$SIGMA_SRCDIR/tests/cluster/lib.sh"
+need_train
+
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+d=$(workdir train-tuner)
+"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
+	"$F/fortunes" "$F/literature" "$F/riddles" >/dev/null || fail "prepare failed"
+ARGS="--train $d/train.tok --preset small --batch 32 --seq-len 32 --warmup 5
+	--eval-every 0 --threads 1 --seed 5"
+train() { timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n4 "$TRAIN" $ARGS "$@"; }
+
+# 1. K 4, W 5, C 2: the window is full at step 20, acted on by step 40
+SIGMA_TUNER_INJECT=slow:3:2 train --steps 60 --log-every 10 --tuner on \
+	> "$d/slow.out" 2>&1 || fail "slow rank: exit $?: $(tail -3 "$d/slow.out")"
+line=$(grep -m1 '^tuner: step [0-9]*: shares' "$d/slow.out") ||
+	fail "slow rank: the shares did not move: $(grep '^step\|^tuner' "$d/slow.out")"
+at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
+IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")"
+[ "$at" -le 40 ] || fail "slow rank: the shares moved at step $at, the bound is 40"
+[ "$s3" -lt 8 ] && [ "$s0" -gt 8 ] || fail "slow rank: $line: rank 3 should get fewer than 8"
+grep -q "^tuner: step [0-9]*: rank 3 slow" "$d/slow.out" || fail "slow rank: rank 3 not named"
+grep -q "tuner on slowest 3 " "$d/slow.out" || fail "slow rank: the progress line lacks the tuner"
+log "slow rank 3: $line (detected at step $at)"
+
+# 2. a hiccup
+SIGMA_TUNER_INJECT=slow:1:3@30-32 train --steps 60 --log-every 10 --tuner on \
+	> "$d/hiccup.out" 2>&1 || fail "hiccup: exit $?: $(tail -3 "$d/hiccup.out")"
+grep '^tuner: ' "$d/hiccup.out" && fail "hiccup: the tuner acted"
+log "a 3-step hiccup on rank 1: nothing done"
+
+# 3. the loss with uneven shares
+printf 'tuner: step 5: shares 12,12,4,4 (a test)\ntuner: step 22: shares 5,9,9,9 (a test)\n' > "$d/plan"
+train --steps 40 --log-every 1 --ckpt-every 10 --ckpt-dir "$d/even" \
+	--metrics "$d/even.csv" > "$d/even.out" 2>&1 || fail "even: exit $?"
+train --steps 40 --log-every 1 --ckpt-every 10 --ckpt-dir "$d/replay" \
+	--metrics "$d/replay.csv" --tuner-replay "$d/plan" > "$d/replay.out" 2>&1 ||
+	fail "replay: exit $?: $(tail -3 "$d/replay.out")"
+[ "$(grep -c '^tuner: step [0-9]*: shares .* (replayed)' "$d/replay.out")" = 2 ] ||
+	fail "replay: not both decisions applied: $(grep '^tuner' "$d/replay.out")"
+worst=$(awk -F, 'FNR == 1 { next } NR == FNR { a[$1] = $2; next }
+	{ r = ($2 - a[$1]) / a[$1]; if (r < 0) r = -r; if (r > w) w = r; n++ }
+	END { printf "%.3g %d", w, n }' "$d/even.csv" "$d/replay.csv")
+[ "${worst#* }" = 40 ] || fail "loss: ${worst#* } steps compared, want 40"
+awk -v w="${worst% *}" 'BEGIN { exit !(w <= 1e-6) }' ||
+	fail "loss: uneven shares differ by ${worst% *} relative from even ones"
+log "loss of shares 12,12,4,4 and 5,9,9,9 against even: ${worst% *} relative at most"
+
+# 4. resumed, bitwise
+train --steps 40 --log-every 10 --ckpt-every 10 --ckpt-dir "$d/resumed" \
+	--tuner-replay "$d/plan" --stop-at 15 > "$d/r1.out" 2>&1
+[ $? = 75 ] || fail "stop at 15: not exit 75: $(tail -3 "$d/r1.out")"
+train --steps 40 --log-every 10 --ckpt-every 10 --ckpt-dir "$d/resumed" \
+	--tuner-replay "$d/plan" --resume > "$d/r2.out" 2>&1 || fail "resume: exit $?"
+grep -q '^tuner: resumed with the checkpoint.s shares' "$d/r2.out" ||
+	fail "resume: the checkpoint's shares not taken: $(grep tuner "$d/r2.out" | head -3)"
+a=$(ls "$d"/replay/ckpt-00000040*.h5 | head -n 1)
+b=$(ls "$d"/resumed/ckpt-00000040*.h5 | head -n 1)
+[ -f "$a" ] && [ -f "$b" ] || fail "final checkpoints missing"
+for g in /model /optim/m /optim/v; do
+	h5diff "$a" "$b" $g $g >/dev/null || fail "$g differs after a resume"
+done
+log "stopped at 15 and resumed: /model, /optim/m, /optim/v bitwise equal"
+log "ok"

@@ -136,14 +136,20 @@ static int shares_parse(const struct tuner *tu, const char *s, int *out,
 static void apply(struct tuner *tu, const int *shares, long done, bool print,
 		  const char *why)
 {
-	char list[64 + 8 * 16], entry[sizeof(list) + 24];
-	size_t have, add;
+	/* a share has at most 6 digits (1.5 x 65536), and its comma */
+	size_t len = (size_t)tu->dp * 8 + 32, have, add;
+	char *entry = malloc(len), *list = malloc(len);
 
 	memcpy(tu->shares, shares, sizeof(int) * (size_t)tu->dp);
 	set_offsets(tu);
 	tu->decisions++;
-	shares_str(shares, tu->dp, list, sizeof(list));
-	snprintf(entry, sizeof(entry), "%ld:%s;", done, list);
+	if (!entry || !list) {
+		free(entry);
+		free(list);
+		return; /* in force, not logged */
+	}
+	shares_str(shares, tu->dp, list, len);
+	snprintf(entry, len, "%ld:%s;", done, list);
 	have = strlen(tu->st.log);
 	add = strlen(entry);
 	while (have && have + add >= sizeof(tu->st.log)) { /* oldest out */
@@ -159,6 +165,8 @@ static void apply(struct tuner *tu, const int *shares, long done, bool print,
 		printf("tuner: step %ld: shares %s (%s)\n", done, list, why);
 		fflush(stdout);
 	}
+	free(entry);
+	free(list);
 }
 
 /* ---- --tuner-replay ------------------------------------------------------- */

@@ -16,6 +16,7 @@
 #include "sigma.h"
 #include "select.h"
 #include "dist_impl.h"
+#include "tags.h"
 
 /* the dp, ep, pp and expert_dp groups of world (NULL where the layout
  * has none) */
@@ -628,4 +629,28 @@ int dist_barrier(struct dist *d)
 
 	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	return rc;
+}
+
+int dist_link_probe(struct dist *d, double *ns)
+{
+	float out[256] = { 0 }, in[256];
+	int n = d->size, next = (d->rank + 1) % n, prev = (d->rank + n - 1) % n;
+	uint64_t t0, t[2];
+	int rc;
+
+	*ns = 0.0;
+	if (n < 3)
+		return 0;
+	if ((rc = comm_barrier(d->world)))
+		return rc;
+	for (int k = 0; k < 2; k++) {
+		t0 = dist_now_ns();
+		rc = comm_sendrecv(d->world, out, 256, k ? prev : next, in, 256,
+				   k ? next : prev, COMM_F32, SIGMA_TAG_PROBE);
+		if (rc)
+			return rc;
+		t[k] = dist_now_ns() - t0;
+	}
+	*ns = (double)(t[0] < t[1] ? t[0] : t[1]);
+	return 0;
 }

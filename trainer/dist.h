@@ -220,4 +220,14 @@ uint64_t dist_bytes_sent(const struct dist *d);
 /* Every rank waits for every other. */
 int dist_barrier(struct dist *d);
 
+/*
+ * The auto-tuner's link probe (collective over the job): after a
+ * barrier, every rank sends a small message to the next rank and
+ * receives one from the one before, then the other way round, each timed.
+ * A rank whose sends are slow is late both ways, its two neighbours one
+ * way each, so *ns is the lesser time. 0 (and *ns 0) under 3 ranks, where
+ * the two ways are the same pair.
+ */
+int dist_link_probe(struct dist *d, double *ns);
+
 #endif /* SIGMA_TRAIN_DIST_H */

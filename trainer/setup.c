@@ -426,6 +426,7 @@ static int setup_tuner(struct trainer *t)
 		return exit_code_of(rc, PHASE_CONFIG);
 	}
 	t->tu_ready = true;
+	t->tu.micro = d->micro;
 	if (tuner_import(&t->tu, &t->st.tuner, err, sizeof(err)))
 		printf("tuner: the checkpoint's shares are not used: %s; even shares\n",
 		       err);

@@ -23,6 +23,8 @@ enum sigma_tag {
 	/* the pipeline (dist_pipe.c): a stage receives activations only
 	 * from the stage before it and gradients only from the one after */
 	SIGMA_TAG_PIPE = 7300,
+	/* the auto-tuner's link probe (dist.c): to each ring neighbour */
+	SIGMA_TAG_PROBE = 7400,
 };
 
 #endif /* SIGMA_TRAIN_TAGS_H */

@@ -71,7 +71,8 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	struct model *m = t->m;
 	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
 	long slice = (long)d->lp.dp * t->B;
-	uint64_t c0[DIST_NCOMM], comm[DIST_NCOMM], t0, w0, busy;
+	uint64_t c0[DIST_NCOMM], comm[DIST_NCOMM], t0, w0, busy, hold, msg0;
+	double slow;
 
 	m->B = b;
 	d->weight = (float)tuner_weight(&t->tu, r);
@@ -83,14 +84,16 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 				 i * slice + tuner_offset(&t->tu, r), b,
 				 m->cfg.T, t->tok + off, t->tgt + off);
 	}
+	/* fail-slow faults (tests): a slower rank, a slower link */
+	tuner_inject_at(&t->inj, d->rank, s + 1, &slow, &hold);
+	comm_inject_send_delay(hold);
 	memcpy(c0, d->comm_kind_ns, sizeof(c0));
+	msg0 = comm_messages();
 	w0 = d->comm_ns;
 	t0 = now_ns();
 	rc = dist_step(d, m, t->tok, t->tgt);
 	busy = now_ns() - t0 - (d->comm_ns - w0);
-	/* a fail-slow fault (tests): the rank computes that much longer */
-	busy += tuner_inject_delay(
-	    tuner_inject_factor(&t->inj, d->rank, s + 1), busy);
+	busy += tuner_inject_delay(slow, busy); /* computes that much longer */
 	if (rc == 0)
 		rc = dist_forward_error(d);
 	red[0] = m->ce * d->weight;
@@ -109,7 +112,8 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 		return TRAIN_EXIT_PEER;
 	}
 	comm_since(d, c0, comm);
-	tuner_record(&t->tu, r, d->micro * b, busy, comm);
+	tuner_record(&t->tu, r, d->micro * b, busy, comm,
+		     comm_messages() - msg0);
 	m->ce = red[0];
 	m->aux = red[1];
 	m->loss = m->ce + m->cfg.aux_coef * m->aux;
@@ -334,7 +338,8 @@ static int step_tune(struct trainer *t, long done)
 	all = calloc((size_t)d->size, sizeof(*all));
 	if (!all)
 		return TRAIN_EXIT_OSERR;
-	if (d->size > 1)
+	rc = dist_link_probe(d, &t->tu.mine.probe_ns);
+	if (rc == 0 && d->size > 1)
 		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
 	else
 		all[0] = t->tu.mine;

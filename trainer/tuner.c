@@ -1,8 +1,7 @@
 /*
- * tuner.c - the auto-tuner's detection and decisions (tuner.h): the
- * window of the ranks' times per sequence, the slow ranks, the shares, the
- * replayed decisions, and what the checkpoint keeps. No communication
- * here: train.c gathers the summaries and hands them in.
+ * tuner.c - the auto-tuner's shares (tuner.h): the split, the decisions
+ * in force and their log, the replayed decisions, and what the checkpoint
+ * keeps. What is measured and decided is in tuner_watch.c.
  */
 #include "config.h"
 
@@ -13,7 +12,7 @@
 #include <string.h>
 
 #include "sigma.h"
-#include "tuner.h"
+#include "tuner_impl.h"
 
 const char *const tuner_modes[] = { "off", "observe", "on", NULL };
 
@@ -45,27 +44,53 @@ static void set_offsets(struct tuner *tu)
 	}
 }
 
-void tuner_split(int dp, int B, int Bmax, const double *v, int *shares)
+/* rank r's time with share n */
+static double split_time(const double *v, const double *fix, int r, int n)
+{
+	return n / v[r] + (fix ? fix[r] : 0.0);
+}
+
+/* each rank's most sequences within time T (in [1, Bmax]); their sum */
+static long split_fill(int dp, int Bmax, const double *v, const double *fix,
+		       double T, int *shares)
+{
+	long sum = 0;
+
+	for (int r = 0; r < dp; r++) {
+		double x = floor((T - (fix ? fix[r] : 0.0)) * v[r]);
+
+		shares[r] = x < 1 ? 1 : x > Bmax ? Bmax : (int)x;
+		sum += shares[r];
+	}
+	return sum;
+}
+
+void tuner_split(int dp, int B, int Bmax, const double *v, const double *fix,
+		 int *shares)
 {
 	long left = (long)dp * B;
-	double sum = 0.0;
+	double lo = 0.0, hi = 0.0;
 
+	/* the longest time whose shares still fit in the batch (bisected),
+	 * then one sequence at a time to the rank whose time after it is
+	 * least (ties: the lower rank) */
 	for (int r = 0; r < dp; r++)
-		sum += v[r];
-	/* the proportional floor, then one sequence at a time to the rank
-	 * whose time after it is least (ties: the lower rank) */
-	for (int r = 0; r < dp; r++) {
-		int s = (int)floor((double)dp * B * v[r] / sum);
+		hi = fmax(hi, split_time(v, fix, r, Bmax));
+	for (int i = 0; i < 64; i++) {
+		double mid = 0.5 * (lo + hi);
 
-		shares[r] = s < 1 ? 1 : s > Bmax ? Bmax : s;
-		left -= shares[r];
+		if (split_fill(dp, Bmax, v, fix, mid, shares) <= left)
+			lo = mid;
+		else
+			hi = mid;
 	}
+	left -= split_fill(dp, Bmax, v, fix, lo, shares);
 	while (left > 0) {
 		int best = -1;
 		double bt = 0.0;
 
 		for (int r = 0; r < dp; r++) {
-			double t = (shares[r] + 1) / v[r];
+			double t = split_time(v, fix, r, shares[r] + 1);
 
 			if (shares[r] < Bmax && (best < 0 || t < bt))
 				best = r, bt = t;
@@ -78,7 +103,7 @@ void tuner_split(int dp, int B, int Bmax, const double *v, int *shares)
 		double bt = 0.0;
 
 		for (int r = 0; r < dp; r++) {
-			double t = shares[r] / v[r];
+			double t = split_time(v, fix, r, shares[r]);
 
 			if (shares[r] > 1 && (best < 0 || t > bt))
 				best = r, bt = t;
@@ -94,7 +119,7 @@ double tuner_weight(const struct tuner *tu, int r)
 }
 
 /* "a,b,c" of shares[n] into buf */
-static void shares_str(const int *shares, int n, char *buf, size_t len)
+void tuner_shares_str(const int *shares, int n, char *buf, size_t len)
 {
 	size_t o = 0;
 
@@ -133,7 +158,7 @@ static int shares_parse(const struct tuner *tu, const char *s, int *out,
 }
 
 /* the shares in force from now on, and the decision in the log */
-static void apply(struct tuner *tu, const int *shares, long done, bool print,
+void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
 		  const char *why)
 {
 	/* a share has at most 6 digits (1.5 x 65536), and its comma */
@@ -148,7 +173,7 @@ static void apply(struct tuner *tu, const int *shares, long done, bool print,
 		free(list);
 		return; /* in force, not logged */
 	}
-	shares_str(shares, tu->dp, list, len);
+	tuner_shares_str(shares, tu->dp, list, len);
 	snprintf(entry, len, "%ld:%s;", done, list);
 	have = strlen(tu->st.log);
 	add = strlen(entry);
@@ -227,7 +252,7 @@ bool tuner_replay_due(struct tuner *tu, long done, bool print)
 	while (tu->next < tu->nplan && tu->plan[tu->next].step < done)
 		tu->next++;
 	if (tu->next < tu->nplan && tu->plan[tu->next].step == done) {
-		apply(tu, tu->plan[tu->next].shares, done, print, "replayed");
+		tuner_apply(tu, tu->plan[tu->next].shares, done, print, "replayed");
 		tu->next++;
 		changed = true;
 	}
@@ -247,15 +272,23 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->dp = dp;
 	tu->B = B;
 	tu->Bmax = Bmax;
+	tu->micro = 1;
 	tu->slowest = -1;
+	tu->slowlink = -1;
 	tu->shares = calloc(n, sizeof(int));
 	tu->offs = calloc(n, sizeof(int));
 	tu->win = calloc(n * (size_t)cfg->window, sizeof(double));
 	tu->streak = calloc(n, sizeof(int));
 	tu->slow = calloc(n, sizeof(bool));
 	tu->basis = calloc(n, sizeof(double));
+	tu->lwin = calloc(n * (size_t)cfg->window, sizeof(double));
+	tu->lstreak = calloc(n, sizeof(int));
+	tu->lslow = calloc(n, sizeof(bool));
+	tu->lbasis = calloc(n, sizeof(double));
+	tu->msgs = calloc(n, sizeof(double));
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
-	    !tu->basis) {
+	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
+	    !tu->lbasis || !tu->msgs) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
@@ -282,6 +315,11 @@ void tuner_fini(struct tuner *tu)
 	free(tu->streak);
 	free(tu->slow);
 	free(tu->basis);
+	free(tu->lwin);
+	free(tu->lstreak);
+	free(tu->lslow);
+	free(tu->lbasis);
+	free(tu->msgs);
 	memset(tu, 0, sizeof(*tu));
 }
 
@@ -325,191 +363,3 @@ void tuner_export(const struct tuner *tu, struct tuner_state *st)
 	sigma_strlcpy(st->log, tu->st.log, sizeof(st->log));
 }
 
-/* ---- measurement ----------------------------------------------------------- */
-
-void tuner_record(struct tuner *tu, int dp_index, int seqs,
-		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM])
-{
-	tu->mine.dp_index = dp_index;
-	tu->mine.seqs += seqs;
-	tu->mine.compute_ns += (double)compute_ns;
-	for (int k = 0; k < DIST_NCOMM; k++)
-		tu->mine.comm_ns[k] += (double)comm_ns[k];
-}
-
-bool tuner_due(const struct tuner *tu, long done)
-{
-	return tu->cfg.mode != TUNER_OFF && done % tu->cfg.every == 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* the median of v[n] (sorted in place) */
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* rank r's window: its median and MAD */
-static void window_stats(const struct tuner *tu, int r, double *med,
-			 double *mad)
-{
-	double v[64], d[64];
-	int n = tu->nwin;
-
-	for (int i = 0; i < n; i++)
-		v[i] = tu->win[(size_t)i * tu->dp + r];
-	*med = median(v, n);
-	for (int i = 0; i < n; i++)
-		d[i] = fabs(v[i] - *med);
-	*mad = median(d, n);
-}
-
-/* the summaries into the window: per data-parallel rank, ns per sequence
- * of its slowest stage; compute over communication per kind */
-static void window_push(struct tuner *tu, const struct tuner_sample *all,
-			size_t n)
-{
-	double *row = &tu->win[(size_t)tu->head * tu->dp];
-	double comp = 0.0, comm[DIST_NCOMM] = { 0 };
-
-	for (int r = 0; r < tu->dp; r++)
-		row[r] = 0.0;
-	for (size_t i = 0; i < n; i++) {
-		int r = (int)all[i].dp_index;
-
-		if (r >= 0 && r < tu->dp && all[i].seqs > 0 &&
-		    all[i].compute_ns / all[i].seqs > row[r])
-			row[r] = all[i].compute_ns / all[i].seqs;
-		comp += all[i].compute_ns;
-		for (int k = 0; k < DIST_NCOMM; k++)
-			comm[k] += all[i].comm_ns[k];
-	}
-	for (int k = 0; k < DIST_NCOMM; k++)
-		tu->cc[k] = comm[k] > 0 ? comp / comm[k] : 0.0;
-	tu->head = (tu->head + 1) % tu->cfg.window;
-	if (tu->nwin < tu->cfg.window)
-		tu->nwin++;
-}
-
-/* the confirmed slow ranks; true when the set changed */
-static bool detect(struct tuner *tu, const double *med, const double *mad,
-		   double M, long done, bool print)
-{
-	bool changed = false;
-
-	tu->slowest = 0;
-	for (int r = 0; r < tu->dp; r++) {
-		/* a band: called slow above slow x M (and its noise), no
-		 * longer slow only below the middle of 1 and slow */
-		bool now = tu->slow[r] ? med[r] > (1.0 + tu->cfg.slow) / 2 * M
-				       : med[r] > tu->cfg.slow * M &&
-						 med[r] - M > 3 * mad[r];
-		int *s = &tu->streak[r];
-
-		if (med[r] > med[tu->slowest])
-			tu->slowest = r;
-		*s = now ? (*s > 0 ? *s + 1 : 1) : (*s < 0 ? *s - 1 : -1);
-		if (tu->slow[r] != now &&
-		    (now ? *s : -*s) >= tu->cfg.confirm) {
-			tu->slow[r] = now;
-			changed = true;
-			if (print)
-				printf("tuner: step %ld: rank %d %s (%.2fx the median compute time per sequence)\n",
-				       done, r, now ? "slow" : "no longer slow",
-				       med[r] / M);
-		}
-	}
-	tu->slowest_x = M > 0 ? med[tu->slowest] / M : 0.0;
-	return changed;
-}
-
-bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
-		    size_t n, long done, bool print)
-{
-	double *med, *mad, *v, M;
-	bool changed = false, moved;
-	int *shares;
-
-	memset(&tu->mine, 0, sizeof(tu->mine));
-	window_push(tu, all, n);
-	if (tu->nwin < tu->cfg.window)
-		return false; /* a full window first */
-	med = calloc((size_t)tu->dp * 4, sizeof(double));
-	shares = calloc((size_t)tu->dp, sizeof(int));
-	if (!med || !shares) {
-		free(med);
-		free(shares);
-		return false; /* measured next time */
-	}
-	mad = med + tu->dp;
-	v = mad + tu->dp;
-	for (int r = 0; r < tu->dp; r++)
-		window_stats(tu, r, &med[r], &mad[r]);
-	memcpy(v, med, sizeof(double) * (size_t)tu->dp);
-	M = median(v, tu->dp);
-	changed = detect(tu, med, mad, M, done, print);
-	if (tu->cfg.mode != TUNER_ON || tu->cfg.replay[0] || !(M > 0)) {
-		free(med);
-		free(shares);
-		return false;
-	}
-	/* speeds: a slow rank at what it measures, the others at the
-	 * median; re-split when the slow set or a speed moved by 20% */
-	moved = changed;
-	for (int r = 0; r < tu->dp; r++) {
-		v[r] = tu->slow[r] ? M / med[r] : 1.0;
-		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r];
-	}
-	if (moved) {
-		char why[96];
-
-		memcpy(tu->basis, v, sizeof(double) * (size_t)tu->dp);
-		tuner_split(tu->dp, tu->B, tu->Bmax, v, shares);
-		changed = memcmp(shares, tu->shares,
-				 sizeof(int) * (size_t)tu->dp) != 0;
-		snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
-			 tu->slowest, tu->slowest_x);
-		if (changed)
-			apply(tu, shares, done, print, why);
-	} else {
-		changed = false;
-	}
-	free(med);
-	free(shares);
-	return changed;
-}
-
-void tuner_describe(const struct tuner *tu, char *buf, size_t len)
-{
-	char sh[128] = "even";
-	bool even = true;
-
-	buf[0] = '\0';
-	if (tu->cfg.mode == TUNER_OFF && !tu->cfg.replay[0])
-		return;
-	for (int r = 0; r < tu->dp; r++)
-		even = even && tu->shares[r] == tu->B;
-	if (!even && tu->dp <= 16)
-		shares_str(tu->shares, tu->dp, sh, sizeof(sh));
-	else if (!even)
-		snprintf(sh, sizeof(sh), "uneven");
-	if (tu->slowest < 0)
-		snprintf(buf, len, " tuner %s measuring shares %s",
-			 tu->cfg.replay[0] ? "replay"
-					   : tuner_modes[tu->cfg.mode],
-			 sh);
-	else
-		snprintf(buf, len,
-			 " tuner %s slowest %d %.2fx cc_ar %.1f cc_a2a %.1f cc_pp %.1f shares %s",
-			 tu->cfg.replay[0] ? "replay"
-					   : tuner_modes[tu->cfg.mode],
-			 tu->slowest, tu->slowest_x, tu->cc[DIST_C_ALLREDUCE],
-			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE], sh);
-}

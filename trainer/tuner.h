@@ -13,13 +13,23 @@
  *              than 3 of its own MADs (its noise); confirmed after C
  *              exchanges in a row (--tuner-confirm); cleared after C in a
  *              row below the middle of 1 and --tuner-slow.
+ *   links      at each exchange every rank times a small message to each
+ *              ring neighbour, one way round and then the other (the
+ *              probe, dist_link_probe); a rank whose own sends are slow
+ *              is late both ways, its neighbours one way each, so the
+ *              lesser of the two is its link's time. Judged as compute
+ *              is, over the same window, with a floor of TUNER_LINK_FLOOR.
  *   action     (--tuner on) the data-parallel shares: the sequences of each
  *              micro-batch of the global batch are split in proportion to
  *              the measured speeds, fewest for the slow rank, so that the
  *              slowest rank's time is least. The global batch, its order
  *              and the loss are unchanged: each rank's gradient is weighted
  *              by its share (tuner_weight), so the mean is over all
- *              sequences exactly.
+ *              sequences exactly. A slow link costs its rank a fixed time
+ *              per step (its excess per message times the messages it
+ *              sends a step), which the split adds to its compute time:
+ *              with fewer sequences the rank reaches each collective
+ *              sooner, and its held messages cost the others less.
  *   replay     --tuner-replay FILE applies the decisions a run printed
  *              ("tuner: step N: shares a,b,...") at the same steps, and
  *              decides nothing: a run that replays them is bitwise the
@@ -56,7 +66,13 @@ struct tuner_sample {
 	double seqs;	    /* sequences it computed */
 	double compute_ns;  /* forward and backward, waits excluded */
 	double comm_ns[DIST_NCOMM];
+	double steps;	    /* steps it measured */
+	double messages;    /* messages it sent to peers in them */
+	double probe_ns;    /* its link probe (0: none) */
 };
+
+/* a link is slow only when its probe is late by more than this (ns) */
+#define TUNER_LINK_FLOOR 50000.0
 
 /* a decision of --tuner-replay: from step + 1 on, these shares */
 struct tuner_plan {
@@ -67,6 +83,7 @@ struct tuner_plan {
 struct tuner {
 	struct tuner_config cfg;
 	int dp, B, Bmax; /* ranks, sequences per micro-batch: even, most */
+	int micro;	 /* micro-batches per step (1 until told) */
 	int *shares;	 /* [dp] in force */
 	int *offs;	 /* [dp] where each rank's sequences start */
 	struct tuner_sample mine; /* this rank since the last exchange */
@@ -76,9 +93,19 @@ struct tuner {
 	int *streak;   /* [dp] > 0: exchanges in a row slow, < 0: not */
 	bool *slow;    /* [dp] confirmed slow */
 	double *basis; /* [dp] the speed ratios the shares were made from */
+	/* the links: [W][dp] probe ns, streaks, confirmed slow, the excess
+	 * time per step (in even-share sequences) the shares were made
+	 * from, and messages per step at the last exchange */
+	double *lwin;
+	int *lstreak;
+	bool *lslow;
+	double *lbasis, *msgs;
+
 	/* the last exchange, for the progress line */
 	int slowest;
 	double slowest_x; /* its time per sequence / the median */
+	int slowlink;	  /* the latest probe, or -1 */
+	double slowlink_x; /* its probe / the median */
 	double cc[DIST_NCOMM]; /* compute / communication per kind, or 0 */
 	int decisions;
 	struct tuner_plan *plan; /* --tuner-replay, in step order */
@@ -120,7 +147,8 @@ double tuner_weight(const struct tuner *tu, int r);
 
 /* this rank's step: what it measured */
 void tuner_record(struct tuner *tu, int dp_index, int seqs,
-		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM]);
+		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM],
+		  uint64_t messages);
 /* an exchange is due after step done */
 bool tuner_due(const struct tuner *tu, long done);
 
@@ -140,10 +168,12 @@ bool tuner_replay_due(struct tuner *tu, long done, bool print);
 void tuner_describe(const struct tuner *tu, char *buf, size_t len);
 
 /*
- * The shares from speeds v[dp] (sequences per second, > 0): S = dp * B
- * sequences, each share in [1, Bmax], placed one by one where the
- * slowest rank's time grows least. Pure, for the unit test.
+ * The shares from speeds v[dp] (sequences per unit of time, > 0) and
+ * fixed times fix[dp] (NULL: none), rank r taking shares[r] / v[r] +
+ * fix[r]: S = dp * B sequences, each share in [1, Bmax], so that the
+ * slowest rank's time is least. Pure, for the unit test.
  */
-void tuner_split(int dp, int B, int Bmax, const double *v, int *shares);
+void tuner_split(int dp, int B, int Bmax, const double *v, const double *fix,
+		 int *shares);
 
 #endif /* SIGMA_TRAIN_TUNER_H */

@@ -13,7 +13,7 @@
 #include "sigma.h"
 #include "tuner_inject.h"
 
-/* one "slow:RANK:FACTOR[@FROM-TO]" into f */
+/* one "slow:RANK:FACTOR[@FROM-TO]" or "link:RANK:USEC[@FROM-TO]" into f */
 static int parse_one(const char *tok, struct tuner_fault *f, char *err,
 		     size_t len)
 {
@@ -22,10 +22,13 @@ static int parse_one(const char *tok, struct tuner_fault *f, char *err,
 
 	f->from = 1;
 	f->to = LONG_MAX;
-	if (sscanf(tok, "slow:%d:%lf%n", &f->rank, &f->factor, &used) < 2)
-		return sigma_set_err(err, len, EINVAL,
-				     "\"%s\": want slow:RANK:FACTOR[@FROM-TO]",
-				     tok);
+	f->kind = strncmp(tok, "link:", 5) ? TUNER_F_SLOW : TUNER_F_LINK;
+	if (sscanf(tok, f->kind == TUNER_F_LINK ? "link:%d:%lf%n" : "slow:%d:%lf%n",
+		   &f->rank, &f->factor, &used) < 2)
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "\"%s\": want slow:RANK:FACTOR or link:RANK:USEC, then [@FROM-TO]",
+		    tok);
 	if (tok[used] == '@' &&
 	    (sscanf(tok + used, "@%ld-%ld%63s", &f->from, &f->to, tail) != 2 ||
 	     f->from < 1 || f->to < f->from))
@@ -36,9 +39,15 @@ static int parse_one(const char *tok, struct tuner_fault *f, char *err,
 		return sigma_set_err(err, len, EINVAL,
 				     "\"%s\": unexpected \"%s\"", tok,
 				     tok + used);
-	if (f->rank < 0 || !(f->factor >= 1.0 && f->factor <= 100.0))
+	if (f->rank < 0)
+		return sigma_set_err(err, len, EINVAL, "\"%s\": want a rank >= 0",
+				     tok);
+	if (f->kind == TUNER_F_SLOW && !(f->factor >= 1.0 && f->factor <= 100.0))
 		return sigma_set_err(err, len, EINVAL,
-				     "\"%s\": want a rank >= 0 and a factor in [1, 100]",
+				     "\"%s\": want a factor in [1, 100]", tok);
+	if (f->kind == TUNER_F_LINK && !(f->factor >= 0 && f->factor <= 1e6))
+		return sigma_set_err(err, len, EINVAL,
+				     "\"%s\": want a delay in [0, 1000000] microseconds",
 				     tok);
 	return 0;
 }
@@ -114,17 +123,25 @@ static void reread(struct tuner_inject *in)
 	}
 }
 
-double tuner_inject_factor(struct tuner_inject *in, int rank, long step)
+void tuner_inject_at(struct tuner_inject *in, int rank, long step,
+		     double *factor, uint64_t *link_ns)
 {
-	double x = 1.0;
+	double us = 0.0;
 
+	*factor = 1.0;
 	if (in->path[0])
 		reread(in);
-	for (int i = 0; i < in->n; i++)
-		if (in->f[i].rank == rank && step >= in->f[i].from &&
-		    step <= in->f[i].to && in->f[i].factor > x)
-			x = in->f[i].factor;
-	return x;
+	for (int i = 0; i < in->n; i++) {
+		const struct tuner_fault *f = &in->f[i];
+
+		if (f->rank != rank || step < f->from || step > f->to)
+			continue;
+		if (f->kind == TUNER_F_SLOW && f->factor > *factor)
+			*factor = f->factor;
+		if (f->kind == TUNER_F_LINK && f->factor > us)
+			us = f->factor;
+	}
+	*link_ns = (uint64_t)(us * 1000.0);
 }
 
 uint64_t tuner_inject_delay(double factor, uint64_t ns)

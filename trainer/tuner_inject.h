@@ -1,15 +1,19 @@
 /*
  * tuner_inject.h - fail-slow injection, for tests and benchmarks of the
- * auto-tuner only (docs/tuner.md): a rank made slower by a factor, for all
- * steps or a range of them. The specification, a comma-separated list:
+ * auto-tuner only (docs/tuner.md): a rank made slower by a factor, or a
+ * rank's sends held by a delay per message (a slow link), for all steps
+ * or a range of them. The specification, a comma-separated list:
  *
  *     slow:RANK:FACTOR[@FROM-TO]      e.g. slow:3:2  slow:1:3@40-42
+ *     link:RANK:USEC[@FROM-TO]        e.g. link:2:500
  *
  * comes from SIGMA_TUNER_INJECT, or from the file SIGMA_TUNER_INJECT_FILE
  * names (read again whenever it changes, so a slowdown can start and stop
  * while the job runs; a missing file injects nothing). A slow rank sleeps
  * (FACTOR - 1) times its compute time after its forward and backward
- * passes: the time counts as compute, as a slower chip's would.
+ * passes: the time counts as compute, as a slower chip's would. A slow
+ * link holds every message the rank sends to a peer USEC microseconds
+ * (comm_inject_send_delay): the time counts as the call's.
  */
 #ifndef SIGMA_TRAIN_TUNER_INJECT_H
 #define SIGMA_TRAIN_TUNER_INJECT_H
@@ -20,9 +24,12 @@
 
 #define TUNER_INJECT_MAX 8
 
+enum tuner_fault_kind { TUNER_F_SLOW, TUNER_F_LINK };
+
 struct tuner_fault {
+	int kind; /* enum tuner_fault_kind */
 	int rank;
-	double factor; /* > 1 */
+	double factor; /* slow: >= 1; link: the microseconds per message */
 	long from, to; /* the steps (1-based, inclusive) it holds */
 };
 
@@ -39,9 +46,11 @@ int tuner_inject_parse(struct tuner_inject *in, const char *spec, char *err,
 		       size_t len);
 /* from the environment: 0, or -EINVAL with err naming the variable */
 int tuner_inject_init(struct tuner_inject *in, char *err, size_t len);
-/* the factor for rank at step (1-based): 1 when none; the file re-read
- * when it changed (a bad one is reported and injects nothing) */
-double tuner_inject_factor(struct tuner_inject *in, int rank, long step);
+/* rank's faults at step (1-based): the compute factor (1 when none) and
+ * the hold of each message it sends (0 when none); the file re-read when
+ * it changed (a bad one is reported and injects nothing) */
+void tuner_inject_at(struct tuner_inject *in, int rank, long step,
+		     double *factor, uint64_t *link_ns);
 /* sleep (factor - 1) * ns; the nanoseconds slept */
 uint64_t tuner_inject_delay(double factor, uint64_t ns);
 

@@ -2,6 +2,8 @@
 # The auto-tuner on 4 data-parallel ranks under srun (docs/tuner.md):
 #   1. a rank made 2x slower gets a smaller share within the documented
 #      bound (a full window, then ceil(W/2) + C summaries of K steps);
+#   1b. a rank whose messages are held 1 ms (a slow link) is named by the
+#      link probe and gets a smaller share within the same bound;
 #   2. a hiccup of 3 steps changes nothing;
 #   3. replayed uneven shares keep the loss within 1e-6 relative of even
 #      shares at every step;
@@ -29,6 +31,20 @@ IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")
 grep -q "^tuner: step [0-9]*: rank 3 slow" "$d/slow.out" || fail "slow rank: rank 3 not named"
 grep -q "tuner on slowest 3 " "$d/slow.out" || fail "slow rank: the progress line lacks the tuner"
 log "slow rank 3: $line (detected at step $at)"
+
+# 1b. a slow link: rank 2's messages 1 ms late; its probe is, so is its share
+SIGMA_TUNER_INJECT=link:2:1000 train --steps 60 --log-every 10 --tuner on \
+	> "$d/link.out" 2>&1 || fail "slow link: exit $?: $(tail -3 "$d/link.out")"
+grep -q "^tuner: step [0-9]*: rank 2 link slow" "$d/link.out" ||
+	fail "slow link: rank 2 not named: $(grep '^step\|^tuner' "$d/link.out")"
+line=$(grep -m1 '^tuner: step [0-9]*: shares' "$d/link.out") ||
+	fail "slow link: the shares did not move: $(grep '^tuner' "$d/link.out")"
+at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
+IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")"
+[ "$at" -le 40 ] || fail "slow link: the shares moved at step $at, the bound is 40"
+[ "$s2" -lt 8 ] && [ "$s3" -ge 8 ] || fail "slow link: $line: rank 2 should get fewer than 8"
+grep '^tuner: step [0-9]*: rank [013] ' "$d/link.out" && fail "slow link: another rank named"
+log "slow link of rank 2: $line (detected at step $at)"
 
 # 2. a hiccup
 SIGMA_TUNER_INJECT=slow:1:3@30-32 train --steps 60 --log-every 10 --tuner on \

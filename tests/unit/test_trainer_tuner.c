@@ -1,8 +1,8 @@
 /*
  * test_trainer_tuner.c - the auto-tuner's detection and decisions
  * (tuner.c) on synthetic summaries of 4 data-parallel ranks: a rank made
- * 2x slower moves the shares within the documented bound, a hiccup changes
- * nothing, the split keeps the batch whole, the checkpoint's shares are
+ * 2x slower moves the shares within the documented bound, so does a rank
+ * whose link is late, a hiccup changes nothing, the split keeps the batch whole, the checkpoint's shares are
  * checked, and a replay file is applied at its steps.
  */
 #include <errno.h>
@@ -52,6 +52,26 @@ static bool exchange(struct tuner *tu, long done, int slow, double factor)
 		all[r].seqs = 4.0 * tuner_share(tu, r);
 		all[r].compute_ns = per * all[r].seqs;
 		all[r].comm_ns[DIST_C_ALLREDUCE] = 1e5;
+	}
+	return tuner_exchange(tu, all, DP, done, false);
+}
+
+/* one exchange with rank link's probe late by late_ns (each rank sends 10
+ * messages a step, computes 1 ms per sequence) */
+static bool exchange_link(struct tuner *tu, long done, int link,
+			  double late_ns)
+{
+	struct tuner_sample all[DP];
+
+	memset(all, 0, sizeof(all));
+	for (int r = 0; r < DP; r++) {
+		all[r].dp_index = r;
+		all[r].steps = 4;
+		all[r].seqs = 4.0 * tuner_share(tu, r);
+		all[r].compute_ns = 1e6 * all[r].seqs;
+		all[r].messages = 40;
+		all[r].probe_ns = 2e4 * (1.0 + 0.05 * (double)((done + r) % 3)) +
+				  (r == link ? late_ns : 0.0);
 	}
 	return tuner_exchange(tu, all, DP, done, false);
 }
@@ -135,6 +155,60 @@ static void test_hiccup_and_observe(void **state)
 	tuner_fini(&tu);
 }
 
+/* a rank's link 1 ms late a message: detected by the probe, and its share
+ * takes the 10 ms a step it costs (10 sequences' worth) less compute; a
+ * late link under the floor, or a hiccup, is nothing */
+static void test_slow_link(void **state)
+{
+	struct tuner tu;
+	long done, moved = -1;
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (done = 4; done <= 80 && moved < 0; done += 4)
+		if (exchange_link(&tu, done, 2, 1e6))
+			moved = done;
+	assert_true(moved > 0 && moved <= 20 + (3 + 2) * 4);
+	assert_true(tu.lslow[2]);
+	assert_false(tu.slow[2]); /* its compute is not slow */
+	assert_int_equal(tu.slowlink, 2);
+	assert_int_equal(sum_shares(&tu), DP * B);
+	/* T = 16 + 10 / 4 = 18.5: 18 or 19 for the others, 8 or 9 for it */
+	assert_true(tuner_share(&tu, 2) >= 8 && tuner_share(&tu, 2) <= 9);
+	/* the link recovers: even again */
+	for (int i = 0; i < 12; i++, done += 4)
+		exchange_link(&tu, done, -1, 0.0);
+	assert_false(tu.lslow[2]);
+	assert_int_equal(tuner_share(&tu, 2), B);
+	tuner_fini(&tu);
+
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (done = 4; done <= 80; done += 4) /* 2x the median, under 50 us */
+		assert_false(exchange_link(&tu, done, 1, 2e4));
+	for (int i = 0; i < 2; i++, done += 4) /* a hiccup */
+		assert_false(exchange_link(&tu, done, 1, 1e6));
+	for (int i = 0; i < 8; i++, done += 4)
+		assert_false(exchange_link(&tu, done, -1, 0.0));
+	assert_false(tu.lslow[1]);
+	assert_int_equal(tu.decisions, 0);
+	tuner_fini(&tu);
+}
+
+/* the split with fixed times: the whole batch, the slowest time least */
+static void test_split_fixed(void **state)
+{
+	const double v[DP] = { 1, 1, 1, 1 }, fix[DP] = { 0, 0, 0, 12 };
+	int s[DP];
+
+	(void)state;
+	tuner_split(DP, 16, 24, v, fix, s);
+	/* T = 16 + 12 / 4 = 19: 19, 19, 19 and 7 */
+	assert_int_equal(s[0] + s[1] + s[2] + s[3], 64);
+	assert_int_equal(s[3], 7);
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(s[r], 19);
+}
+
 /* the split: the whole batch, each share in [1, Bmax], the slowest time least */
 static void test_split(void **state)
 {
@@ -143,15 +217,15 @@ static void test_split(void **state)
 	int s[DP], sum;
 
 	(void)state;
-	tuner_split(DP, 32, 48, v1, s);
+	tuner_split(DP, 32, 48, v1, NULL, s);
 	assert_int_equal(s[0] + s[1] + s[2] + s[3], 128);
 	/* the ideal is 36.6 and 18.3: the slowest time is 37 */
 	for (int r = 0; r < 3; r++)
 		assert_true(s[r] <= 37);
 	assert_true(s[3] <= 18);
-	tuner_split(DP, 32, 48, v2, s);
+	tuner_split(DP, 32, 48, v2, NULL, s);
 	assert_true(s[3] >= 1);
-	tuner_split(DP, 32, 48, v3, s);
+	tuner_split(DP, 32, 48, v3, NULL, s);
 	sum = 0;
 	for (int r = 0; r < DP; r++) {
 		assert_true(s[r] >= 1 && s[r] <= 48);
@@ -239,6 +313,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_slow_rank_moves_shares),
+	    cmocka_unit_test(test_slow_link),
+	    cmocka_unit_test(test_split_fixed),
 	    cmocka_unit_test(test_hiccup_and_observe),
 	    cmocka_unit_test(test_split),
 	    cmocka_unit_test(test_import_export),

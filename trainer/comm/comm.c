@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "sigma.h"
 #include "comm_impl.h"
@@ -134,14 +135,48 @@ int comm_create(struct comm **out, enum comm_backend be, struct boot *b,
 	return 0;
 }
 
+/* the process's messages to peers, and the injected hold of each */
+static uint64_t messages, send_delay_ns;
+
+uint64_t comm_messages(void)
+{
+	return messages;
+}
+
+void comm_inject_send_delay(uint64_t ns)
+{
+	send_delay_ns = ns;
+}
+
+static void comm_sleep(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	while (ns && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* a message of bytes is about to leave over c: count it; the injected
+ * hold (comm_inject_send_delay) to apply to it */
+static uint64_t comm_message(const struct comm *c, size_t bytes)
+{
+	if (!bytes || c->size < 2)
+		return 0;
+	messages++;
+	return send_delay_ns;
+}
+
 /* What every call does around the back end: refuse on a broken
- * communicator, tell the watchdog, count. */
-static int comm_begin(struct comm *c, const char *what, uint64_t *t0)
+ * communicator, tell the watchdog, count (a message of bytes). */
+static int comm_begin(struct comm *c, const char *what, size_t bytes,
+		      uint64_t *t0)
 {
 	*t0 = comm_now_ns();
 	if (c->broken)
 		return -EIO;
 	comm_watch_enter(what, c->name);
+	comm_sleep(comm_message(c, bytes));
 	return 0;
 }
 
@@ -163,7 +198,7 @@ static int comm_end(struct comm *c, const char *what, size_t bytes, uint64_t t0,
 #define COMM_CALL(c, what, bytes, expr)                                        \
 	do {                                                                   \
 		uint64_t t0_;                                                  \
-		int rc_ = comm_begin((c), (what), &t0_);                       \
+		int rc_ = comm_begin((c), (what), (bytes), &t0_);                       \
 		if (rc_ == 0)                                                  \
 			rc_ = (expr);                                          \
 		return comm_end((c), (what), (bytes), t0_, rc_);               \
@@ -189,7 +224,7 @@ int comm_split(struct comm *c, int color, int key, const char *name,
 	s->boot = c->boot;
 	s->ops = c->ops;
 	sigma_strlcpy(s->name, name, sizeof(s->name));
-	rc = comm_begin(c, "split", &t0);
+	rc = comm_begin(c, "split", 0, &t0);
 	if (rc == 0)
 		rc = c->ops->split(c, color, key, s, &none);
 	rc = comm_end(c, "split", 0, t0, rc);
@@ -361,6 +396,7 @@ int comm_iallreduce_f32(struct comm *c, float *buf, size_t n,
 		return 0;
 	if (c->broken)
 		return -EIO;
+	req->hold_ns = comm_message(c, req->bytes);
 	rc = c->ops->iallreduce_f32(c, buf, n, req);
 	if (rc == 0)
 		req->active = true;
@@ -381,9 +417,14 @@ int comm_wait(struct comm_request *req)
 		return 0;
 	}
 	what = req->exchange ? "wait(sendrecv)" : "wait(allreduce)";
-	rc = comm_begin(c, what, &t0);
+	rc = comm_begin(c, what, 0, &t0);
 	if (rc == 0)
 		rc = c->ops->wait(req);
+	if (rc == 0 && req->hold_ns) {
+		uint64_t due = req->t0_ns + req->hold_ns, now = comm_now_ns();
+
+		comm_sleep(due > now ? due - now : 0);
+	}
 	/* counted from the start, the time the transfer took */
 	rc = comm_end(c, what, req->bytes, req->t0_ns, rc);
 	req->active = false;
@@ -479,6 +520,7 @@ int comm_isendrecv(struct comm *c, const void *sbuf, size_t sn, int speer,
 	req->bytes = sn * comm_dtype_size(t);
 	req->rn = rn;
 	req->rtype = t;
+	req->hold_ns = comm_message(c, req->bytes);
 	rc = c->ops->isendrecv(c, sbuf, sn, speer, rbuf, rn, rpeer, t, tag,
 			       req);
 	if (rc == 0)

@@ -124,6 +124,23 @@ const char *comm_name(const struct comm *c);
 void comm_get_stats(const struct comm *c, struct comm_stats *s);
 
 /*
+ * Messages this process has sent to other ranks so far: every call that
+ * carries a payload to a peer (a point-to-point send, a collective this
+ * rank contributes bytes to), over every communicator of more than one
+ * rank. The auto-tuner's count of what a slow link costs per step.
+ */
+uint64_t comm_messages(void);
+/*
+ * Fault injection for the auto-tuner's tests (docs/tuner.md): each such
+ * message arrives ns nanoseconds late, as over a slow link: a blocking
+ * call waits that long before it starts, a started one (comm_iallreduce,
+ * comm_isendrecv) is done no sooner than ns after it started, so that
+ * work overlapped with it hides the delay as it would a slow transfer.
+ * The time counts as the call's. 0 (the default) holds nothing.
+ */
+void comm_inject_send_delay(uint64_t ns);
+
+/*
  * Memory in the back end's space: n bytes, zeroed (NULL on failure), and
  * copies between it and host memory. For the self and MPI back ends this
  * is host memory; for NCCL, device memory on the communicator's device.
@@ -145,6 +162,7 @@ struct comm_request {
 	size_t bytes;
 	size_t rn;		 /* an exchange: elements it receives */
 	enum comm_dtype rtype;	 /* and their type */
+	uint64_t hold_ns; /* injected: done no sooner than t0_ns + hold_ns */
 	uint64_t handle[2]; /* back end's handle (MPI_Request, cudaEvent_t) */
 };
 

@@ -1,0 +1,21 @@
+/*
+ * tuner_impl.h - what the auto-tuner's two files share behind tuner.h:
+ * tuner.c (the shares, the replay, the checkpoint) and tuner_watch.c (the
+ * measurements, detection and decisions).
+ */
+#ifndef SIGMA_TRAIN_TUNER_IMPL_H
+#define SIGMA_TRAIN_TUNER_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tuner.h"
+
+/* "a,b,c" of shares[n] into buf */
+void tuner_shares_str(const int *shares, int n, char *buf, size_t len);
+/* the shares in force from the step after done, and the decision in the
+ * log; printed (rank 0) with why */
+void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
+		 const char *why);
+
+#endif /* SIGMA_TRAIN_TUNER_IMPL_H */

@@ -1,0 +1,279 @@
+/*
+ * tuner_watch.c - the auto-tuner's measurements and decisions (tuner.h):
+ * this rank's summary, the window of the ranks' compute times per sequence
+ * and link probes, the slow ranks and links, the shares decided from them,
+ * and the progress line's words. No communication here:
+ * train.c gathers the summaries and hands them in.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "tuner_impl.h"
+
+void tuner_record(struct tuner *tu, int dp_index, int seqs,
+		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM],
+		  uint64_t messages)
+{
+	tu->mine.dp_index = dp_index;
+	tu->mine.seqs += seqs;
+	tu->mine.compute_ns += (double)compute_ns;
+	for (int k = 0; k < DIST_NCOMM; k++)
+		tu->mine.comm_ns[k] += (double)comm_ns[k];
+	tu->mine.steps++;
+	tu->mine.messages += (double)messages;
+}
+
+bool tuner_due(const struct tuner *tu, long done)
+{
+	return tu->cfg.mode != TUNER_OFF && done % tu->cfg.every == 0;
+}
+
+/* ---- the window ----------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* the median of v[n] (sorted in place) */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* rank r's column of a window win[nwin][dp]: its median and MAD */
+static void window_stats(const struct tuner *tu, const double *win, int r,
+			 double *med, double *mad)
+{
+	double v[64], d[64];
+	int n = tu->nwin;
+
+	for (int i = 0; i < n; i++)
+		v[i] = win[(size_t)i * tu->dp + r];
+	*med = median(v, n);
+	for (int i = 0; i < n; i++)
+		d[i] = fabs(v[i] - *med);
+	*mad = median(d, n);
+}
+
+/* the summaries into the windows: per data-parallel rank, ns per sequence
+ * of its slowest stage and its slowest link probe (with that rank's
+ * messages per step); compute over communication per kind */
+static void window_push(struct tuner *tu, const struct tuner_sample *all,
+			size_t n)
+{
+	double *row = &tu->win[(size_t)tu->head * tu->dp];
+	double *lrow = &tu->lwin[(size_t)tu->head * tu->dp];
+	double comp = 0.0, comm[DIST_NCOMM] = { 0 };
+
+	for (int r = 0; r < tu->dp; r++)
+		row[r] = lrow[r] = tu->msgs[r] = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		const struct tuner_sample *a = &all[i];
+		int r = (int)a->dp_index;
+
+		if (r >= 0 && r < tu->dp && a->seqs > 0 &&
+		    a->compute_ns / a->seqs > row[r])
+			row[r] = a->compute_ns / a->seqs;
+		if (r >= 0 && r < tu->dp && a->steps > 0 &&
+		    a->probe_ns >= lrow[r]) {
+			lrow[r] = a->probe_ns;
+			tu->msgs[r] = a->messages / a->steps;
+		}
+		comp += a->compute_ns;
+		for (int k = 0; k < DIST_NCOMM; k++)
+			comm[k] += a->comm_ns[k];
+	}
+	for (int k = 0; k < DIST_NCOMM; k++)
+		tu->cc[k] = comm[k] > 0 ? comp / comm[k] : 0.0;
+	tu->head = (tu->head + 1) % tu->cfg.window;
+	if (tu->nwin < tu->cfg.window)
+		tu->nwin++;
+}
+
+/* ---- detection ------------------------------------------------------------ */
+
+/* what one measure (compute per sequence, or the link probe) keeps */
+struct watch {
+	const char *what; /* for the line: "compute time per sequence" */
+	const char *name; /* "slow", "link slow" */
+	double floor;	  /* the least excess over the median that counts */
+	bool *slow;
+	int *streak;
+};
+
+/* the ranks that w's medians med[] (noise mad[], median M) confirm slow,
+ * or no longer slow; true when the set changed */
+static bool detect(struct tuner *tu, const struct watch *w, const double *med,
+		   const double *mad, double M, long done, bool print)
+{
+	bool changed = false;
+
+	for (int r = 0; r < tu->dp; r++) {
+		/* a band: called slow above slow x M (and its noise), no
+		 * longer slow only below the middle of 1 and slow */
+		double x = med[r] - M;
+		bool now = w->slow[r]
+				   ? med[r] > (1.0 + tu->cfg.slow) / 2 * M &&
+					     x > w->floor / 2
+				   : med[r] > tu->cfg.slow * M &&
+					     x > 3 * mad[r] && x > w->floor;
+		int *s = &w->streak[r];
+
+		*s = now ? (*s > 0 ? *s + 1 : 1) : (*s < 0 ? *s - 1 : -1);
+		if (w->slow[r] != now && (now ? *s : -*s) >= tu->cfg.confirm) {
+			w->slow[r] = now;
+			changed = true;
+			if (print)
+				printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
+				       done, r, now ? w->name : "no longer slow",
+				       M > 0 ? med[r] / M : 0.0, w->what);
+		}
+	}
+	return changed;
+}
+
+/* the window's medians of both measures into med[4][dp] (compute, its
+ * MAD, link, its MAD), and the ranks' medians M[2]; the slowest of each */
+static void window_medians(struct tuner *tu, double *med, double M[2])
+{
+	int dp = tu->dp;
+	double *v = med + 4 * (size_t)dp;
+
+	for (int r = 0; r < dp; r++) {
+		window_stats(tu, tu->win, r, &med[r], &med[dp + r]);
+		window_stats(tu, tu->lwin, r, &med[2 * dp + r],
+			     &med[3 * dp + r]);
+	}
+	for (int k = 0; k < 2; k++) {
+		memcpy(v, med + 2 * k * (size_t)dp, sizeof(double) * (size_t)dp);
+		M[k] = median(v, dp);
+	}
+	tu->slowest = tu->slowlink = 0;
+	for (int r = 1; r < dp; r++) {
+		if (med[r] > med[tu->slowest])
+			tu->slowest = r;
+		if (med[2 * dp + r] > med[2 * dp + tu->slowlink])
+			tu->slowlink = r;
+	}
+	tu->slowest_x = M[0] > 0 ? med[tu->slowest] / M[0] : 0.0;
+	tu->slowlink_x = M[1] > 0 ? med[2 * dp + tu->slowlink] / M[1] : 0.0;
+}
+
+/* ---- decisions ------------------------------------------------------------ */
+
+/*
+ * The shares from what was measured: a slow rank at its speed, the others
+ * at the median's; a slow link as a fixed time per step, its excess per
+ * message times its messages, in the time of an even share's sequences
+ * per micro-batch. Re-split when the sets changed or an input moved by
+ * 20%; true when the shares changed.
+ */
+static bool decide(struct tuner *tu, const double *med, const double M[2],
+		   bool changed, long done, bool print)
+{
+	int dp = tu->dp, *shares = calloc((size_t)dp, sizeof(int));
+	double *v = calloc(2 * (size_t)dp, sizeof(double)), *fix = v + dp;
+	bool moved = changed;
+	char why[96];
+
+	if (!shares || !v) {
+		free(shares);
+		free(v);
+		return false; /* decided next time */
+	}
+	for (int r = 0; r < dp; r++) {
+		v[r] = tu->slow[r] ? M[0] / med[r] : 1.0;
+		fix[r] = tu->lslow[r] ? (med[2 * dp + r] - M[1]) * tu->msgs[r] /
+						(tu->micro * M[0])
+				      : 0.0;
+		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
+			fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r];
+	}
+	changed = false;
+	if (moved) {
+		memcpy(tu->basis, v, sizeof(double) * (size_t)dp);
+		memcpy(tu->lbasis, fix, sizeof(double) * (size_t)dp);
+		tuner_split(dp, tu->B, tu->Bmax, v, fix, shares);
+		changed = memcmp(shares, tu->shares, sizeof(int) * (size_t)dp);
+		if (tu->lslow[tu->slowlink] && !tu->slow[tu->slowest])
+			snprintf(why, sizeof(why), "slowest link rank %d at %.2fx",
+				 tu->slowlink, tu->slowlink_x);
+		else
+			snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
+				 tu->slowest, tu->slowest_x);
+		if (changed)
+			tuner_apply(tu, shares, done, print, why);
+	}
+	free(shares);
+	free(v);
+	return changed;
+}
+
+bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
+		    size_t n, long done, bool print)
+{
+	struct watch cw = { "compute time per sequence", "slow", 0.0, tu->slow,
+			    tu->streak };
+	struct watch lw = { "link probe", "link slow", TUNER_LINK_FLOOR,
+			    tu->lslow, tu->lstreak };
+	double *med, M[2];
+	bool changed;
+
+	memset(&tu->mine, 0, sizeof(tu->mine));
+	window_push(tu, all, n);
+	if (tu->nwin < tu->cfg.window)
+		return false; /* a full window first */
+	med = calloc((size_t)tu->dp * 5, sizeof(double));
+	if (!med)
+		return false; /* measured next time */
+	window_medians(tu, med, M);
+	changed = detect(tu, &cw, med, med + tu->dp, M[0], done, print);
+	if (M[1] > 0)
+		changed = detect(tu, &lw, med + 2 * tu->dp, med + 3 * tu->dp,
+				 M[1], done, print) ||
+			  changed;
+	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
+		changed = decide(tu, med, M, changed, done, print);
+	} else {
+		changed = false;
+	}
+	free(med);
+	return changed;
+}
+
+/* ---- the progress line ---------------------------------------------------- */
+
+void tuner_describe(const struct tuner *tu, char *buf, size_t len)
+{
+	const char *mode = tu->cfg.replay[0] ? "replay"
+					     : tuner_modes[tu->cfg.mode];
+	char sh[128] = "even";
+	bool even = true;
+
+	buf[0] = '\0';
+	if (tu->cfg.mode == TUNER_OFF && !tu->cfg.replay[0])
+		return;
+	for (int r = 0; r < tu->dp; r++)
+		even = even && tu->shares[r] == tu->B;
+	if (!even && tu->dp <= 16)
+		tuner_shares_str(tu->shares, tu->dp, sh, sizeof(sh));
+	else if (!even)
+		snprintf(sh, sizeof(sh), "uneven");
+	if (tu->slowest < 0)
+		snprintf(buf, len, " tuner %s measuring shares %s", mode, sh);
+	else
+		snprintf(buf, len,
+			 " tuner %s slowest %d %.2fx link %d %.2fx cc_ar %.1f cc_a2a %.1f cc_pp %.1f shares %s",
+			 mode, tu->slowest, tu->slowest_x, tu->slowlink,
+			 tu->slowlink_x, tu->cc[DIST_C_ALLREDUCE],
+			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE], sh);
+}

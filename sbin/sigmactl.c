@@ -446,6 +446,13 @@ static int ctl_format_request(const struct cmd_spec *cmd,
 		snprintf(req, size, "suspect\t%.200s\tjob=%ld", a->pos[0],
 			 a->job);
 		return 0;
+	case CMD_SLOW:
+		if (!a->job) {
+			fprintf(stderr, "sigmactl: slow needs --job ID\n");
+			return 64;
+		}
+		snprintf(req, size, "slow\t%.200s\tjob=%ld", a->pos[0], a->job);
+		return 0;
 	case CMD_COUNT:
 		break;
 	}

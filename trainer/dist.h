@@ -223,9 +223,10 @@ int dist_barrier(struct dist *d);
 /*
  * The auto-tuner's link probe (collective over the job): after a
  * barrier, every rank sends a small message to the next rank and
- * receives one from the one before, then the other way round, each timed.
- * A rank whose sends are slow is late both ways, its two neighbours one
- * way each, so *ns is the lesser time. 0 (and *ns 0) under 3 ranks, where
+ * receives one from the one before, then the other way round, three times
+ * each, timed. A rank whose sends are slow is late both ways, its two
+ * neighbours one way each, so *ns is the lesser of the two ways' least
+ * times. 0 (and *ns 0) under 3 ranks, where
  * the two ways are the same pair.
  */
 int dist_link_probe(struct dist *d, double *ns);

@@ -85,6 +85,9 @@ void train_usage(FILE *f)
 		"  --tuner-window W      summaries in the median window (5)\n"
 		"  --tuner-confirm C     summaries in a row to call a rank slow or not (2)\n"
 		"  --tuner-slow X        slow: above X times the ranks' median (1.25)\n"
+		"  --tuner-escalate S    a rank still slow S seconds after its shares\n"
+		"                        moved reports its node to sigmad as an early\n"
+		"                        warning (sigmactl slow; 0: never, the default)\n"
 		"  --tuner-replay FILE   apply the \"tuner: step N: shares\" lines of a\n"
 		"                        run's output at their steps, decide nothing\n"
 		"Precision and guardrails (docs/guardrails.md):\n"
@@ -291,6 +294,7 @@ static const struct opt_def opt_table[] = {
 	INT("tuner-window", tuner.window, 3, 64),
 	INT("tuner-confirm", tuner.confirm, 1, 64),
 	DOUBLE("tuner-slow", tuner.slow, 1.01, 100),
+	INT("tuner-escalate", tuner.escalate, 0, 86400 * 30),
 	PATH("tuner-replay", tuner.replay),
 	/* precision and guardrails (docs/guardrails.md) */
 	WORD("precision", bf16, precisions),

@@ -22,6 +22,7 @@
 #include "exitcodes.h"
 #include "rollback.h"
 #include "train.h"
+#include "tuner_warn.h"
 
 volatile sig_atomic_t train_stop_signal;
 
@@ -347,6 +348,15 @@ static int step_tune(struct trainer *t, long done)
 		tuner_exchange(&t->tu, all, (size_t)d->size, done,
 			       d->rank == 0);
 	free(all);
+	if (rc == 0) {
+		char why[160];
+		int world;
+
+		/* the last rung: the slow rank reports its own node */
+		if (tuner_escalate_due(&t->tu, &world, why, sizeof(why)) >= 0 &&
+		    world == d->rank)
+			(void)tuner_warn_node(done, why);
+	}
 	if (rc) {
 		sigma_error("step %ld: the tuner's exchange failed: %s", done,
 			    strerror(-rc));

@@ -24,6 +24,7 @@ void tuner_config_default(struct tuner_config *c)
 	c->window = 5;
 	c->confirm = 2;
 	c->slow = 1.25;
+	c->escalate = 0;
 }
 
 int tuner_bmax(const struct tuner_config *cfg, int B)
@@ -275,6 +276,7 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->micro = 1;
 	tu->slowest = -1;
 	tu->slowlink = -1;
+	tu->escalate = -1;
 	tu->shares = calloc(n, sizeof(int));
 	tu->offs = calloc(n, sizeof(int));
 	tu->win = calloc(n * (size_t)cfg->window, sizeof(double));
@@ -286,9 +288,14 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->lslow = calloc(n, sizeof(bool));
 	tu->lbasis = calloc(n, sizeof(double));
 	tu->msgs = calloc(n, sizeof(double));
+	tu->blame = calloc(2 * n, sizeof(int));
+	tu->lblame = tu->blame ? tu->blame + n : NULL;
+	tu->moved_at = calloc(n, sizeof(double));
+	tu->escalated = calloc(n, sizeof(bool));
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
 	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
-	    !tu->lbasis || !tu->msgs) {
+	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
+	    !tu->escalated) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
@@ -320,6 +327,9 @@ void tuner_fini(struct tuner *tu)
 	free(tu->lslow);
 	free(tu->lbasis);
 	free(tu->msgs);
+	free(tu->blame);
+	free(tu->moved_at);
+	free(tu->escalated);
 	memset(tu, 0, sizeof(*tu));
 }
 

@@ -15,9 +15,9 @@
  *              row below the middle of 1 and --tuner-slow.
  *   links      at each exchange every rank times a small message to each
  *              ring neighbour, one way round and then the other (the
- *              probe, dist_link_probe); a rank whose own sends are slow
- *              is late both ways, its neighbours one way each, so the
- *              lesser of the two is its link's time. Judged as compute
+ *              probe, dist_link_probe, 3 times each way); a rank whose
+ *              own sends are slow is late both ways, its neighbours one
+ *              way each, so the lesser of the two is its link's time. Judged as compute
  *              is, over the same window, with a floor of TUNER_LINK_FLOOR.
  *   action     (--tuner on) the data-parallel shares: the sequences of each
  *              micro-batch of the global batch are split in proportion to
@@ -30,6 +30,10 @@
  *              sends a step), which the split adds to its compute time:
  *              with fewer sequences the rank reaches each collective
  *              sooner, and its held messages cost the others less.
+ *   escalation (--tuner-escalate S) a rank still slow S seconds after its
+ *              shares moved is reported once as an early warning for its
+ *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
+ *              warning path moves the job off it.
  *   replay     --tuner-replay FILE applies the decisions a run printed
  *              ("tuner: step N: shares a,b,...") at the same steps, and
  *              decides nothing: a run that replays them is bitwise the
@@ -57,6 +61,7 @@ struct tuner_config {
 	int window;   /* W: exchanges in the median window (5) */
 	int confirm;  /* C: exchanges in a row to confirm or clear (2) */
 	double slow;  /* a rank is slow above this ratio to the median (1.25) */
+	int escalate; /* seconds slow after a rebalance to escalate; 0 never */
 	char replay[PATH_MAX]; /* --tuner-replay: decisions to apply */
 };
 
@@ -71,8 +76,9 @@ struct tuner_sample {
 	double probe_ns;    /* its link probe (0: none) */
 };
 
-/* a link is slow only when its probe is late by more than this (ns) */
-#define TUNER_LINK_FLOOR 50000.0
+/* a link is slow only when its probe is late by more than this (ns):
+ * less costs under a millisecond a step at a few messages a step */
+#define TUNER_LINK_FLOOR 100000.0
 
 /* a decision of --tuner-replay: from step + 1 on, these shares */
 struct tuner_plan {
@@ -100,6 +106,15 @@ struct tuner {
 	int *lstreak;
 	bool *lslow;
 	double *lbasis, *msgs;
+	/* the world rank behind each data-parallel rank's figure (its
+	 * slowest stage), compute and link, at the last exchange */
+	int *blame, *lblame;
+	/* escalation: when each slow rank's shares last moved (monotonic
+	 * seconds; 0: not since it became slow), and whether it was
+	 * reported */
+	double *moved_at;
+	bool *escalated;
+	int escalate; /* the data-parallel rank to report now, or -1 */
 
 	/* the last exchange, for the progress line */
 	int slowest;
@@ -161,6 +176,14 @@ bool tuner_due(const struct tuner *tu, long done);
  */
 bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 		    size_t n, long done, bool print);
+/*
+ * After an exchange: the data-parallel rank that stayed slow (compute or
+ * link) --tuner-escalate seconds after its shares moved, once per
+ * slowdown, or -1; *world the rank of the job that is its slowest stage,
+ * why[len] what was measured. Each rank keeps its own clock: only *world
+ * acts on it.
+ */
+int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len);
 /* a replayed decision after step done (no exchange needed) */
 bool tuner_replay_due(struct tuner *tu, long done, bool print);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sigma.h"
 #include "tuner_impl.h"
@@ -31,6 +32,14 @@ void tuner_record(struct tuner *tu, int dp_index, int seqs,
 bool tuner_due(const struct tuner *tu, long done)
 {
 	return tu->cfg.mode != TUNER_OFF && done % tu->cfg.every == 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- the window ----------------------------------------------------------- */
@@ -81,12 +90,15 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 		int r = (int)a->dp_index;
 
 		if (r >= 0 && r < tu->dp && a->seqs > 0 &&
-		    a->compute_ns / a->seqs > row[r])
+		    a->compute_ns / a->seqs > row[r]) {
 			row[r] = a->compute_ns / a->seqs;
+			tu->blame[r] = (int)i;
+		}
 		if (r >= 0 && r < tu->dp && a->steps > 0 &&
 		    a->probe_ns >= lrow[r]) {
 			lrow[r] = a->probe_ns;
 			tu->msgs[r] = a->messages / a->steps;
+			tu->lblame[r] = (int)i;
 		}
 		comp += a->compute_ns;
 		for (int k = 0; k < DIST_NCOMM; k++)
@@ -131,6 +143,8 @@ static bool detect(struct tuner *tu, const struct watch *w, const double *med,
 		*s = now ? (*s > 0 ? *s + 1 : 1) : (*s < 0 ? *s - 1 : -1);
 		if (w->slow[r] != now && (now ? *s : -*s) >= tu->cfg.confirm) {
 			w->slow[r] = now;
+			tu->moved_at[r] = 0.0;
+			tu->escalated[r] = false;
 			changed = true;
 			if (print)
 				printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
@@ -213,9 +227,47 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 		if (changed)
 			tuner_apply(tu, shares, done, print, why);
 	}
+	for (int r = 0; r < dp && changed; r++)
+		if (tu->slow[r] || tu->lslow[r])
+			tu->moved_at[r] = now_s();
 	free(shares);
 	free(v);
 	return changed;
+}
+
+/* the first rank slow past --tuner-escalate seconds after its shares
+ * moved, not yet reported */
+static void escalate(struct tuner *tu)
+{
+	double t = now_s();
+
+	tu->escalate = -1;
+	for (int r = 0; r < tu->dp && tu->cfg.escalate > 0; r++)
+		if ((tu->slow[r] || tu->lslow[r]) && !tu->escalated[r] &&
+		    tu->moved_at[r] > 0 &&
+		    t - tu->moved_at[r] >= tu->cfg.escalate) {
+			tu->escalated[r] = true;
+			tu->escalate = r;
+			return;
+		}
+}
+
+int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len)
+{
+	int r = tu->escalate;
+
+	tu->escalate = -1;
+	*world = -1;
+	if (r < 0)
+		return -1;
+	*world = tu->slow[r] ? tu->blame[r] : tu->lblame[r];
+	snprintf(why, len,
+		 "rank %d still %s %.0f s after its shares moved (%.2fx the median %s)",
+		 r, tu->slow[r] ? "slow" : "link slow", (double)tu->cfg.escalate,
+		 tu->slow[r] ? tu->basis[r] > 0 ? 1.0 / tu->basis[r] : 0.0
+			     : tu->slowlink_x,
+		 tu->slow[r] ? "compute time per sequence" : "link probe");
+	return r;
 }
 
 bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
@@ -243,6 +295,7 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 			  changed;
 	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
 		changed = decide(tu, med, M, changed, done, print);
+		escalate(tu);
 	} else {
 		changed = false;
 	}

@@ -48,6 +48,9 @@ enum cmd_tail {
 	X(CMD_SUSPECT, "suspect", NULL, 1, CMD_TAIL_FILTERS, false,            \
 	  srv_cmd_suspect, "suspect NODE --job ID",                            \
 	  "drain a node of your in-job restart job where its rank keeps dying")  \
+	X(CMD_SLOW, "slow", NULL, 1, CMD_TAIL_FILTERS, false, srv_cmd_slow,   \
+	  "slow NODE --job ID",                                                \
+	  "warn of a node of your job where its rank stays slow (the tuner)")  \
 	X(CMD_RELAUNCH, "relaunch", NULL, 0, CMD_TAIL_FILTERS, false,          \
 	  srv_cmd_relaunch, "relaunch --job ID",                               \
 	  "count a relaunch of your in-job restart job against its restarts")

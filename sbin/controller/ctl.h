@@ -47,6 +47,15 @@ int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out);
 int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		    bool admin, FILE *out);
 /*
+ * sigma-train's auto-tuner in job (its owner's, running, any restart mode)
+ * found its rank on node slow still after moving work off it: drain the
+ * node with an early warning in the probe's form ("sigma: warning: probe
+ * full: tuner: ..."), so that the warning path moves the job. Only one of
+ * the job's own nodes; a node drained already is left as it is.
+ */
+int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		 bool admin, FILE *out);
+/*
  * The launcher of job (its owner's, running, --sigma-restart=in-job)
  * relaunched its step inside the allocation: one restart more used, against
  * --sigma-max-restarts (a "relaunch" event).

@@ -266,33 +266,41 @@ int ctl_cmd_drain(struct ctl *c, const char *node, const char *reason,
 	return 0;
 }
 
-/* job is uid's running in-job job: NULL, or why not */
-static const char *ctl_in_job_refused(const struct ctl *c, uint32_t job,
-				      uid_t uid, bool admin)
+/* job is uid's running job (any restart mode): NULL, or why not */
+static const char *ctl_job_refused(const struct ctl *c, uint32_t job, uid_t uid,
+				   bool admin)
 {
 	const struct ctl_job *j = ctl_view_job(&c->view, job);
-	struct sigma_block opts;
 
 	if (!j || (!admin && j->uid != (uint32_t)uid))
 		return "no such job of yours";
 	if (j->state != CTL_J_RUNNING)
 		return "the job is not running";
+	return NULL;
+}
+
+/* job is uid's running in-job job: NULL, or why not */
+static const char *ctl_in_job_refused(const struct ctl *c, uint32_t job,
+				      uid_t uid, bool admin)
+{
+	const struct ctl_job *j = ctl_view_job(&c->view, job);
+	const char *why = ctl_job_refused(c, job, uid, admin);
+	struct sigma_block opts;
+
+	if (why)
+		return why;
 	if (sigma_block_parse(j->comment, &opts, NULL) ||
 	    opts.restart != SIGMA_RESTART_IN_JOB)
 		return "the job does not restart itself (--sigma-restart=in-job)";
 	return NULL;
 }
 
-/* ... and node i one of its nodes */
-static const char *ctl_suspect_refused(const struct ctl *c, long i,
-				       uint32_t job, uid_t uid, bool admin)
+/* node i is one of job's: NULL, or why not */
+static const char *ctl_node_refused(const struct ctl *c, long i, uint32_t job)
 {
 	const struct ctl_job *j = ctl_view_job(&c->view, job);
-	const char *why = ctl_in_job_refused(c, job, uid, admin);
 
-	if (why)
-		return why;
-	for (size_t k = 0; k < j->nnodes; k++)
+	for (size_t k = 0; j && k < j->nnodes; k++)
 		if (j->nodes[k] == i)
 			return NULL;
 	return "the node is not one of the job's";
@@ -327,23 +335,13 @@ int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
 	return 0;
 }
 
-int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
-		    bool admin, FILE *out)
+/* drain node i of job with reason at its owner's word: 0 or -errno */
+static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
+			 const char *reason, const char *as, FILE *out)
 {
-	char reason[CTL_REASON_MAX];
-	const char *why;
+	const char *node = c->view.nodes[i].name;
 	struct evlog_event ev;
-	long i = ctl_cmd_node(c, node, out);
 
-	if (i < 0)
-		return -ENOENT;
-	if ((why = ctl_suspect_refused(c, i, job, uid, admin))) {
-		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
-		return -EPERM;
-	}
-	snprintf(reason, sizeof(reason),
-		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
-		 job);
 	if (ctl_slurm_drain(node, reason)) {
 		fprintf(out,
 			"error: Slurm refused to drain %s (see sigmad's log)\n",
@@ -357,10 +355,63 @@ int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 	sigma_strlcpy(ev.node, node, sizeof(ev.node));
 	sigma_strlcpy(ev.text, reason, sizeof(ev.text));
 	ctl_log(c, &ev);
-	sigma_info("job %u: %s drained as a suspect, at its launcher's word (uid %u)",
-		   job, node, (unsigned)uid);
+	sigma_info("job %u: %s drained as %s, at its owner's word (uid %u)",
+		   job, node, as, (unsigned)uid);
 	fprintf(out, "ok: %s drained: %s\n", node, reason);
 	return 0;
+}
+
+int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		    bool admin, FILE *out)
+{
+	char reason[CTL_REASON_MAX];
+	const char *why;
+	long i = ctl_cmd_node(c, node, out);
+
+	if (i < 0)
+		return -ENOENT;
+	if ((why = ctl_in_job_refused(c, job, uid, admin)) ||
+	    (why = ctl_node_refused(c, i, job))) {
+		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
+		return -EPERM;
+	}
+	snprintf(reason, sizeof(reason),
+		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
+		 job);
+	return ctl_job_drain(c, i, job, uid, reason, "a suspect", out);
+}
+
+int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		 bool admin, FILE *out)
+{
+	char reason[CTL_REASON_MAX], what[96];
+	const char *why;
+	long i = ctl_cmd_node(c, node, out);
+
+	if (i < 0)
+		return -ENOENT;
+	if ((why = ctl_job_refused(c, job, uid, admin)) ||
+	    (why = ctl_node_refused(c, i, job))) {
+		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
+		return -EPERM;
+	}
+	if (c->view.nodes[i].flags & CTL_N_DRAIN) {
+		fprintf(out, "ok: %s is drained already: %s\n", node,
+			c->view.nodes[i].reason);
+		return 0;
+	}
+	/* an early warning, in the probe's form: the warning path moves
+	 * the job, and a healthy full probe may return the node */
+	snprintf(what, sizeof(what),
+		 "tuner: the rank of job %u stays slow here after the rebalance",
+		 job);
+	if (sigma_reason_format(reason, sizeof(reason), true, SIGMA_LEVEL_FULL,
+				what)) {
+		fprintf(out, "error: the reason does not fit\n");
+		return -EINVAL;
+	}
+	return ctl_job_drain(c, i, job, uid, reason, "slow (an early warning)",
+			     out);
 }
 
 int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out)

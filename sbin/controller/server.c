@@ -223,6 +223,17 @@ static void srv_cmd_suspect(const struct srv_call *k)
 	ctl_cmd_suspect(k->c, k->args[0], job, k->uid, k->admin, k->out);
 }
 
+static void srv_cmd_slow(const struct srv_call *k)
+{
+	uint32_t job;
+
+	if (k->nargs != 2 || !srv_job_word(k->args[1], &job)) {
+		fprintf(k->out, "error: slow needs NODE and job=ID\n");
+		return;
+	}
+	ctl_cmd_slow(k->c, k->args[0], job, k->uid, k->admin, k->out);
+}
+
 static void srv_cmd_relaunch(const struct srv_call *k)
 {
 	uint32_t job;

@@ -31,7 +31,8 @@ drill_setup() {
 # of the test user on 4 nodes, restarted by sigmad's requeue unless the
 # options say otherwise, named NAME (its checkpoints go to ckpt_root/USER/NAME),
 # checkpoint every 10 steps, one spare per recovery; output in $d/NAME.out;
-# prints the job id. DRILL_LAYOUT, when set, is the job's SIGMA_LAYOUT.
+# prints the job id. DRILL_LAYOUT, when set, is the job's SIGMA_LAYOUT;
+# DRILL_ENV, when set, more VAR=VALUE of its environment (comma-separated).
 drill_submit() {
 	local jid name=$1 max=$2 steps=$3 env
 	shift 3
@@ -43,6 +44,7 @@ drill_submit() {
 	env="$env,SIGMA_LAUNCHER=$LAUNCHER,SIGMA_PROBE=$PROBE"
 	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMACTL=$SIGMACTL"
 	[ -n "${DRILL_LAYOUT+x}" ] && env="$env,SIGMA_LAYOUT=$DRILL_LAYOUT"
+	[ -n "${DRILL_ENV:-}" ] && env="$env,$DRILL_ENV"
 	# the example's own in-job restart and fifth node are for the tests
 	# that ask for them (93, 94): the drill's sigmad path needs neither
 	jid=$(cd "$d" && run_as_user sbatch --parsable -J "$name" -N4 \

@@ -74,6 +74,7 @@ static void test_admin_only(void **state)
 	assert_false(cmd_admin_only("status"));
 	assert_false(cmd_admin_only("history"));
 	assert_false(cmd_admin_only("suspect")); /* sigmad checks the job */
+	assert_false(cmd_admin_only("slow"));
 	assert_false(cmd_admin_only("bogus"));
 }
 
@@ -95,6 +96,7 @@ static void test_usage(void **state)
 	    "  drain NODE --reason TEXT        take a node out (root, SlurmUser)\n"
 	    "  resume NODE                     put it back (root, SlurmUser)\n"
 	    "  suspect NODE --job ID           drain a node of your in-job restart job where its rank keeps dying\n"
+	    "  slow NODE --job ID              warn of a node of your job where its rank stays slow (the tuner)\n"
 	    "  relaunch --job ID               count a relaunch of your in-job restart job against its restarts\n");
 	free(text);
 }

@@ -812,6 +812,48 @@ static void request(struct ctl *c, struct srv *srv, uid_t uid,
 		fail_msg("request child: status 0x%x", status);
 }
 
+/* the tuner's word (sigmactl slow): a node of the owner's running job is
+ * drained with an early warning in the probe's form, and the warning path
+ * moves the job off it; another user's word, or another node, is refused */
+static void test_slow_moves_job(void **state)
+{
+	struct ctl *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	assert_int_equal(ctl_cmd_slow(c, "n2", 7, 1001, false, out), -EPERM);
+	assert_int_equal(ctl_cmd_slow(c, "n6", 7, 1000, false, out), -EPERM);
+	assert_int_equal(ctl_cmd_slow(c, "n9", 7, 1000, false, out), -ENOENT);
+	assert_int_equal(M.drains[1] + M.drains[5], 0);
+	assert_int_equal(ctl_cmd_slow(c, "n2", 7, 1000, false, out), 0);
+	fflush(out);
+	assert_non_null(strstr(text, "no such job of yours"));
+	assert_non_null(strstr(text, "the node is not one of the job's"));
+	assert_string_equal(
+	    M.n[1].reason,
+	    "sigma: warning: probe full: tuner: the rank of job 7 stays slow here after the rebalance");
+	assert_int_equal(M.drains[1], 1);
+	/* said again: the node is drained already, nothing more */
+	assert_int_equal(ctl_cmd_slow(c, "n2", 7, 1000, false, out), 0);
+	assert_int_equal(M.drains[1], 1);
+	ticks(c, 10);
+	ctl_destroy(c);
+	fclose(out);
+	free(text);
+	assert_int_equal(M.signals, 1); /* asked to checkpoint */
+	assert_int_equal(M.requeues, 1);
+	for (int k = 0; k < 4; k++)
+		assert_int_not_equal(M.job.nodes[k], 1);
+	assert_non_null(strstr(M.job.comment, "n2 warning"));
+	assert_non_null(strstr(M.job.comment, "-> checkpointed, requeued onto"));
+}
+
 static void test_socket(void **state)
 {
 	struct ctl *c = NULL;
@@ -1190,6 +1232,7 @@ int main(void)
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
+	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_probe_async),

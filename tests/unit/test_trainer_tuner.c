@@ -183,14 +183,48 @@ static void test_slow_link(void **state)
 	tuner_fini(&tu);
 
 	setup_tuner(&tu, TUNER_ON, NULL);
-	for (done = 4; done <= 80; done += 4) /* 2x the median, under 50 us */
-		assert_false(exchange_link(&tu, done, 1, 2e4));
+	for (done = 4; done <= 80; done += 4) /* 4x the median, under 100 us */
+		assert_false(exchange_link(&tu, done, 1, 6e4));
 	for (int i = 0; i < 2; i++, done += 4) /* a hiccup */
 		assert_false(exchange_link(&tu, done, 1, 1e6));
 	for (int i = 0; i < 8; i++, done += 4)
 		assert_false(exchange_link(&tu, done, -1, 0.0));
 	assert_false(tu.lslow[1]);
 	assert_int_equal(tu.decisions, 0);
+	tuner_fini(&tu);
+}
+
+/* --tuner-escalate: a rank still slow that long after its shares moved is
+ * due once, named by its world rank; not before, not in observe mode */
+static void test_escalate(void **state)
+{
+	struct tuner_config c;
+	struct tuner tu;
+	char err[256], why[160];
+	int world;
+	long done;
+
+	(void)state;
+	tuner_config_default(&c);
+	c.mode = TUNER_ON;
+	c.escalate = 1;
+	assert_int_equal(tuner_init(&tu, &c, DP, B, tuner_bmax(&c, B), err,
+				    sizeof(err)),
+			 0);
+	for (done = 4; done <= 80 && !exchange(&tu, done, 1, 2.0); done += 4)
+		assert_int_equal(tuner_escalate_due(&tu, &world, why,
+						    sizeof(why)),
+				 -1);
+	assert_true(tu.slow[1]);
+	exchange(&tu, done += 4, 1, 2.0);
+	assert_int_equal(tuner_escalate_due(&tu, &world, why, sizeof(why)), -1);
+	usleep(1100000);
+	exchange(&tu, done += 4, 1, 2.0);
+	assert_int_equal(tuner_escalate_due(&tu, &world, why, sizeof(why)), 1);
+	assert_int_equal(world, 1);
+	assert_non_null(strstr(why, "rank 1 still slow 1 s after its shares moved"));
+	exchange(&tu, done += 4, 1, 2.0); /* once per slowdown */
+	assert_int_equal(tuner_escalate_due(&tu, &world, why, sizeof(why)), -1);
 	tuner_fini(&tu);
 }
 
@@ -315,6 +349,7 @@ int main(void)
 	    cmocka_unit_test(test_slow_rank_moves_shares),
 	    cmocka_unit_test(test_slow_link),
 	    cmocka_unit_test(test_split_fixed),
+	    cmocka_unit_test(test_escalate),
 	    cmocka_unit_test(test_hiccup_and_observe),
 	    cmocka_unit_test(test_split),
 	    cmocka_unit_test(test_import_export),

@@ -1,0 +1,20 @@
+/*
+ * tuner_warn.h - the auto-tuner's last rung (docs/tuner.md): a rank that
+ * stays slow after its shares moved reports its own node to sigmad as an
+ * early warning, with
+ *
+ *     $SIGMACTL [--config $SIGMA_CONFIG] slow $SLURMD_NODENAME --job $SLURM_JOB_ID
+ *
+ * (SIGMACTL: default "sigmactl" on the PATH). sigmad checks that the node
+ * is one of the caller's running job's and drains it with a warning in the
+ * probe's form; its warning path then moves the job off the node.
+ */
+#ifndef SIGMA_TRAIN_TUNER_WARN_H
+#define SIGMA_TRAIN_TUNER_WARN_H
+
+/* Report this rank's node; prints what happened ("tuner: step N: ...").
+ * 0, or -errno: not in a Slurm job step (-ENOENT), sigmactl could not run
+ * or refused (-EIO). */
+int tuner_warn_node(long step, const char *why);
+
+#endif /* SIGMA_TRAIN_TUNER_WARN_H */

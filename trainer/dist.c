@@ -150,6 +150,8 @@ static void teardown(struct dist *d, bool fence)
 		(void)comm_wait(&d->req);
 	dist_ep_fini(d);
 	dist_zero_fini(d);
+	free(d->counts_f);
+	d->counts_f = NULL;
 	device_comms_fini(d);
 	dist_pipe_fini(d);
 	comm_destroy(d->edp);
@@ -251,25 +253,29 @@ int dist_bcast_bytes(struct dist *d, void *buf, size_t n)
 
 static double on_norm(void *ctx, const double ss[2]);
 
-static void on_counts(void *ctx, int *counts, int E)
+static void on_counts(void *ctx, int *counts, int n)
 {
 	struct dist *d = ctx;
-	float f[MODEL_MAX_E];
+	float *f = d->counts_f;
 	uint64_t t0;
 	int rc;
 
 	if (d->fwd_err)
 		return;
-	for (int e = 0; e < E; e++)
+	if (!f || n > d->ncounts_f) {
+		d->fwd_err = -ENOMEM;
+		return;
+	}
+	for (int e = 0; e < n; e++)
 		f[e] = (float)counts[e]; /* exact below 2^24 tokens */
 	t0 = dist_now_ns();
-	rc = comm_allreduce_f32(d->dp, f, (size_t)E);
+	rc = comm_allreduce_f32(d->dp, f, (size_t)n);
 	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	if (rc) {
 		d->fwd_err = rc;
 		return;
 	}
-	for (int e = 0; e < E; e++)
+	for (int e = 0; e < n; e++)
 		counts[e] = (int)f[e];
 }
 
@@ -385,6 +391,10 @@ int dist_attach(struct dist *d, struct model *m, char *err, size_t len)
 		m->norm_ctx = d;
 	}
 	if (comm_size(d->dp) > 1) {
+		d->ncounts_f = m->cfg.L * m->cfg.E;
+		d->counts_f = calloc((size_t)d->ncounts_f, sizeof(float));
+		if (!d->counts_f)
+			return sigma_set_err(err, len, ENOMEM, "out of memory");
 		m->counts_reduce = on_counts;
 		m->counts_ctx = d;
 		m->count_ranks = comm_size(d->dp);

@@ -105,6 +105,8 @@ struct dist {
 	struct comm_request req;
 	int grad_err;
 	int fwd_err;	  /* a forward-pass reduction failed */
+	float *counts_f;  /* [L][E]: expert counts on the wire */
+	int ncounts_f;
 	uint64_t comm_ns; /* time spent waiting for communication */
 	uint64_t comm_kind_ns[DIST_NCOMM]; /* the same, by kind */
 	/* this rank's weight in the step's mean: its share of the batch

@@ -508,7 +508,8 @@ int model_create_shard(struct model **out, const struct model_config *cfg,
 	m->P.layer = calloc(cfg->L, sizeof(*m->P.layer));
 	m->G.layer = calloc(cfg->L, sizeof(*m->G.layer));
 	m->acts = calloc(nacts, sizeof(*m->acts));
-	if (!m->P.layer || !m->G.layer || !m->acts) {
+	m->host_counts = calloc((size_t)cfg->L * cfg->E, sizeof(int));
+	if (!m->P.layer || !m->G.layer || !m->acts || !m->host_counts) {
 		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -565,6 +566,7 @@ void model_destroy(struct model *m)
 	for (int i = 0; m->acts && i < m->nacts; i++)
 		free(m->acts[i].layer);
 	free(m->acts);
+	free(m->host_counts);
 	free(m);
 }
 
@@ -695,6 +697,31 @@ void model_forward(struct model *m, const int32_t *tokens,
 	model_forward_part(m, 0, m->cfg.L, tokens, targets);
 }
 
+/*
+ * The load-balancing loss of the global batch for layers [l0, l1): the
+ * token counts of every layer summed over the data-parallel ranks in one
+ * call (one message a pass, not one a layer), so f_e = counts / (ranks N
+ * K); the mean of the ranks' losses is then the global one. Routing does
+ * not depend on the counts, so waiting for them until the last layer
+ * changes nothing computed.
+ */
+static void global_aux(struct model *m, int l0, int l1)
+{
+	struct model_acts *a = &m->act;
+	int E = m->cfg.E, N = m->B * m->cfg.T;
+
+	m->counts_reduce(m->counts_ctx, m->host_counts, (l1 - l0) * E);
+	for (int l = l0; l < l1; l++) {
+		struct model_layer_acts *la = &a->layer[l];
+		const struct sigma_ops *o = layer_ops(m, l);
+
+		o->from_host(la->gcounts, m->host_counts + (size_t)(l - l0) * E,
+			     sizeof(int) * E);
+		o->moe_aux_loss(&a->aux[l], la->p, la->gcounts, N, E,
+				m->cfg.K * m->count_ranks);
+	}
+}
+
 void model_forward_part(struct model *m, int l0, int l1,
 			const int32_t *tokens, const int32_t *targets)
 {
@@ -739,22 +766,13 @@ void model_forward_part(struct model *m, int l0, int l1,
 		o->softmax_forward(la->p, la->p, N, E);
 		o->moe_route(la->idx, la->gate, la->counts, la->offs, la->perm,
 			     la->pos, la->p, N, E, K);
-		if (m->counts_reduce && m->count_ranks > 1) {
-			/* the load-balancing loss of the global batch: token
-			 * counts summed over the data-parallel ranks, so
-			 * f_e = counts / (ranks N K); the mean of the ranks'
-			 * losses is then the global one */
-			int hc[MODEL_MAX_E];
-
-			o->to_host(hc, la->counts, sizeof(int) * E);
-			m->counts_reduce(m->counts_ctx, hc, E);
-			o->from_host(la->gcounts, hc, sizeof(int) * E);
-			o->moe_aux_loss(&a->aux[l], la->p, la->gcounts, N, E,
-					K * m->count_ranks);
-		} else {
+		if (m->counts_reduce && m->count_ranks > 1)
+			/* the global counts after the last layer */
+			o->to_host(m->host_counts + (size_t)(l - l0) * E,
+				   la->counts, sizeof(int) * E);
+		else
 			o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E,
 					K);
-		}
 		if (m->experts) {
 			m->experts->forward(m->experts->ctx, m, l, o);
 		} else {
@@ -772,6 +790,8 @@ void model_forward_part(struct model *m, int l0, int l1,
 		o->moe_combine(xnext, la->eo, la->gate, la->pos, N, K, D);
 	}
 
+	if (m->counts_reduce && m->count_ranks > 1)
+		global_aux(m, l0, l1);
 	for (int l = l0; l < l1; l++) {
 		m->ops->to_host(&auxl, &a->aux[l], sizeof(float));
 		if (m->counts_reduce && m->count_ranks > 1)

@@ -259,13 +259,16 @@ struct model {
 	void *grad_ready_ctx;
 	/*
 	 * Optional, data parallel over count_ranks ranks of equal batches:
-	 * sums a layer's expert token counts (host ints [E]) over the ranks
-	 * in place, so that the load-balancing loss and its gradient are
-	 * those of the global batch. NULL or count_ranks <= 1: local counts.
+	 * sums expert token counts (host ints [n]: E for each layer of the
+	 * forward pass, all in one call after its last layer) over the
+	 * ranks in place, so that the load-balancing loss and its gradient
+	 * are those of the global batch. NULL or count_ranks <= 1: local
+	 * counts.
 	 */
-	void (*counts_reduce)(void *ctx, int *counts, int E);
+	void (*counts_reduce)(void *ctx, int *counts, int n);
 	void *counts_ctx;
 	int count_ranks;
+	int *host_counts; /* [L][E]: the counts of one pass, for the call */
 	/* this rank's tokens over an even share's (the auto-tuner's uneven
 	 * shares; 1 when even): the global counts' f_e is over the whole
 	 * batch, so this rank's load-balancing term and its gradient count

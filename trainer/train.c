@@ -72,7 +72,8 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	struct model *m = t->m;
 	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
 	long slice = (long)d->lp.dp * t->B;
-	uint64_t c0[DIST_NCOMM], comm[DIST_NCOMM], t0, w0, busy, hold, msg0;
+	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, t_step = now_ns();
+	struct tuner_step rec = { .dp_index = r, .seqs = d->micro * b };
 	double slow;
 
 	m->B = b;
@@ -112,9 +113,11 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 			    strerror(-rc));
 		return TRAIN_EXIT_PEER;
 	}
-	comm_since(d, c0, comm);
-	tuner_record(&t->tu, r, d->micro * b, busy, comm,
-		     comm_messages() - msg0);
+	comm_since(d, c0, rec.comm_ns);
+	rec.compute_ns = busy;
+	rec.messages = comm_messages() - msg0;
+	rec.step_ns = now_ns() - t_step;
+	tuner_record(&t->tu, &rec);
 	m->ce = red[0];
 	m->aux = red[1];
 	m->loss = m->ce + m->cfg.aux_coef * m->aux;

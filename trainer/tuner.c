@@ -277,6 +277,7 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->slowest = -1;
 	tu->slowlink = -1;
 	tu->escalate = -1;
+	tu->trial = -1;
 	tu->shares = calloc(n, sizeof(int));
 	tu->offs = calloc(n, sizeof(int));
 	tu->win = calloc(n * (size_t)cfg->window, sizeof(double));
@@ -291,11 +292,14 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->blame = calloc(2 * n, sizeof(int));
 	tu->lblame = tu->blame ? tu->blame + n : NULL;
 	tu->moved_at = calloc(n, sizeof(double));
+	tu->swin = calloc((size_t)cfg->window, sizeof(double));
+	tu->prev_shares = calloc(n, sizeof(int));
+	tu->no_help = calloc(n, sizeof(bool));
 	tu->escalated = calloc(n, sizeof(bool));
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
 	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
 	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
-	    !tu->escalated) {
+	    !tu->escalated || !tu->swin || !tu->prev_shares || !tu->no_help) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
@@ -329,6 +333,9 @@ void tuner_fini(struct tuner *tu)
 	free(tu->msgs);
 	free(tu->blame);
 	free(tu->moved_at);
+	free(tu->swin);
+	free(tu->prev_shares);
+	free(tu->no_help);
 	free(tu->escalated);
 	memset(tu, 0, sizeof(*tu));
 }

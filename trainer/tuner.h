@@ -30,6 +30,11 @@
  *              sends a step), which the split adds to its compute time:
  *              with fewer sequences the rank reaches each collective
  *              sooner, and its held messages cost the others less.
+ *   trial      every decision is a trial: once a window of W exchanges
+ *              after it has measured the job's step time, a step more
+ *              than 5% slower than before it reverts the shares, and the
+ *              ranks it was for are left at even shares until they are
+ *              no longer slow (a move that does not help is not kept).
  *   escalation (--tuner-escalate S) a rank still slow S seconds after its
  *              shares moved is reported once as an early warning for its
  *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
@@ -72,6 +77,7 @@ struct tuner_sample {
 	double compute_ns;  /* forward and backward, waits excluded */
 	double comm_ns[DIST_NCOMM];
 	double steps;	    /* steps it measured */
+	double step_ns;	    /* their wall time, all of each step */
 	double messages;    /* messages it sent to peers in them */
 	double probe_ns;    /* its link probe (0: none) */
 };
@@ -106,6 +112,13 @@ struct tuner {
 	int *lstreak;
 	bool *lslow;
 	double *lbasis, *msgs;
+	/* the trial of the last decision: the job's step times since it
+	 * ([W] ns, ring), the median before it, the shares before it; -1:
+	 * none on trial. no_help: ranks whose move was reverted */
+	double *swin, before_ns;
+	int nswin, shead, trial;
+	int *prev_shares;
+	bool *no_help;
 	/* the world rank behind each data-parallel rank's figure (its
 	 * slowest stage), compute and link, at the last exchange */
 	int *blame, *lblame;
@@ -161,9 +174,16 @@ static inline int tuner_offset(const struct tuner *tu, int r)
 double tuner_weight(const struct tuner *tu, int r);
 
 /* this rank's step: what it measured */
-void tuner_record(struct tuner *tu, int dp_index, int seqs,
-		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM],
-		  uint64_t messages);
+/* what a rank measured of one step */
+struct tuner_step {
+	int dp_index;
+	int seqs;	     /* sequences it computed */
+	uint64_t compute_ns; /* forward and backward, waits excluded */
+	uint64_t comm_ns[DIST_NCOMM];
+	uint64_t messages;   /* sent to peers */
+	uint64_t step_ns;    /* the whole step */
+};
+void tuner_record(struct tuner *tu, const struct tuner_step *st);
 /* an exchange is due after step done */
 bool tuner_due(const struct tuner *tu, long done);
 

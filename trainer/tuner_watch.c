@@ -16,17 +16,16 @@
 #include "sigma.h"
 #include "tuner_impl.h"
 
-void tuner_record(struct tuner *tu, int dp_index, int seqs,
-		  uint64_t compute_ns, const uint64_t comm_ns[DIST_NCOMM],
-		  uint64_t messages)
+void tuner_record(struct tuner *tu, const struct tuner_step *st)
 {
-	tu->mine.dp_index = dp_index;
-	tu->mine.seqs += seqs;
-	tu->mine.compute_ns += (double)compute_ns;
+	tu->mine.dp_index = st->dp_index;
+	tu->mine.seqs += st->seqs;
+	tu->mine.compute_ns += (double)st->compute_ns;
 	for (int k = 0; k < DIST_NCOMM; k++)
-		tu->mine.comm_ns[k] += (double)comm_ns[k];
+		tu->mine.comm_ns[k] += (double)st->comm_ns[k];
 	tu->mine.steps++;
-	tu->mine.messages += (double)messages;
+	tu->mine.messages += (double)st->messages;
+	tu->mine.step_ns += (double)st->step_ns;
 }
 
 bool tuner_due(const struct tuner *tu, long done)
@@ -81,7 +80,7 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 {
 	double *row = &tu->win[(size_t)tu->head * tu->dp];
 	double *lrow = &tu->lwin[(size_t)tu->head * tu->dp];
-	double comp = 0.0, comm[DIST_NCOMM] = { 0 };
+	double comp = 0.0, comm[DIST_NCOMM] = { 0 }, step = 0.0;
 
 	for (int r = 0; r < tu->dp; r++)
 		row[r] = lrow[r] = tu->msgs[r] = 0.0;
@@ -103,7 +102,14 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 		comp += a->compute_ns;
 		for (int k = 0; k < DIST_NCOMM; k++)
 			comm[k] += a->comm_ns[k];
+		if (a->steps > 0 && a->step_ns / a->steps > step)
+			step = a->step_ns / a->steps;
 	}
+	/* the job's step time: its slowest rank's */
+	tu->swin[tu->shead] = step;
+	tu->shead = (tu->shead + 1) % tu->cfg.window;
+	if (tu->nswin < tu->cfg.window)
+		tu->nswin++;
 	for (int k = 0; k < DIST_NCOMM; k++)
 		tu->cc[k] = comm[k] > 0 ? comp / comm[k] : 0.0;
 	tu->head = (tu->head + 1) % tu->cfg.window;
@@ -145,6 +151,8 @@ static bool detect(struct tuner *tu, const struct watch *w, const double *med,
 			w->slow[r] = now;
 			tu->moved_at[r] = 0.0;
 			tu->escalated[r] = false;
+			if (!tu->slow[r] && !tu->lslow[r])
+				tu->no_help[r] = false;
 			changed = true;
 			if (print)
 				printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
@@ -182,6 +190,44 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	tu->slowlink_x = M[1] > 0 ? med[2 * dp + tu->slowlink] / M[1] : 0.0;
 }
 
+/* the median of the first n of v (copied) */
+static double window_median(const double *v, int n)
+{
+	double c[64];
+
+	if (n <= 0)
+		return 0.0;
+	memcpy(c, v, sizeof(double) * (size_t)n);
+	return median(c, n);
+}
+
+/*
+ * The last decision on trial: once a whole window has measured the step
+ * time since, a step more than 5% slower than before it reverts it, and
+ * the ranks it was for are left even until they are no longer slow. True
+ * when the shares changed.
+ */
+static bool judge(struct tuner *tu, long done, bool print)
+{
+	double after;
+	char why[128];
+
+	if (tu->trial < 0 || tu->nswin < tu->cfg.window)
+		return false;
+	tu->trial = -1;
+	after = window_median(tu->swin, tu->nswin);
+	if (!(after > 1.05 * tu->before_ns) || !(tu->before_ns > 0))
+		return false;
+	for (int r = 0; r < tu->dp; r++)
+		if (tu->slow[r] || tu->lslow[r])
+			tu->no_help[r] = true;
+	snprintf(why, sizeof(why),
+		 "reverted: %.1f ms a step with them, %.1f ms before",
+		 after / 1e6, tu->before_ns / 1e6);
+	tuner_apply(tu, tu->prev_shares, done, print, why);
+	return true;
+}
+
 /* ---- decisions ------------------------------------------------------------ */
 
 /*
@@ -196,7 +242,7 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 {
 	int dp = tu->dp, *shares = calloc((size_t)dp, sizeof(int));
 	double *v = calloc(2 * (size_t)dp, sizeof(double)), *fix = v + dp;
-	bool moved = changed;
+	bool moved = changed, any = false;
 	char why[96];
 
 	if (!shares || !v) {
@@ -205,10 +251,14 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 		return false; /* decided next time */
 	}
 	for (int r = 0; r < dp; r++) {
-		v[r] = tu->slow[r] ? M[0] / med[r] : 1.0;
-		fix[r] = tu->lslow[r] ? (med[2 * dp + r] - M[1]) * tu->msgs[r] /
-						(tu->micro * M[0])
-				      : 0.0;
+		bool help = !tu->no_help[r];
+
+		v[r] = help && tu->slow[r] ? M[0] / med[r] : 1.0;
+		fix[r] = help && tu->lslow[r]
+				 ? (med[2 * dp + r] - M[1]) * tu->msgs[r] /
+					   (tu->micro * M[0])
+				 : 0.0;
+		any = any || v[r] != 1.0 || fix[r] != 0.0;
 		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
 			fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r];
 	}
@@ -224,8 +274,15 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 		else
 			snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
 				 tu->slowest, tu->slowest_x);
-		if (changed)
+		if (changed) {
+			/* on trial: the step times from here on */
+			memcpy(tu->prev_shares, tu->shares,
+			       sizeof(int) * (size_t)dp);
+			tu->before_ns = window_median(tu->swin, tu->nswin);
+			tu->nswin = tu->shead = 0;
+			tu->trial = any ? 1 : -1; /* a return to even stays */
 			tuner_apply(tu, shares, done, print, why);
+		}
 	}
 	for (int r = 0; r < dp && changed; r++)
 		if (tu->slow[r] || tu->lslow[r])
@@ -294,7 +351,8 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 				 M[1], done, print) ||
 			  changed;
 	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
-		changed = decide(tu, med, M, changed, done, print);
+		changed = judge(tu, done, print) ||
+			  decide(tu, med, M, changed, done, print);
 		escalate(tu);
 	} else {
 		changed = false;

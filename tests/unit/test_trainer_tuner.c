@@ -42,6 +42,8 @@ static bool exchange(struct tuner *tu, long done, int slow, double factor)
 {
 	struct tuner_sample all[DP];
 
+	double step = 0.0;
+
 	memset(all, 0, sizeof(all));
 	for (int r = 0; r < DP; r++) {
 		double per = 1e6 * (r == slow ? factor : 1.0);
@@ -49,21 +51,38 @@ static bool exchange(struct tuner *tu, long done, int slow, double factor)
 		/* a little noise, the same every run */
 		per *= 1.0 + 0.01 * (double)((done * 7 + r * 3) % 5) / 4.0;
 		all[r].dp_index = r;
+		all[r].steps = 4;
 		all[r].seqs = 4.0 * tuner_share(tu, r);
 		all[r].compute_ns = per * all[r].seqs;
 		all[r].comm_ns[DIST_C_ALLREDUCE] = 1e5;
+		if (per * tuner_share(tu, r) > step)
+			step = per * tuner_share(tu, r);
 	}
+	for (int r = 0; r < DP; r++) /* the slowest rank sets the pace */
+		all[r].step_ns = 4 * step;
 	return tuner_exchange(tu, all, DP, done, false);
 }
 
 /* one exchange with rank link's probe late by late_ns (each rank sends 10
- * messages a step, computes 1 ms per sequence) */
-static bool exchange_link(struct tuner *tu, long done, int link,
-			  double late_ns)
+ * messages a step, computes 1 ms per sequence); hidden: a smaller share
+ * hides the link's 10 holds a step (else they add to the step whatever
+ * the shares) */
+static bool exchange_link_as(struct tuner *tu, long done, int link,
+			     double late_ns, bool hidden)
 {
 	struct tuner_sample all[DP];
+	double step = 0.0, most = 0.0;
 
 	memset(all, 0, sizeof(all));
+	for (int r = 0; r < DP; r++) {
+		double t = 1e6 * tuner_share(tu, r) +
+			   (hidden && r == link ? 10 * late_ns : 0.0);
+
+		step = t > step ? t : step;
+		most = tuner_share(tu, r) > most ? tuner_share(tu, r) : most;
+	}
+	if (!hidden)
+		step = 1e6 * most + (link >= 0 ? 10 * late_ns : 0.0);
 	for (int r = 0; r < DP; r++) {
 		all[r].dp_index = r;
 		all[r].steps = 4;
@@ -72,8 +91,15 @@ static bool exchange_link(struct tuner *tu, long done, int link,
 		all[r].messages = 40;
 		all[r].probe_ns = 2e4 * (1.0 + 0.05 * (double)((done + r) % 3)) +
 				  (r == link ? late_ns : 0.0);
+		all[r].step_ns = 4 * step;
 	}
 	return tuner_exchange(tu, all, DP, done, false);
+}
+
+static bool exchange_link(struct tuner *tu, long done, int link,
+			  double late_ns)
+{
+	return exchange_link_as(tu, done, link, late_ns, true);
 }
 
 static int sum_shares(const struct tuner *tu)
@@ -175,11 +201,32 @@ static void test_slow_link(void **state)
 	assert_int_equal(sum_shares(&tu), DP * B);
 	/* T = 16 + 10 / 4 = 18.5: 18 or 19 for the others, 8 or 9 for it */
 	assert_true(tuner_share(&tu, 2) >= 8 && tuner_share(&tu, 2) <= 9);
+	/* on trial a window long: the step is faster, the move stays */
+	for (int i = 0; i < 6; i++, done += 4)
+		assert_false(exchange_link(&tu, done, 2, 1e6));
+	assert_true(tuner_share(&tu, 2) < B);
 	/* the link recovers: even again */
 	for (int i = 0; i < 12; i++, done += 4)
 		exchange_link(&tu, done, -1, 0.0);
 	assert_false(tu.lslow[2]);
 	assert_int_equal(tuner_share(&tu, 2), B);
+	tuner_fini(&tu);
+
+	/* holds a smaller share cannot hide: the step is slower with the
+	 * move, so it is reverted once a window has measured it, and not
+	 * tried again while the link stays slow */
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (done = 4, moved = -1; done <= 80 && moved < 0; done += 4)
+		if (exchange_link_as(&tu, done, 2, 1e6, false))
+			moved = done;
+	assert_true(moved > 0 && tuner_share(&tu, 2) < B);
+	for (int i = 0; i < 5; i++, done += 4)
+		exchange_link_as(&tu, done, 2, 1e6, false);
+	assert_int_equal(tuner_share(&tu, 2), B);
+	assert_true(tu.no_help[2]);
+	for (int i = 0; i < 10; i++, done += 4)
+		assert_false(exchange_link_as(&tu, done, 2, 1e6, false));
+	assert_int_equal(tu.decisions, 2);
 	tuner_fini(&tu);
 
 	setup_tuner(&tu, TUNER_ON, NULL);

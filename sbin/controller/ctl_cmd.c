@@ -361,20 +361,33 @@ static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
 	return 0;
 }
 
+/* node of uid's running job (in_job: restarting itself), for a report
+ * of its owner: its index, or -ENOENT or -EPERM, told on out */
+static long ctl_job_node(struct ctl *c, const char *node, uint32_t job,
+			 uid_t uid, bool admin, bool in_job, FILE *out)
+{
+	long i = ctl_cmd_node(c, node, out);
+	const char *why;
+
+	if (i < 0)
+		return -ENOENT;
+	why = in_job ? ctl_in_job_refused(c, job, uid, admin)
+		     : ctl_job_refused(c, job, uid, admin);
+	if (why || (why = ctl_node_refused(c, i, job))) {
+		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
+		return -EPERM;
+	}
+	return i;
+}
+
 int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		    bool admin, FILE *out)
 {
 	char reason[CTL_REASON_MAX];
-	const char *why;
-	long i = ctl_cmd_node(c, node, out);
+	long i = ctl_job_node(c, node, job, uid, admin, true, out);
 
 	if (i < 0)
-		return -ENOENT;
-	if ((why = ctl_in_job_refused(c, job, uid, admin)) ||
-	    (why = ctl_node_refused(c, i, job))) {
-		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
-		return -EPERM;
-	}
+		return (int)i;
 	snprintf(reason, sizeof(reason),
 		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
 		 job);
@@ -385,16 +398,10 @@ int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		 bool admin, FILE *out)
 {
 	char reason[CTL_REASON_MAX], what[96];
-	const char *why;
-	long i = ctl_cmd_node(c, node, out);
+	long i = ctl_job_node(c, node, job, uid, admin, false, out);
 
 	if (i < 0)
-		return -ENOENT;
-	if ((why = ctl_job_refused(c, job, uid, admin)) ||
-	    (why = ctl_node_refused(c, i, job))) {
-		fprintf(out, "error: job %u, node %s: %s\n", job, node, why);
-		return -EPERM;
-	}
+		return (int)i;
 	if (c->view.nodes[i].flags & CTL_N_DRAIN) {
 		fprintf(out, "ok: %s is drained already: %s\n", node,
 			c->view.nodes[i].reason);

@@ -18,15 +18,20 @@ d=$(workdir train-tuner)
 ARGS="--train $d/train.tok --preset small --batch 32 --seq-len 32 --warmup 5
 	--eval-every 0 --threads 1 --seed 5"
 train() { timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n4 "$TRAIN" $ARGS "$@"; }
+# first_move WHAT OUT: line, at (its step) and s0..s3 (its shares) of the
+# first decision in OUT, which must come by step 40
+first_move() {
+	line=$(grep -m1 '^tuner: step [0-9]*: shares' "$2") ||
+		fail "$1: the shares did not move: $(grep '^step\|^tuner' "$2")"
+	at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
+	IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")"
+	[ "$at" -le 40 ] || fail "$1: the shares moved at step $at, the bound is 40"
+}
 
 # 1. K 4, W 5, C 2: the window is full at step 20, acted on by step 40
 SIGMA_TUNER_INJECT=slow:3:2 train --steps 60 --log-every 10 --tuner on \
 	> "$d/slow.out" 2>&1 || fail "slow rank: exit $?: $(tail -3 "$d/slow.out")"
-line=$(grep -m1 '^tuner: step [0-9]*: shares' "$d/slow.out") ||
-	fail "slow rank: the shares did not move: $(grep '^step\|^tuner' "$d/slow.out")"
-at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
-IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")"
-[ "$at" -le 40 ] || fail "slow rank: the shares moved at step $at, the bound is 40"
+first_move "slow rank" "$d/slow.out"
 [ "$s3" -lt 8 ] && [ "$s0" -gt 8 ] || fail "slow rank: $line: rank 3 should get fewer than 8"
 grep -q "^tuner: step [0-9]*: rank 3 slow" "$d/slow.out" || fail "slow rank: rank 3 not named"
 grep -q "tuner on slowest 3 " "$d/slow.out" || fail "slow rank: the progress line lacks the tuner"
@@ -37,11 +42,7 @@ SIGMA_TUNER_INJECT=link:2:1000 train --steps 60 --log-every 10 --tuner on \
 	> "$d/link.out" 2>&1 || fail "slow link: exit $?: $(tail -3 "$d/link.out")"
 grep -q "^tuner: step [0-9]*: rank 2 link slow" "$d/link.out" ||
 	fail "slow link: rank 2 not named: $(grep '^step\|^tuner' "$d/link.out")"
-line=$(grep -m1 '^tuner: step [0-9]*: shares' "$d/link.out") ||
-	fail "slow link: the shares did not move: $(grep '^tuner' "$d/link.out")"
-at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
-IFS=, read -r s0 s1 s2 s3 <<<"$(sed 's/.* shares \([0-9,]*\) .*/\1/' <<<"$line")"
-[ "$at" -le 40 ] || fail "slow link: the shares moved at step $at, the bound is 40"
+first_move "slow link" "$d/link.out"
 [ "$s2" -lt 8 ] && [ "$s3" -ge 8 ] || fail "slow link: $line: rank 2 should get fewer than 8"
 grep '^tuner: step [0-9]*: rank [013] link slow' "$d/link.out" && fail "slow link: another rank's link named"
 log "slow link of rank 2: $line (detected at step $at)"

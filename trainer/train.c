@@ -72,7 +72,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	struct model *m = t->m;
 	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
 	long slice = (long)d->lp.dp * t->B;
-	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0;
+	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, t_step = now_ns();
 	struct tuner_step rec = { .dp_index = r, .seqs = d->micro * b };
 	double slow;
 
@@ -116,7 +116,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	comm_since(d, c0, rec.comm_ns);
 	rec.compute_ns = busy;
 	rec.messages = comm_messages() - msg0;
-	rec.end_ns = now_ns();
+	rec.step_ns = now_ns() - t_step;
 	tuner_record(&t->tu, &rec);
 	m->ce = red[0];
 	m->aux = red[1];

@@ -31,13 +31,10 @@
  *              with fewer sequences the rank reaches each collective
  *              sooner, and its held messages cost the others less.
  *   trial      every decision is a trial: once a window of W exchanges
- *              after it has measured the job's step time (end of step to
- *              end of step, all of it), a step more than 5% slower than
- *              before it reverts the shares to what they were before the
- *              trial, and the ranks it was for are left at even shares
- *              until they are no longer slow (a move that does not help
- *              is not kept). No re-split while a trial runs, unless the
- *              slow ranks change.
+ *              after it has measured the job's step time, a step more
+ *              than 5% slower than before it reverts the shares, and the
+ *              ranks it was for are left at even shares until they are
+ *              no longer slow (a move that does not help is not kept).
  *   escalation (--tuner-escalate S) a rank still slow S seconds after its
  *              shares moved is reported once as an early warning for its
  *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
@@ -80,7 +77,7 @@ struct tuner_sample {
 	double compute_ns;  /* forward and backward, waits excluded */
 	double comm_ns[DIST_NCOMM];
 	double steps;	    /* steps it measured */
-	double step_ns;	    /* their wall time, end of step to end of step */
+	double step_ns;	    /* their wall time, all of each step */
 	double messages;    /* messages it sent to peers in them */
 	double probe_ns;    /* its link probe (0: none) */
 };
@@ -102,7 +99,6 @@ struct tuner {
 	int *shares;	 /* [dp] in force */
 	int *offs;	 /* [dp] where each rank's sequences start */
 	struct tuner_sample mine; /* this rank since the last exchange */
-	uint64_t last_end;	  /* when its last step ended (0: none) */
 	/* the window: [W][dp] ns per sequence, ring at head, nwin held */
 	double *win;
 	int nwin, head;
@@ -185,7 +181,7 @@ struct tuner_step {
 	uint64_t compute_ns; /* forward and backward, waits excluded */
 	uint64_t comm_ns[DIST_NCOMM];
 	uint64_t messages;   /* sent to peers */
-	uint64_t end_ns;     /* when it ended (monotonic) */
+	uint64_t step_ns;    /* the whole step */
 };
 void tuner_record(struct tuner *tu, const struct tuner_step *st);
 /* an exchange is due after step done */

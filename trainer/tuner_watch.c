@@ -25,11 +25,7 @@ void tuner_record(struct tuner *tu, const struct tuner_step *st)
 		tu->mine.comm_ns[k] += (double)st->comm_ns[k];
 	tu->mine.steps++;
 	tu->mine.messages += (double)st->messages;
-	/* everything between two steps' ends: checkpoints, reports, the
-	 * exchange too, which the job's throughput pays for */
-	if (tu->last_end && st->end_ns > tu->last_end)
-		tu->mine.step_ns += (double)(st->end_ns - tu->last_end);
-	tu->last_end = st->end_ns;
+	tu->mine.step_ns += (double)st->step_ns;
 }
 
 bool tuner_due(const struct tuner *tu, long done)
@@ -246,8 +242,6 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 {
 	int dp = tu->dp, *shares = calloc((size_t)dp, sizeof(int));
 	double *v = calloc(2 * (size_t)dp, sizeof(double)), *fix = v + dp;
-	/* while a decision is on trial, only a change of the slow ranks
-	 * splits again */
 	bool moved = changed, any = false;
 	char why[96];
 
@@ -265,10 +259,8 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 					   (tu->micro * M[0])
 				 : 0.0;
 		any = any || v[r] != 1.0 || fix[r] != 0.0;
-		moved = moved ||
-			(tu->trial < 0 &&
-			 (fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
-			  fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r]));
+		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
+			fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r];
 	}
 	changed = false;
 	if (moved) {
@@ -283,14 +275,10 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 			snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
 				 tu->slowest, tu->slowest_x);
 		if (changed) {
-			/* on trial: the step times from here on, against
-			 * those before the trial began */
-			if (tu->trial < 0) {
-				memcpy(tu->prev_shares, tu->shares,
-				       sizeof(int) * (size_t)dp);
-				tu->before_ns =
-				    window_median(tu->swin, tu->nswin);
-			}
+			/* on trial: the step times from here on */
+			memcpy(tu->prev_shares, tu->shares,
+			       sizeof(int) * (size_t)dp);
+			tu->before_ns = window_median(tu->swin, tu->nswin);
 			tu->nswin = tu->shead = 0;
 			tu->trial = any ? 1 : -1; /* a return to even stays */
 			tuner_apply(tu, shares, done, print, why);

@@ -170,17 +170,18 @@ static int read_guard(struct ckpt_ctx *c, int64_t f, struct guard_state *gs)
 
 /* ---- the auto-tuner's state ---------------------------------------------- */
 
-/* /tuner: attributes shares ("a,b,...", one per data-parallel rank) and
- * decisions ("STEP:a,b,...;" each); absent while the shares are even */
+/* /tuner: attributes shares ("a,b,...", one per data-parallel rank; "-"
+ * even), decisions ("STEP:a,b,...;" each) and moves ("L:A-B;" each, the
+ * experts' swaps); absent while the shares are even and no expert moved */
 static int write_tuner(struct ckpt_ctx *c, int64_t f,
 		       const struct tuner_state *ts)
 {
-	char list[TUNER_MAX_DP * 8];
+	char list[TUNER_MAX_DP * 8] = "-";
 	size_t o = 0;
 	int64_t g;
 	int rc;
 
-	if (ts->n <= 0)
+	if (ts->n <= 0 && !ts->moves[0])
 		return 0;
 	for (int r = 0; r < ts->n && r < TUNER_MAX_DP; r++)
 		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d",
@@ -189,7 +190,8 @@ static int write_tuner(struct ckpt_ctx *c, int64_t f,
 	if (g < 0)
 		return ckpt_fail(c, EIO, "cannot create group tuner");
 	rc = ckpt_h5_set_str(c, g, "shares", list) ?:
-	     ckpt_h5_set_str(c, g, "decisions", ts->log[0] ? ts->log : "-");
+	     ckpt_h5_set_str(c, g, "decisions", ts->log[0] ? ts->log : "-") ?:
+	     (ts->moves[0] ? ckpt_h5_set_str(c, g, "moves", ts->moves) : 0);
 	ckpt_h5_close(g);
 	return rc;
 }
@@ -203,18 +205,25 @@ static int read_tuner(struct ckpt_ctx *c, int64_t f, struct tuner_state *ts)
 
 	ts->n = 0;
 	ts->log[0] = '\0';
+	ts->moves[0] = '\0';
 	if (!ckpt_h5_exists(f, "tuner"))
 		return 0;
 	g = ckpt_h5_group_open(f, "tuner");
 	if (g < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open group tuner");
 	rc = ckpt_h5_get_str(c, g, "shares", list, sizeof(list)) ?:
-	     ckpt_h5_get_str(c, g, "decisions", ts->log, sizeof(ts->log));
+	     ckpt_h5_get_str(c, g, "decisions", ts->log, sizeof(ts->log)) ?:
+	     (ckpt_h5_has_attr(g, "moves")
+		      ? ckpt_h5_get_str(c, g, "moves", ts->moves,
+					sizeof(ts->moves))
+		      : 0);
 	ckpt_h5_close(g);
 	if (rc)
 		return rc;
 	if (!strcmp(ts->log, "-"))
 		ts->log[0] = '\0';
+	if (!strcmp(list, "-"))
+		return 0; /* even shares; the moves are checked by the tuner */
 	for (p = list; *p; p = *end ? end + 1 : end) {
 		long v = strtol(p, &end, 10);
 

@@ -152,6 +152,8 @@ static void teardown(struct dist *d, bool fence)
 	dist_zero_fini(d);
 	free(d->counts_f);
 	d->counts_f = NULL;
+	free(d->routed);
+	d->routed = NULL;
 	device_comms_fini(d);
 	dist_pipe_fini(d);
 	comm_destroy(d->edp);
@@ -277,6 +279,12 @@ static void on_counts(void *ctx, int *counts, int n)
 	}
 	for (int e = 0; e < n; e++)
 		counts[e] = (int)f[e];
+	if (d->routed && d->routed_on) {
+		float *r = d->routed + (size_t)d->me.layer_first * d->lp.E;
+
+		for (int e = 0; e < n; e++)
+			r[e] += f[e];
+	}
 }
 
 /* What names one GPU across the job: the node and the device's PCI

@@ -35,8 +35,9 @@
  * mean a peer failed: the caller exits TRAIN_EXIT_PEER (76).
  *
  * Implemented in dist.c (boot, communicators, buckets, reductions),
- * dist_ep.c (the expert exchange) and dist_pipe.c (dist_step and
- * dist_forward on the 1F1B schedule), which share dist_impl.h.
+ * dist_ep.c (the expert exchange), dist_move.c (experts changing ranks)
+ * and dist_pipe.c (dist_step and dist_forward on the 1F1B schedule),
+ * which share dist_impl.h.
  */
 #ifndef SIGMA_TRAIN_DIST_H
 #define SIGMA_TRAIN_DIST_H
@@ -107,6 +108,11 @@ struct dist {
 	int fwd_err;	  /* a forward-pass reduction failed */
 	float *counts_f;  /* [L][E]: expert counts on the wire */
 	int ncounts_f;
+	/* the tokens routed to each expert [L][E] of this stage's layers,
+	 * the stage's (summed over dp), added up by forward passes while
+	 * routed_on (the auto-tuner's placement; NULL: not counted) */
+	float *routed;
+	bool routed_on;
 	uint64_t comm_ns; /* time spent waiting for communication */
 	uint64_t comm_kind_ns[DIST_NCOMM]; /* the same, by kind */
 	/* this rank's weight in the step's mean: its share of the batch
@@ -193,6 +199,26 @@ int dist_world_max(struct dist *d, double *v);
 /* The error of the forward-pass reductions since the last call (0: none),
  * cleared. */
 int dist_forward_error(struct dist *d);
+
+/*
+ * The auto-tuner's expert placement (dist_move.c): owner[L][E] becomes the
+ * placement of every expert group. With data, every layer whose placement
+ * changed moves its experts' parameters and AdamW moments to their new ep
+ * ranks (one all-to-all over the ep group); without, only the tables
+ * change (the slots already hold that placement: a tier-1 restore). Every
+ * rank of the job calls it with the same owner. 0, -EINVAL (not a
+ * placement, or ep 1), -ENOTSUP (--zero 1: the moments are split) or the
+ * exchange's -errno (a peer failed).
+ */
+int dist_move_experts(struct dist *d, struct model *m, const int16_t *owner,
+		      bool data);
+/*
+ * The tokens routed to each expert since the last call, of every layer
+ * (each stage's, summed over the job in one all-reduce), into out[L][E]
+ * on every rank; counting starts again. 0, -ENOMEM or -errno of the
+ * exchange.
+ */
+int dist_routed_take(struct dist *d, float *out);
 
 /* Hook the model's backward pass: buckets of finished gradients are
  * all-reduced while the pass goes on (one stage, one micro-batch). */

@@ -596,6 +596,7 @@ static int resume_tiers(struct dist *d, struct model *m,
 	if (r.max_attempt > st->attempt)
 		st->attempt = r.max_attempt + 1;
 	to->start = r.tier == RESTORE_NONE ? 0 : rs.step;
+	to->slots = r.tier == RESTORE_TIER1 && to->start > 0;
 	/* a full shared checkpoint is the differentials' base */
 	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
 		sigma_strlcpy(to->full, r.path, sizeof(to->full));
@@ -718,6 +719,7 @@ int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
 	to->start = 0;
 	to->full[0] = '\0';
 	to->full_step = -1;
+	to->slots = false;
 	code = f->node_dir ? resume_tiers(d, m, f, st, to)
 			   : resume_shared(d, m, f, st, to);
 	if (code == 0 && *to->full)

@@ -67,6 +67,9 @@ struct resume_to {
 	long start;	      /* the first step to run (0: from scratch) */
 	char full[PATH_MAX]; /* rank 0: the full shared checkpoint read, if */
 	long full_step;	      /* any (the differentials' base), -1 none */
+	/* the tensors were read as their copies hold them (tier 1): the
+	 * experts' slots are in the checkpoint's placement, not by expert */
+	bool slots;
 };
 
 /*

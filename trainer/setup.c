@@ -342,6 +342,7 @@ static int setup_run(struct trainer *t)
 	if (code)
 		return code;
 	t->start = to.start;
+	t->resumed_slots = to.slots;
 	if (to.full_step >= 0) {
 		t->resumed_step = to.full_step;
 		sigma_strlcpy(t->resumed_full, to.full,
@@ -410,6 +411,57 @@ static void setup_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/*
+ * The experts' placement (ep > 1): the tuner's, and the moves a resumed
+ * checkpoint held. Its tensors were read either by expert (the shared
+ * tier: the layout's placement), so the experts move to the checkpoint's;
+ * or as tier 1 holds them, already in the checkpoint's placement, which
+ * must then be known. 0 or an exit code.
+ */
+static int setup_placement(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	struct dist *d = t->d;
+	int *ep_of = calloc((size_t)d->lp.dp, sizeof(int)), rc;
+	char err[1024];
+
+	for (int r = 0; ep_of && r < d->lp.dp; r++) {
+		struct layout_coords c;
+
+		(void)layout_coords(&d->lp, layout_rank_of(&d->lp, 0, r), &c);
+		ep_of[r] = c.ep_rank;
+	}
+	rc = ep_of ? tuner_place_init(&t->tu, d->lp.L, d->lp.E, d->lp.ep,
+				      ep_of, d->pl.owner, err, sizeof(err))
+		   : -ENOMEM;
+	free(ep_of);
+	t->tu.place_fixed = o->zero; /* the moments are split */
+	if (rc == 0 && tuner_place_wants(&t->tu) &&
+	    !(d->routed = calloc((size_t)d->lp.L * d->lp.E, sizeof(float))))
+		rc = -ENOMEM;
+	if (rc) {
+		sigma_error("%s", rc == -ENOMEM ? "out of memory" : err);
+		return exit_code_of(rc, PHASE_CONFIG);
+	}
+	if (!t->st.tuner.moves[0])
+		return 0;
+	if (tuner_place_import(&t->tu, t->st.tuner.moves, err, sizeof(err))) {
+		if (t->resumed_slots) {
+			sigma_error("resume: the checkpoint's experts are in a placement it does not describe: %s",
+				    err);
+			return exit_code_of(-EBADMSG, PHASE_RESUME);
+		}
+		printf("tuner: the checkpoint's expert moves are not used: %s; the layout's placement\n",
+		       err);
+		t->tu.st.moves[0] = '\0';
+		return 0;
+	}
+	if (d->rank == 0)
+		printf("tuner: resumed with the checkpoint's placement (%d expert swaps%s)\n",
+		       t->tu.moves, t->resumed_slots ? "" : ", experts moved");
+	return trainer_place(t, !t->resumed_slots);
+}
+
 /* the auto-tuner, its faults, and the shares a resumed checkpoint held */
 static int setup_tuner(struct trainer *t)
 {
@@ -432,7 +484,12 @@ static int setup_tuner(struct trainer *t)
 		       err);
 	else if (t->st.tuner.n > 0 && d->rank == 0)
 		printf("tuner: resumed with the checkpoint's shares\n");
-	return 0;
+	if (d->lp.ep <= 1 && t->tu.nmplan > 0) {
+		sigma_error("--tuner-replay %s: the run moved experts; this layout has one ep rank",
+			    o->tuner.replay);
+		return TRAIN_EXIT_USAGE;
+	}
+	return d->lp.ep > 1 ? setup_placement(t) : 0;
 }
 
 /* the batch buffers, rank 0's shared-tier writer, the differentials */

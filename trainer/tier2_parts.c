@@ -76,6 +76,24 @@ void tier2_parts_close(struct tier2_parts *p)
 	p->nw = 0;
 }
 
+int tier2_parts_replace(struct tier2_parts *p, struct dist *d,
+			const struct model *m)
+{
+	char err[1024];
+
+	for (int i = 0; i < p->nw; i++) {
+		struct model *part;
+
+		if (dist_part_of(d, m, p->w[i].rank, &part, err, sizeof(err))) {
+			sigma_error("sharded checkpoints: %s", err);
+			return TRAIN_EXIT_OSERR;
+		}
+		model_destroy((struct model *)p->w[i].shard);
+		p->w[i].shard = part;
+	}
+	return 0;
+}
+
 int tier2_parts_save(struct tier2_parts *p, struct ckpt_async *aw,
 		     struct dist *d, const struct model *m,
 		     const struct ckpt_state *st, struct ckpt_times *ct)

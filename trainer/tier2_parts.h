@@ -34,6 +34,11 @@ int tier2_parts_open(struct tier2_parts *p, struct dist *d,
 		     const struct model *m, struct ckpt_async *aw);
 void tier2_parts_close(struct tier2_parts *p);
 
+/* rank 0: the writers' tables again after the experts moved (no step
+ * pending: settle it first). 0 or an exit code. */
+int tier2_parts_replace(struct tier2_parts *p, struct dist *d,
+			const struct model *m);
+
 /* whether rank writes a part in d's layout, and which of its tensors */
 bool tier2_parts_writer(const struct dist *d, int rank, unsigned *which);
 

@@ -93,7 +93,9 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	msg0 = comm_messages();
 	w0 = d->comm_ns;
 	t0 = now_ns();
+	d->routed_on = true; /* the tokens of training steps only */
 	rc = dist_step(d, m, t->tok, t->tgt);
+	d->routed_on = false;
 	busy = now_ns() - t0 - (d->comm_ns - w0);
 	busy += tuner_inject_delay(slow, busy); /* computes that much longer */
 	if (rc == 0)
@@ -325,6 +327,53 @@ static int step_checkpoint(struct trainer *t, long done, int stop)
 	return 0;
 }
 
+int trainer_place(struct trainer *t, bool data)
+{
+	struct dist *d = t->d;
+	int code, rc;
+
+	/* the checkpoints in flight read the experts' slots: done first */
+	if ((code = tier1_finish(&t->t1, &t->ct)))
+		return code;
+	if (t->m->sharded && (code = tier2_parts_settle(&t->parts, t->o, t->aw,
+							d, true)))
+		return code;
+	if (tier2_wait(t->aw))
+		return TRAIN_EXIT_CANTCREAT;
+	rc = dist_move_experts(d, t->m, t->tu.owner, data);
+	if (rc) {
+		sigma_error("moving the experts failed: %s", strerror(-rc));
+		return exit_code_of(rc, PHASE_COMM);
+	}
+	if (d->rank == 0 && t->m->sharded && t->parts.w)
+		return tier2_parts_replace(&t->parts, d, t->m);
+	return 0;
+}
+
+/* the routed tokens of the last K steps to the tuner, and its placement
+ * in force when it moved experts: 0 or an exit code */
+static int step_place(struct trainer *t, long done)
+{
+	struct dist *d = t->d;
+	size_t n = (size_t)d->lp.L * d->lp.E;
+	float *load = malloc(sizeof(float) * n);
+	int rc, moved;
+
+	if (!load)
+		return TRAIN_EXIT_OSERR;
+	rc = dist_routed_take(d, load);
+	if (rc) {
+		free(load);
+		sigma_error("step %ld: the tuner's count of routed tokens failed: %s",
+			    done, strerror(-rc));
+		return TRAIN_EXIT_PEER;
+	}
+	moved = tuner_place_exchange(&t->tu, load, t->tu.cfg.every, done,
+				     d->rank == 0);
+	free(load);
+	return moved > 0 ? trainer_place(t, true) : 0;
+}
+
 /*
  * The auto-tuner after step done: a replayed decision due, or every K
  * steps the ranks' summaries (one all-gather) and what they decide. The
@@ -337,6 +386,9 @@ static int step_tune(struct trainer *t, long done)
 	int rc = 0;
 
 	tuner_replay_due(&t->tu, done, d->rank == 0);
+	if (tuner_place_replay(&t->tu, done, d->rank == 0) > 0 &&
+	    (rc = trainer_place(t, true)))
+		return rc;
 	if (!tuner_due(&t->tu, done))
 		return 0;
 	all = calloc((size_t)d->size, sizeof(*all));
@@ -351,6 +403,8 @@ static int step_tune(struct trainer *t, long done)
 		tuner_exchange(&t->tu, all, (size_t)d->size, done,
 			       d->rank == 0);
 	free(all);
+	if (rc == 0 && tuner_place_wants(&t->tu) && (rc = step_place(t, done)))
+		return rc;
 	if (rc == 0) {
 		char why[160];
 		int world;

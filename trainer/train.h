@@ -53,6 +53,9 @@ struct trainer {
 	struct tuner_inject inj; /* its fail-slow faults, for tests */
 	long start; /* the first step this start runs */
 	uint64_t mem_need; /* bytes the configuration check counted */
+	/* the resume read the experts' slots as written (tier 1): they
+	 * hold the checkpoint's placement already */
+	bool resumed_slots;
 	long resumed_step; /* resumed from a full shared checkpoint: its */
 	char resumed_full[PATH_MAX]; /* step and file (rank 0), else -1 */
 };
@@ -65,6 +68,9 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d);
 
 /* the steps from t->start: an exit code (0: all done) */
 int trainer_loop(struct trainer *t);
+/* the auto-tuner's placement (t->tu.owner) into the model; data: move
+ * the experts (else the slots hold it already). 0 or an exit code. */
+int trainer_place(struct trainer *t, bool data);
 
 /* after setup, whatever it returned; code: the run's so far, returned
  * unless a write still in flight fails */

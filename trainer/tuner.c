@@ -197,52 +197,72 @@ void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
 
 /* ---- --tuner-replay ------------------------------------------------------- */
 
+/* a new entry at the end of *plan (grown); NULL: out of memory */
+static struct tuner_plan *plan_add(struct tuner_plan **plan, size_t *n,
+				   long step)
+{
+	struct tuner_plan *p = realloc(*plan, sizeof(*p) * (*n + 1));
+
+	if (!p)
+		return NULL;
+	*plan = p;
+	p += (*n)++;
+	memset(p, 0, sizeof(*p));
+	p->step = step;
+	return p;
+}
+
+/* one "tuner: step N: shares a,b,..." or "... experts L:A-B,..." line
+ * into the plans; other lines are skipped */
+static int plan_line(struct tuner *tu, const char *line, char *list,
+		     char *err, size_t len)
+{
+	struct tuner_plan *p, *prev = tu->nplan ? &tu->plan[tu->nplan - 1] : NULL;
+	long step;
+
+	if (sscanf(line, "tuner: step %ld: experts %8191[0-9:,-]", &step,
+		   list) == 2) {
+		prev = tu->nmplan ? &tu->mplan[tu->nmplan - 1] : NULL;
+		p = plan_add(&tu->mplan, &tu->nmplan, step);
+		if (!p || !(p->text = strdup(list)))
+			return -ENOMEM;
+	} else if (sscanf(line, "tuner: step %ld: shares %8191[0-9,]", &step,
+			  list) == 2) {
+		p = plan_add(&tu->plan, &tu->nplan, step);
+		if (!p || !(p->shares = malloc(sizeof(int) * (size_t)tu->dp)))
+			return -ENOMEM;
+		if (shares_parse(tu, list, p->shares, err, len))
+			return -EINVAL;
+	} else {
+		return 0; /* other lines of a run's output */
+	}
+	if (step < 0 || (prev && step <= prev->step))
+		return sigma_set_err(err, len, EINVAL,
+				     "step %ld is not after the one before",
+				     step);
+	return 0;
+}
+
 static int plan_read(struct tuner *tu, char *err, size_t len)
 {
 	FILE *f = fopen(tu->cfg.replay, "r");
-	char line[8192], list[8192];
+	char line[8192], list[8192], e[256];
 	int rc = 0, ln = 0;
-	long step;
 
 	if (!f)
 		return sigma_set_err(err, len, errno, "--tuner-replay %s: %s",
 				     tu->cfg.replay, strerror(errno));
 	while (!rc && fgets(line, sizeof(line), f)) {
-		struct tuner_plan *p;
-		char e[256];
-
 		ln++;
-		if (sscanf(line, "tuner: step %ld: shares %8191[0-9,]", &step,
-			   list) != 2)
-			continue; /* other lines of a run's output */
-		p = realloc(tu->plan, sizeof(*p) * (tu->nplan + 1));
-		if (!p) {
-			rc = -ENOMEM;
-			break;
-		}
-		tu->plan = p;
-		p = &tu->plan[tu->nplan];
-		p->step = step;
-		p->shares = malloc(sizeof(int) * (size_t)tu->dp);
-		if (!p->shares) {
-			rc = -ENOMEM;
-			break;
-		}
-		tu->nplan++;
-		if (shares_parse(tu, list, p->shares, e, sizeof(e)))
-			rc = sigma_set_err(err, len, EINVAL,
-					   "--tuner-replay %s:%d: %s",
-					   tu->cfg.replay, ln, e);
-		else if (step < 0 ||
-			 (tu->nplan > 1 && step <= tu->plan[tu->nplan - 2].step))
-			rc = sigma_set_err(err, len, EINVAL,
-					   "--tuner-replay %s:%d: step %ld is not after the one before",
-					   tu->cfg.replay, ln, step);
+		rc = plan_line(tu, line, list, e, sizeof(e));
 	}
 	fclose(f);
 	if (rc == -ENOMEM)
-		sigma_set_err(err, len, ENOMEM, "out of memory");
-	return rc;
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	if (rc)
+		return sigma_set_err(err, len, EINVAL, "--tuner-replay %s:%d: %s",
+				     tu->cfg.replay, ln, e);
+	return 0;
 }
 
 bool tuner_replay_due(struct tuner *tu, long done, bool print)
@@ -296,16 +316,19 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->prev_shares = calloc(n, sizeof(int));
 	tu->no_help = calloc(n, sizeof(bool));
 	tu->escalated = calloc(n, sizeof(bool));
+	tu->pace = calloc(n, sizeof(double));
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
 	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
 	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
-	    !tu->escalated || !tu->swin || !tu->prev_shares || !tu->no_help) {
+	    !tu->escalated || !tu->swin || !tu->prev_shares || !tu->no_help ||
+	    !tu->pace) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
 	for (int r = 0; r < dp; r++) {
 		tu->shares[r] = B;
 		tu->basis[r] = 1.0;
+		tu->pace[r] = 1.0;
 	}
 	set_offsets(tu);
 	if (cfg->replay[0] && (rc = plan_read(tu, err, len))) {
@@ -320,6 +343,15 @@ void tuner_fini(struct tuner *tu)
 	for (size_t i = 0; i < tu->nplan; i++)
 		free(tu->plan[i].shares);
 	free(tu->plan);
+	for (size_t i = 0; i < tu->nmplan; i++) {
+		free(tu->mplan[i].text);
+		free(tu->mplan[i].swaps);
+	}
+	free(tu->mplan);
+	free(tu->ep_of);
+	free(tu->owner);
+	free(tu->load);
+	free(tu->pace);
 	free(tu->shares);
 	free(tu->offs);
 	free(tu->win);
@@ -378,5 +410,6 @@ void tuner_export(const struct tuner *tu, struct tuner_state *st)
 	for (int r = 0; r < st->n; r++)
 		st->shares[r] = tu->shares[r];
 	sigma_strlcpy(st->log, tu->st.log, sizeof(st->log));
+	sigma_strlcpy(st->moves, tu->st.moves, sizeof(st->moves));
 }
 

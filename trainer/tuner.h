@@ -35,6 +35,13 @@
  *              than 5% slower than before it reverts the shares, and the
  *              ranks it was for are left at even shares until they are
  *              no longer slow (a move that does not help is not kept).
+ *   experts    (--tuner on, ep > 1) once a window of steps has counted
+ *              the tokens routed to each expert (one extra all-reduce an
+ *              exchange), the costliest ep rank of a layer (its tokens
+ *              times its pace: a slow rank's is its slowdown) trades its
+ *              hottest expert for a colder one of another rank, when that
+ *              cuts the layer's highest cost by 10% (tuner_place.h);
+ *              dist_move_experts moves their parameters and moments.
  *   escalation (--tuner-escalate S) a rank still slow S seconds after its
  *              shares moved is reported once as an early warning for its
  *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
@@ -56,6 +63,7 @@
 #include <stdint.h>
 
 #include "dist.h" /* enum dist_comm: the kinds of collective */
+#include "tuner_place.h"
 #include "tuner_state.h"
 
 enum tuner_mode { TUNER_OFF, TUNER_OBSERVE, TUNER_ON };
@@ -86,10 +94,14 @@ struct tuner_sample {
  * less costs under a millisecond a step at a few messages a step */
 #define TUNER_LINK_FLOOR 100000.0
 
-/* a decision of --tuner-replay: from step + 1 on, these shares */
+/* a decision of --tuner-replay: from step + 1 on, these shares, or (in
+ * mplan) the experts' swaps of text, parsed by tuner_place_init */
 struct tuner_plan {
 	long step;
 	int *shares;
+	char *text;
+	struct tuner_swap *swaps;
+	int nswaps;
 };
 
 struct tuner {
@@ -138,6 +150,20 @@ struct tuner {
 	int decisions;
 	struct tuner_plan *plan; /* --tuner-replay, in step order */
 	size_t nplan, next;
+	/* the experts (tuner_place.c; ep 0: not placed): L layers of E over
+	 * ep ranks, the ep rank of each data-parallel rank, the placement
+	 * in force [L][E], the tokens routed to each expert since the last
+	 * decision [L][E] over lsteps steps, each rank's pace at the last
+	 * exchange (its time per sequence over the median; 1: not slow),
+	 * the replayed moves, in step order, and the next due */
+	int L, E, ep;
+	int *ep_of;
+	int16_t *owner;
+	double *load, *pace;
+	int lsteps, moves;
+	bool place_fixed; /* the experts may not move (--zero 1) */
+	struct tuner_plan *mplan;
+	size_t nmplan, mnext;
 	struct tuner_state st; /* the log, for the checkpoint */
 };
 
@@ -206,6 +232,31 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len);
 /* a replayed decision after step done (no exchange needed) */
 bool tuner_replay_due(struct tuner *tu, long done, bool print);
+
+/*
+ * The experts' placement (tuner_place.c), with ep > 1: E experts of L
+ * layers over ep ranks, ep_of[dp] the ep rank of each data-parallel rank,
+ * owner[L][E] the layout's placement. Parses the replayed moves. 0, or
+ * -EINVAL / -ENOMEM with err.
+ */
+int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
+		     const int16_t *owner, char *err, size_t len);
+/* this exchange wants the tokens routed to each expert (every rank
+ * answers alike) */
+bool tuner_place_wants(const struct tuner *tu);
+/*
+ * After the exchange of step done: load[L][E] the tokens routed to each
+ * expert over steps steps, the job's. Decides, and returns the swaps made
+ * (tu->owner is the new placement; logged, printed when print), 0 none.
+ */
+int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
+			 long done, bool print);
+/* the replayed moves due after step done, applied to tu->owner: how many */
+int tuner_place_replay(struct tuner *tu, long done, bool print);
+/* the moves a checkpoint held (tuner_state.moves) into tu->owner and the
+ * log: 0 (none: 0 too), or -EINVAL with err */
+int tuner_place_import(struct tuner *tu, const char *moves, char *err,
+		       size_t len);
 
 /* the tuner's state for the progress line: " tuner on slowest 3 1.98x ..." */
 void tuner_describe(const struct tuner *tu, char *buf, size_t len);

@@ -1,8 +1,8 @@
 /*
  * tuner_state.h - what a checkpoint keeps of the auto-tuner (its /tuner
  * group, docs/checkpoint-format.md): the data-parallel shares in force and
- * the decisions that led to them, so that a resumed run goes on with the
- * same shares. A plain struct of values, as guard_state.h: the tuner
+ * the decisions that led to them, and the experts' moves (tuner_place.h),
+ * so that a resumed run goes on with the same shares and placement. A plain struct of values, as guard_state.h: the tuner
  * (tuner.h) fills it and takes it back, the checkpoint writes and reads it.
  */
 #ifndef SIGMA_TRAIN_TUNER_STATE_H
@@ -12,6 +12,9 @@
 #define TUNER_MAX_DP 1024
 /* the decisions a checkpoint keeps: the newest that fit */
 #define TUNER_LOG_MAX 2048
+/* the experts' swaps a run may make: the placement is the layout's,
+ * then every swap of the run in order, so none is dropped (about 700) */
+#define TUNER_MOVES_MAX 8192
 
 struct tuner_state {
 	int n; /* shares held (the data-parallel ranks); 0: equal shares */
@@ -19,6 +22,9 @@ struct tuner_state {
 	int shares[TUNER_MAX_DP];
 	/* the decisions, oldest first: "STEP:a,b,...;" each */
 	char log[TUNER_LOG_MAX];
+	/* every expert swap since the run began, oldest first: "L:A-B;"
+	 * each (empty: the layout's placement) */
+	char moves[TUNER_MOVES_MAX];
 };
 
 #endif /* SIGMA_TRAIN_TUNER_STATE_H */

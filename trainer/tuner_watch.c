@@ -350,6 +350,9 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 		changed = detect(tu, &lw, med + 2 * tu->dp, med + 3 * tu->dp,
 				 M[1], done, print) ||
 			  changed;
+	/* the pace the experts' placement weighs the ranks by */
+	for (int r = 0; r < tu->dp; r++)
+		tu->pace[r] = tu->slow[r] && M[0] > 0 ? med[r] / M[0] : 1.0;
 	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
 		changed = judge(tu, done, print) ||
 			  decide(tu, med, M, changed, done, print);

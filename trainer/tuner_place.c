@@ -1,0 +1,361 @@
+/*
+ * tuner_place.c - the experts' placement from the tokens routed to them
+ * and the ranks' pace (tuner_place.h), and the tuner's part in it
+ * (tuner.h): the tokens counted over a window, the decision, its log in
+ * the checkpoint, and the replayed moves.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sigma.h"
+#include "tuner_impl.h"
+
+/* layer l's cost per ep rank into cost[ep]; the costliest rank */
+static int layer_costs(int E, int ep, const int16_t *own, const double *load,
+		       const double *pace, double *cost)
+{
+	int top = 0;
+
+	for (int p = 0; p < ep; p++)
+		cost[p] = 0.0;
+	for (int e = 0; e < E; e++)
+		cost[own[e]] += load[e];
+	for (int p = 0; p < ep; p++) {
+		cost[p] *= pace[p];
+		if (cost[p] > cost[top])
+			top = p;
+	}
+	return top;
+}
+
+/*
+ * The best swap of layer l's costliest rank top with another: the one
+ * whose pair's higher cost is least (ties: lowest experts); false when
+ * none cuts cost[top] by TUNER_PLACE_GAIN.
+ */
+static int best_swap(int E, const int16_t *own, const double *load,
+		     const double *pace, const double *cost, int top,
+		     struct tuner_swap *s)
+{
+	double best = cost[top] * (1.0 - TUNER_PLACE_GAIN);
+	int found = 0;
+
+	for (int a = 0; a < E; a++) {
+		if (own[a] != top)
+			continue;
+		for (int b = 0; b < E; b++) {
+			int q = own[b];
+			double d = load[b] - load[a], hi, cq;
+
+			if (q == top)
+				continue;
+			hi = cost[top] + pace[top] * d;
+			cq = cost[q] - pace[q] * d;
+			if (cq > hi)
+				hi = cq;
+			if (hi < best) {
+				best = hi;
+				s->a = a;
+				s->b = b;
+				found = 1;
+			}
+		}
+	}
+	return found;
+}
+
+int tuner_place_decide(int L, int E, int ep, int16_t *owner,
+		       const double *load, const double *pace,
+		       struct tuner_swap *out, int max)
+{
+	double *cost = calloc((size_t)ep, sizeof(double));
+	int n = 0;
+
+	if (!cost)
+		return 0; /* decided next time */
+	for (int l = 0; l < L && n < max; l++) {
+		const double *ld = load + (size_t)l * E;
+		int16_t *own = owner + (size_t)l * E;
+		int top = layer_costs(E, ep, own, ld, pace, cost);
+		struct tuner_swap s = { l, -1, -1 };
+
+		if (!best_swap(E, own, ld, pace, cost, top, &s))
+			continue;
+		tuner_place_swap(owner, E, &s);
+		out[n++] = s;
+	}
+	free(cost);
+	return n;
+}
+
+void tuner_place_swap(int16_t *owner, int E, const struct tuner_swap *s)
+{
+	int16_t *own = owner + (size_t)s->layer * E, t = own[s->a];
+
+	own[s->a] = own[s->b];
+	own[s->b] = t;
+}
+
+size_t tuner_swaps_format(const struct tuner_swap *s, int n, char *buf,
+			  size_t len)
+{
+	size_t o = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		int k = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
+				 "%s%d:%d-%d", i ? "," : "", s[i].layer, s[i].a,
+				 s[i].b);
+
+		o += (size_t)k;
+	}
+	return o;
+}
+
+/* one decimal in [0, hi) at *p, moved past it; -1 when none */
+static long parse_index(const char **p, long hi)
+{
+	char *end;
+	long v;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	v = strtol(*p, &end, 10);
+	if (v >= hi)
+		return -1;
+	*p = end;
+	return v;
+}
+
+int tuner_swaps_parse(const char *s, char sep, int L, int E,
+		      struct tuner_swap *out, int max, char *err, size_t len)
+{
+	int n = 0;
+
+	while (*s) {
+		const char *item = s, *p = s;
+		long l = parse_index(&p, L), a = -1, b = -1;
+
+		if (l >= 0 && *p == ':' && (++p, (a = parse_index(&p, E)) >= 0) &&
+		    *p == '-' && (++p, (b = parse_index(&p, E)) >= 0) &&
+		    a != b && (*p == sep || *p == '\0') && n < max) {
+			out[n++] = (struct tuner_swap){ (int)l, (int)a, (int)b };
+			s = *p ? p + 1 : p;
+			continue;
+		}
+		return sigma_set_err(err, len, EINVAL,
+				     "expert swap \"%.32s\": want LAYER:A-B with a layer below %d, two experts below %d%s",
+				     item, L, E,
+				     n == max ? ", and fewer swaps" : "");
+	}
+	return n;
+}
+
+/* ---- the tuner's placement ------------------------------------------------ */
+
+/* the most swaps of one decision or one replayed line */
+#define PLACE_MAX_SWAPS 4096
+
+/* s[n] done after step done: "L:A-B@STEP;" each into the checkpoint's
+ * moves; false when they do not fit (none is then added) */
+static bool moves_log(struct tuner *tu, const struct tuner_swap *s, int n,
+		      long done)
+{
+	size_t have = strlen(tu->st.moves), need = 0;
+	char item[64];
+
+	for (int i = 0; i < n; i++)
+		need += (size_t)snprintf(item, sizeof(item), "%d:%d-%d@%ld;",
+					 s[i].layer, s[i].a, s[i].b, done);
+	if (have + need >= sizeof(tu->st.moves))
+		return false;
+	for (int i = 0; i < n; i++)
+		have += (size_t)snprintf(tu->st.moves + have,
+					 sizeof(tu->st.moves) - have,
+					 "%d:%d-%d@%ld;", s[i].layer, s[i].a,
+					 s[i].b, done);
+	return true;
+}
+
+/* the swaps in force from the next step: logged, printed with why */
+static void place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
+			long done, bool print, const char *why)
+{
+	size_t len = (size_t)n * 24 + 1;
+	char *list = malloc(len);
+
+	for (int i = 0; i < n; i++)
+		tuner_place_swap(tu->owner, tu->E, &s[i]);
+	tu->moves += n;
+	tu->decisions++;
+	if (print && list) {
+		tuner_swaps_format(s, n, list, len);
+		printf("tuner: step %ld: experts %s (%s)\n", done, list, why);
+		fflush(stdout);
+	}
+	free(list);
+}
+
+int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
+		     const int16_t *owner, char *err, size_t len)
+{
+	size_t n = (size_t)L * E;
+
+	tu->ep_of = malloc(sizeof(int) * (size_t)tu->dp);
+	tu->owner = malloc(sizeof(int16_t) * n);
+	tu->load = calloc(n, sizeof(double));
+	if (!tu->ep_of || !tu->owner || !tu->load)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	memcpy(tu->ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
+	memcpy(tu->owner, owner, sizeof(int16_t) * n);
+	tu->L = L, tu->E = E, tu->ep = ep;
+	for (size_t i = 0; i < tu->nmplan; i++) {
+		struct tuner_plan *p = &tu->mplan[i];
+		char e[256];
+		int k;
+
+		p->swaps = malloc(sizeof(*p->swaps) * PLACE_MAX_SWAPS);
+		if (!p->swaps)
+			return sigma_set_err(err, len, ENOMEM, "out of memory");
+		k = tuner_swaps_parse(p->text, ',', L, E, p->swaps,
+				      PLACE_MAX_SWAPS, e, sizeof(e));
+		if (k < 0)
+			return sigma_set_err(err, len, EINVAL,
+					     "--tuner-replay %s: step %ld: %s",
+					     tu->cfg.replay, p->step, e);
+		p->nswaps = k;
+	}
+	return 0;
+}
+
+bool tuner_place_wants(const struct tuner *tu)
+{
+	return tu->ep > 1 && !tu->place_fixed && tu->cfg.mode == TUNER_ON &&
+	       !tu->cfg.replay[0];
+}
+
+/* each ep rank's pace: its slowest data-parallel rank's */
+static void ep_pace(const struct tuner *tu, double *pace)
+{
+	for (int p = 0; p < tu->ep; p++)
+		pace[p] = 1.0;
+	for (int r = 0; r < tu->dp; r++)
+		if (tu->pace[r] > pace[tu->ep_of[r]])
+			pace[tu->ep_of[r]] = tu->pace[r];
+}
+
+int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
+			 long done, bool print)
+{
+	size_t n = (size_t)tu->L * tu->E;
+	struct tuner_swap *s;
+	double *pace;
+	int16_t *next;
+	int k = 0;
+	char why[96];
+
+	if (!tuner_place_wants(tu))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		tu->load[i] += load[i];
+	tu->lsteps += steps;
+	/* a window's steps of tokens, and the ranks' pace measured */
+	if (tu->nwin < tu->cfg.window ||
+	    tu->lsteps < tu->cfg.window * tu->cfg.every)
+		return 0;
+	s = malloc(sizeof(*s) * (size_t)tu->L);
+	pace = malloc(sizeof(double) * (size_t)tu->ep);
+	next = malloc(sizeof(int16_t) * n);
+	if (s && pace && next) {
+		ep_pace(tu, pace);
+		memcpy(next, tu->owner, sizeof(int16_t) * n);
+		k = tuner_place_decide(tu->L, tu->E, tu->ep, next, tu->load,
+				       pace, s, tu->L);
+		if (k > 0 && !moves_log(tu, s, k, done))
+			k = 0; /* the checkpoint could not replay more */
+		if (k > 0) {
+			int top = 0;
+
+			for (int p = 1; p < tu->ep; p++)
+				top = pace[p] > pace[top] ? p : top;
+			snprintf(why, sizeof(why),
+				 "balance the routed tokens; slowest ep rank %d at %.2fx",
+				 top, pace[top]);
+			place_apply(tu, s, k, done, print, why);
+		}
+	}
+	memset(tu->load, 0, sizeof(double) * n);
+	tu->lsteps = 0;
+	free(s);
+	free(pace);
+	free(next);
+	return k;
+}
+
+int tuner_place_replay(struct tuner *tu, long done, bool print)
+{
+	const struct tuner_plan *p;
+
+	/* moves at or before a resumed run's step are in its placement */
+	while (tu->mnext < tu->nmplan && tu->mplan[tu->mnext].step < done)
+		tu->mnext++;
+	if (tu->ep <= 1 || tu->mnext >= tu->nmplan ||
+	    tu->mplan[tu->mnext].step != done)
+		return 0;
+	p = &tu->mplan[tu->mnext++];
+	if (!moves_log(tu, p->swaps, p->nswaps, done))
+		return 0;
+	place_apply(tu, p->swaps, p->nswaps, done, print, "replayed");
+	return p->nswaps;
+}
+
+int tuner_place_import(struct tuner *tu, const char *moves, char *err,
+		       size_t len)
+{
+	size_t n = (size_t)tu->L * tu->E;
+	int16_t *own = malloc(sizeof(int16_t) * (n ? n : 1));
+	const char *p = moves;
+	int k = 0, rc = 0;
+	char e[256];
+
+	if (!own)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	memcpy(own, tu->owner, sizeof(int16_t) * n);
+	while (*p && rc == 0) {
+		const char *at = strchr(p, '@'), *end = strchr(p, ';');
+		struct tuner_swap sw;
+		char item[64];
+		long step;
+
+		if (!at || !end || at > end || (size_t)(at - p) >= sizeof(item) ||
+		    sscanf(at + 1, "%ld;", &step) != 1) {
+			rc = sigma_set_err(err, len, EINVAL,
+					   "tuner/moves \"%.32s\" is not a list of L:A-B@STEP;",
+					   p);
+			break;
+		}
+		memcpy(item, p, (size_t)(at - p));
+		item[at - p] = '\0';
+		if (tuner_swaps_parse(item, ',', tu->L, tu->E, &sw, 1, e,
+				      sizeof(e)) != 1) {
+			rc = sigma_set_err(err, len, EINVAL, "tuner/moves: %s",
+					   e);
+			break;
+		}
+		tuner_place_swap(own, tu->E, &sw);
+		k++;
+		p = end + 1;
+	}
+	if (rc == 0) { /* all of them, or none */
+		memcpy(tu->owner, own, sizeof(int16_t) * n);
+		tu->moves += k;
+		sigma_strlcpy(tu->st.moves, moves, sizeof(tu->st.moves));
+	}
+	free(own);
+	return rc;
+}

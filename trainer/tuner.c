@@ -217,17 +217,18 @@ static struct tuner_plan *plan_add(struct tuner_plan **plan, size_t *n,
 static int plan_line(struct tuner *tu, const char *line, char *list,
 		     char *err, size_t len)
 {
-	struct tuner_plan *p, *prev = tu->nplan ? &tu->plan[tu->nplan - 1] : NULL;
-	long step;
+	struct tuner_plan *p;
+	long step, prev = -1;
 
 	if (sscanf(line, "tuner: step %ld: experts %8191[0-9:,-]", &step,
 		   list) == 2) {
-		prev = tu->nmplan ? &tu->mplan[tu->nmplan - 1] : NULL;
+		prev = tu->nmplan ? tu->mplan[tu->nmplan - 1].step : -1;
 		p = plan_add(&tu->mplan, &tu->nmplan, step);
 		if (!p || !(p->text = strdup(list)))
 			return -ENOMEM;
 	} else if (sscanf(line, "tuner: step %ld: shares %8191[0-9,]", &step,
 			  list) == 2) {
+		prev = tu->nplan ? tu->plan[tu->nplan - 1].step : -1;
 		p = plan_add(&tu->plan, &tu->nplan, step);
 		if (!p || !(p->shares = malloc(sizeof(int) * (size_t)tu->dp)))
 			return -ENOMEM;
@@ -236,7 +237,7 @@ static int plan_line(struct tuner *tu, const char *line, char *list,
 	} else {
 		return 0; /* other lines of a run's output */
 	}
-	if (step < 0 || (prev && step <= prev->step))
+	if (step < 0 || step <= prev)
 		return sigma_set_err(err, len, EINVAL,
 				     "step %ld is not after the one before",
 				     step);

@@ -24,8 +24,8 @@
 #include "sigma.h"
 #include "dist_impl.h"
 
-/* the floats of one expert of layer l in one of params, m, v: its rows of
- * the layer's expert tensors, in the tensor table's order */
+/* the floats of one expert of layer l in params, m and v together: its
+ * rows of the layer's expert tensors, in the tensor table's order, thrice */
 static size_t expert_floats(const struct model *m, int l)
 {
 	size_t n = 0;
@@ -33,7 +33,7 @@ static size_t expert_floats(const struct model *m, int l)
 	for (int i = 0; i < m->ntensors; i++)
 		if (m->tensors[i].expert && m->tensors[i].layer == l)
 			n += m->tensors[i].n / (size_t)m->El;
-	return n;
+	return 3 * n;
 }
 
 /* copy expert slot j of layer l between the model's arrays and buf (to:

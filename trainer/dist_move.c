@@ -38,10 +38,9 @@ static size_t expert_floats(const struct model *m, int l)
 
 /* copy expert slot j of layer l between the model's arrays and buf (to:
  * into the model); U floats per array, params then m then v */
-static void slot_copy(const struct model *m, int l, int j, float *buf,
-		      bool to)
+static void slot_copy(const struct model *m, int l, int j, float *buf, bool to)
 {
-	float *arr[3] = { m->params, m->m, m->v };
+	float *arr[3] = {m->params, m->m, m->v};
 	size_t o = 0;
 
 	for (int k = 0; k < 3; k++)
@@ -109,7 +108,8 @@ static int move_layer(struct dist *d, struct model *m, int l,
 				int q = now[e];
 
 				slot_copy(m, l, slot_of(was, E, me, e),
-					  sbuf + (sd[q] + fill[q]++) * U, false);
+					  sbuf + (sd[q] + fill[q]++) * U,
+					  false);
 			}
 		for (int p = 0; p < P; p++) {
 			sc[p] *= U, sd[p] *= U, rcn[p] *= U, rd[p] *= U;

@@ -68,9 +68,8 @@ static int best_swap(int E, const int16_t *own, const double *load,
 	return found;
 }
 
-int tuner_place_decide(int L, int E, int ep, int16_t *owner,
-		       const double *load, const double *pace,
-		       struct tuner_swap *out, int max)
+int tuner_place_decide(int L, int E, int ep, int16_t *owner, const double *load,
+		       const double *pace, struct tuner_swap *out, int max)
 {
 	double *cost = calloc((size_t)ep, sizeof(double));
 	int n = 0;
@@ -81,7 +80,7 @@ int tuner_place_decide(int L, int E, int ep, int16_t *owner,
 		const double *ld = load + (size_t)l * E;
 		int16_t *own = owner + (size_t)l * E;
 		int top = layer_costs(E, ep, own, ld, pace, cost);
-		struct tuner_swap s = { l, -1, -1 };
+		struct tuner_swap s = {l, -1, -1};
 
 		if (!best_swap(E, own, ld, pace, cost, top, &s))
 			continue;
@@ -108,9 +107,9 @@ size_t tuner_swaps_format(const struct tuner_swap *s, int n, char *buf,
 	if (len)
 		buf[0] = '\0';
 	for (int i = 0; i < n; i++) {
-		int k = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
-				 "%s%d:%d-%d", i ? "," : "", s[i].layer, s[i].a,
-				 s[i].b);
+		int k = snprintf(o < len ? buf + o : NULL,
+				 o < len ? len - o : 0, "%s%d:%d-%d",
+				 i ? "," : "", s[i].layer, s[i].a, s[i].b);
 
 		o += (size_t)k;
 	}
@@ -141,22 +140,24 @@ int tuner_swaps_parse(const char *s, char sep, int L, int E,
 		const char *item = s, *p = s;
 		long l = parse_index(&p, L), a = -1, b = -1;
 
-		if (l >= 0 && *p == ':' && (++p, (a = parse_index(&p, E)) >= 0) &&
-		    *p == '-' && (++p, (b = parse_index(&p, E)) >= 0) &&
-		    a != b && (*p == sep || *p == '\0') && n < max) {
-			out[n++] = (struct tuner_swap){ (int)l, (int)a, (int)b };
+		if (l >= 0 && *p == ':' &&
+		    (++p, (a = parse_index(&p, E)) >= 0) && *p == '-' &&
+		    (++p, (b = parse_index(&p, E)) >= 0) && a != b &&
+		    (*p == sep || *p == '\0') && n < max) {
+			out[n++] = (struct tuner_swap){(int)l, (int)a, (int)b};
 			s = *p ? p + 1 : p;
 			continue;
 		}
-		return sigma_set_err(err, len, EINVAL,
-				     "expert swap \"%.32s\": want LAYER:A-B with a layer below %d, two experts below %d%s",
-				     item, L, E,
-				     n == max ? ", and fewer swaps" : "");
+		return sigma_set_err(
+		    err, len, EINVAL,
+		    "expert swap \"%.32s\": want LAYER:A-B with a layer below %d, two experts below %d%s",
+		    item, L, E, n == max ? ", and fewer swaps" : "");
 	}
 	return n;
 }
 
-/* ---- the tuner's placement ------------------------------------------------ */
+/* ---- the tuner's placement ------------------------------------------------
+ */
 
 /* the most swaps of one decision or one replayed line */
 #define PLACE_MAX_SWAPS 4096
@@ -175,10 +176,9 @@ static bool moves_log(struct tuner *tu, const struct tuner_swap *s, int n,
 	if (have + need >= sizeof(tu->st.moves))
 		return false;
 	for (int i = 0; i < n; i++)
-		have += (size_t)snprintf(tu->st.moves + have,
-					 sizeof(tu->st.moves) - have,
-					 "%d:%d-%d@%ld;", s[i].layer, s[i].a,
-					 s[i].b, done);
+		have += (size_t)snprintf(
+		    tu->st.moves + have, sizeof(tu->st.moves) - have,
+		    "%d:%d-%d@%ld;", s[i].layer, s[i].a, s[i].b, done);
 	return true;
 }
 
@@ -283,9 +283,10 @@ int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
 
 			for (int p = 1; p < tu->ep; p++)
 				top = pace[p] > pace[top] ? p : top;
-			snprintf(why, sizeof(why),
-				 "balance the routed tokens; slowest ep rank %d at %.2fx",
-				 top, pace[top]);
+			snprintf(
+			    why, sizeof(why),
+			    "balance the routed tokens; slowest ep rank %d at %.2fx",
+			    top, pace[top]);
 			place_apply(tu, s, k, done, print, why);
 		}
 	}
@@ -332,11 +333,13 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		char item[64];
 		long step;
 
-		if (!at || !end || at > end || (size_t)(at - p) >= sizeof(item) ||
+		if (!at || !end || at > end ||
+		    (size_t)(at - p) >= sizeof(item) ||
 		    sscanf(at + 1, "%ld;", &step) != 1) {
-			rc = sigma_set_err(err, len, EINVAL,
-					   "tuner/moves \"%.32s\" is not a list of L:A-B@STEP;",
-					   p);
+			rc = sigma_set_err(
+			    err, len, EINVAL,
+			    "tuner/moves \"%.32s\" is not a list of L:A-B@STEP;",
+			    p);
 			break;
 		}
 		memcpy(item, p, (size_t)(at - p));

@@ -34,9 +34,8 @@ struct tuner_swap {
  * Deterministic: the same numbers give the same swaps. Returns how many,
  * written to out.
  */
-int tuner_place_decide(int L, int E, int ep, int16_t *owner,
-		       const double *load, const double *pace,
-		       struct tuner_swap *out, int max);
+int tuner_place_decide(int L, int E, int ep, int16_t *owner, const double *load,
+		       const double *pace, struct tuner_swap *out, int max);
 /* apply s to owner[L][E] */
 void tuner_place_swap(int16_t *owner, int E, const struct tuner_swap *s);
 /* "l:a-b,l:a-b" of s[n] into buf (truncated at len: returns the length

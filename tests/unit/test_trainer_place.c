@@ -20,8 +20,8 @@
 #include "tuner.h"
 
 #define DP 4
-#define L 2
-#define E 8
+#define L  2
+#define E  8
 
 /* contiguous: experts 2p, 2p + 1 on ep rank p */
 static void layout_owner(int16_t *own)
@@ -47,7 +47,7 @@ static int held(const int16_t *own, int l, int p)
 static void test_decide_by_hand(void **state)
 {
 	int16_t own[L * E];
-	double load[L * E], pace[DP] = { 1, 1, 1, 1 };
+	double load[L * E], pace[DP] = {1, 1, 1, 1};
 	struct tuner_swap s[L];
 	int n;
 
@@ -86,57 +86,55 @@ static void test_decide_by_hand(void **state)
 
 static void test_swaps_text(void **state)
 {
-	struct tuner_swap s[4] = { { 0, 1, 2 }, { 1, 7, 0 } }, r[4];
+	struct tuner_swap s[4] = {{0, 1, 2}, {1, 7, 0}}, r[4];
 	char buf[64], err[256];
 
 	(void)state;
 	assert_int_equal(tuner_swaps_format(s, 2, buf, sizeof(buf)), 11);
 	assert_string_equal(buf, "0:1-2,1:7-0");
-	assert_int_equal(tuner_swaps_parse(buf, ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 2);
+	assert_int_equal(
+	    tuner_swaps_parse(buf, ',', L, E, r, 4, err, sizeof(err)), 2);
 	assert_memory_equal(r, s, sizeof(*s) * 2);
 	/* a layer, an expert out of range, a swap with itself, junk */
-	assert_int_equal(tuner_swaps_parse("2:0-1", ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("2:0-1", ',', L, E, r, 4, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "2:0-1"));
-	assert_int_equal(tuner_swaps_parse("0:0-8", ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 -EINVAL);
-	assert_int_equal(tuner_swaps_parse("0:3-3", ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 -EINVAL);
-	assert_int_equal(tuner_swaps_parse("0:1-2x", ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 -EINVAL);
-	assert_int_equal(tuner_swaps_parse("-1:1-2", ',', L, E, r, 4, err,
-					   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("0:0-8", ',', L, E, r, 4, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("0:3-3", ',', L, E, r, 4, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("0:1-2x", ',', L, E, r, 4, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("-1:1-2", ',', L, E, r, 4, err, sizeof(err)),
+	    -EINVAL);
 	/* more than max */
-	assert_int_equal(tuner_swaps_parse("0:1-2,0:2-1", ',', L, E, r, 1,
-					   err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    tuner_swaps_parse("0:1-2,0:2-1", ',', L, E, r, 1, err, sizeof(err)),
+	    -EINVAL);
 }
 
 static void setup_tuner(struct tuner *tu, int mode, const char *replay)
 {
 	struct tuner_config c;
 	int16_t own[L * E];
-	int ep_of[DP] = { 0, 1, 2, 3 };
+	int ep_of[DP] = {0, 1, 2, 3};
 	char err[256];
 
 	tuner_config_default(&c);
 	c.mode = mode;
 	if (replay)
 		snprintf(c.replay, sizeof(c.replay), "%s", replay);
-	assert_int_equal(tuner_init(tu, &c, DP, 16, tuner_bmax(&c, 16), err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    tuner_init(tu, &c, DP, 16, tuner_bmax(&c, 16), err, sizeof(err)),
+	    0);
 	layout_owner(own);
-	assert_int_equal(tuner_place_init(tu, L, E, DP, ep_of, own, err,
-					  sizeof(err)),
-			 0);
+	assert_int_equal(
+	    tuner_place_init(tu, L, E, DP, ep_of, own, err, sizeof(err)), 0);
 }
 
 /* one exchange, rank 3 twice as slow, then its tokens: rank 3's experts
@@ -193,18 +191,17 @@ static void test_tuner_moves_off_slow(void **state)
 
 	/* the checkpoint's log gives the same placement */
 	setup_tuner(&back, TUNER_OFF, NULL);
-	assert_int_equal(tuner_place_import(&back, tu.st.moves, err,
-					    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    tuner_place_import(&back, tu.st.moves, err, sizeof(err)), 0);
 	assert_memory_equal(back.owner, tu.owner, sizeof(int16_t) * L * E);
 	assert_int_equal(back.moves, tu.moves);
 	tuner_fini(&back);
 
 	/* a bad log changes nothing */
 	setup_tuner(&back, TUNER_OFF, NULL);
-	assert_int_equal(tuner_place_import(&back, "0:1-2@4;1:9-0@8;", err,
-					    sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    tuner_place_import(&back, "0:1-2@4;1:9-0@8;", err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "1:9-0"));
 	assert_int_equal(back.owner[1], 0);
 	assert_int_equal(back.moves, 0);
@@ -232,7 +229,7 @@ static void test_replay_moves(void **state)
 	struct tuner_config c;
 	struct tuner tu;
 	int16_t own[L * E];
-	int ep_of[DP] = { 0, 1, 2, 3 };
+	int ep_of[DP] = {0, 1, 2, 3};
 	FILE *f;
 	int fd;
 
@@ -240,9 +237,11 @@ static void test_replay_moves(void **state)
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	f = fdopen(fd, "w");
-	fprintf(f, "tuner: step 8: shares 20,20,20,4 (slowest rank 3 at 4.00x)\n"
-		   "tuner: step 8: experts 0:6-0,1:7-1 (balance the routed tokens)\n"
-		   "tuner: step 24: experts 0:0-2 (balance)\n");
+	fprintf(
+	    f,
+	    "tuner: step 8: shares 20,20,20,4 (slowest rank 3 at 4.00x)\n"
+	    "tuner: step 8: experts 0:6-0,1:7-1 (balance the routed tokens)\n"
+	    "tuner: step 24: experts 0:0-2 (balance)\n");
 	fclose(f);
 	setup_tuner(&tu, TUNER_OFF, path);
 	assert_int_equal(tu.nplan, 1);
@@ -271,9 +270,9 @@ static void test_replay_moves(void **state)
 	snprintf(c.replay, sizeof(c.replay), "%s", path);
 	assert_int_equal(tuner_init(&tu, &c, DP, 16, 24, err, sizeof(err)), 0);
 	layout_owner(own);
-	assert_int_equal(tuner_place_init(&tu, L, E, DP, ep_of, own, err,
-					  sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    tuner_place_init(&tu, L, E, DP, ep_of, own, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "step 8"));
 	tuner_fini(&tu);
 	unlink(path);

@@ -21,6 +21,7 @@
 #include "exitcodes.h"
 #include "membudget.h"
 #include "resume.h"
+#include "tuner_warn.h"
 #include "run.h"
 #include "select.h"
 #include "train.h"
@@ -654,6 +655,7 @@ int trainer_teardown(struct trainer *t, int code)
 	}
 	if (t->tu_ready)
 		tuner_fini(&t->tu);
+	tuner_warn_reap(); /* a report that ended says how */
 	if (report_close(&t->rep) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(t->tok);

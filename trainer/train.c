@@ -410,6 +410,7 @@ static int step_tune(struct trainer *t, long done)
 		int world;
 
 		/* the last rung: the slow rank reports its own node */
+		tuner_warn_reap();
 		if (tuner_escalate_due(&t->tu, &world, why, sizeof(why)) >= 0 &&
 		    world == d->rank)
 			(void)tuner_warn_node(done, why);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +17,70 @@
 
 extern char **environ;
 
+/* the report in flight (0: none), and its node */
+static pid_t pending;
+static char pending_node[256];
+
+/* the report's end: said when it failed */
+static void report_status(int status)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	sigma_error("tuner: sigmactl slow %s refused or failed (status %d)",
+		    pending_node, status);
+}
+
+void tuner_warn_reap(void)
+{
+	int status;
+	pid_t r;
+
+	if (pending <= 0)
+		return;
+	while ((r = waitpid(pending, &status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return; /* still running: asked again later */
+	if (r == pending)
+		report_status(status);
+	pending = 0;
+}
+
+/* spawn argv with its output on this rank's stderr and SIGUSR1 blocked:
+ * sigmad's warning path signals the whole job, this child included, and
+ * the report must not die of the move it asked for */
+static int spawn(char **argv, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t mask;
+	int rc;
+
+	if ((rc = posix_spawn_file_actions_init(&fa)))
+		return rc;
+	if ((rc = posix_spawnattr_init(&at))) {
+		posix_spawn_file_actions_destroy(&fa);
+		return rc;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO,
+					      STDOUT_FILENO) ?:
+	     posix_spawnattr_setsigmask(&at, &mask) ?:
+	     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK) ?:
+	     posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
 int tuner_warn_node(long step, const char *why)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *job = getenv("SLURM_JOB_ID");
 	const char *ctl = getenv("SIGMACTL"), *conf = getenv("SIGMA_CONFIG");
 	char *argv[8];
-	posix_spawn_file_actions_t fa;
-	int n = 0, rc, status;
+	int n = 0, rc;
 	pid_t pid;
 
 	/* on stderr: a rank other than 0 has no stdout (main.c) */
@@ -33,6 +90,9 @@ int tuner_warn_node(long step, const char *why)
 			step, why);
 		return -ENOENT;
 	}
+	tuner_warn_reap();
+	if (pending > 0)
+		return -EBUSY;
 	argv[n++] = (char *)(ctl && *ctl ? ctl : "sigmactl");
 	if (conf && *conf) {
 		argv[n++] = (char *)"--config";
@@ -46,27 +106,15 @@ int tuner_warn_node(long step, const char *why)
 	fprintf(stderr,
 		"tuner: step %ld: %s; reporting %s as an early warning (sigmactl slow)\n",
 		step, why, node);
-	/* its answer goes where this rank's messages go */
-	if ((rc = posix_spawn_file_actions_init(&fa))) {
-		sigma_error("tuner: posix_spawn: %s", strerror(rc));
-		return -EIO;
-	}
-	rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO,
-					      STDOUT_FILENO);
-	if (rc == 0)
-		rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	fflush(stderr);
+	rc = spawn(argv, &pid);
 	if (rc) {
 		sigma_error("tuner: cannot run %s: %s", argv[0], strerror(rc));
 		return -EIO;
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -EIO;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		sigma_error("tuner: %s slow %s refused or failed (status %d)",
-			    argv[0], node, status);
-		return -EIO;
-	}
+	/* not waited for here: the other ranks would wait for this one in
+	 * the next collective while sigmad answers */
+	pending = pid;
+	sigma_strlcpy(pending_node, node, sizeof(pending_node));
 	return 0;
 }

@@ -12,9 +12,15 @@
 #ifndef SIGMA_TRAIN_TUNER_WARN_H
 #define SIGMA_TRAIN_TUNER_WARN_H
 
-/* Report this rank's node; prints what happened ("tuner: step N: ...").
- * 0, or -errno: not in a Slurm job step (-ENOENT), sigmactl could not run
- * or refused (-EIO). */
+/*
+ * Report this rank's node; prints what happened ("tuner: step N: ...").
+ * sigmactl runs in the background, with SIGUSR1 blocked (the warning path
+ * signals the whole job), and is not waited for: its answer is said by
+ * tuner_warn_reap. 0, or -errno: not in a Slurm job step (-ENOENT), a
+ * report still running (-EBUSY), sigmactl could not run (-EIO).
+ */
 int tuner_warn_node(long step, const char *why);
+/* a report that ended: said when sigmactl refused or failed */
+void tuner_warn_reap(void);
 
 #endif /* SIGMA_TRAIN_TUNER_WARN_H */

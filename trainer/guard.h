@@ -224,7 +224,8 @@ struct guard_run {
 	/*
 	 * With several ranks: *v = the largest *v over the ranks (0 or
 	 * -errno). The expert imbalance a rank sees is of its own pipeline
-	 * stage's layers; every rank judges the worst of all. NULL: one rank.
+	 * stage's layers; every rank judges the worst of all. NULL: one rank,
+	 * or one stage (every rank sees every layer's counts of the batch).
 	 */
 	int (*agree_max)(void *ctx, double *v);
 	void *agree_ctx;

@@ -381,7 +381,9 @@ static int setup_guard(struct trainer *t)
 	guard_state_import(&t->gr.g, &t->st.guard);
 	if (t->d->size > 1) {
 		t->gr.agree = guard_agree;
-		t->gr.agree_max = guard_agree_max;
+		/* one stage: every rank has the batch's counts of every layer,
+		 * so the same imbalance, and no message is needed for it */
+		t->gr.agree_max = t->d->lp.pp > 1 ? guard_agree_max : NULL;
 		t->gr.agree_ctx = t->d;
 		t->gr.agree_size = t->d->size;
 	}

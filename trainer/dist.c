@@ -148,6 +148,8 @@ static void teardown(struct dist *d, bool fence)
 {
 	if (d->req.active)
 		(void)comm_wait(&d->req);
+	if (d->creq.active)
+		(void)comm_wait(&d->creq);
 	dist_ep_fini(d);
 	dist_zero_fini(d);
 	free(d->counts_f);
@@ -255,28 +257,55 @@ int dist_bcast_bytes(struct dist *d, void *buf, size_t n)
 
 static double on_norm(void *ctx, const double ss[2]);
 
+/* the counts on the wire as floats: 0, or -ENOMEM (a model's counts
+ * that do not fit) */
+static int counts_load(struct dist *d, const int *counts, int n)
+{
+	if (!d->counts_f || n > d->ncounts_f)
+		return -ENOMEM;
+	for (int e = 0; e < n; e++)
+		d->counts_f[e] = (float)counts[e]; /* exact below 2^24 */
+	return 0;
+}
+
+/* the sum started once the pass's last layer is routed */
+static void on_counts_start(void *ctx, const int *counts, int n)
+{
+	struct dist *d = ctx;
+	uint64_t t0;
+	int rc;
+
+	if (d->fwd_err || d->creq.active)
+		return;
+	rc = counts_load(d, counts, n);
+	t0 = dist_now_ns();
+	if (rc == 0)
+		rc = comm_iallreduce_f32(d->dp, d->counts_f, (size_t)n,
+					 &d->creq);
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
+	if (rc)
+		d->fwd_err = rc;
+}
+
+/* the sum, started or not: completed, into counts */
 static void on_counts(void *ctx, int *counts, int n)
 {
 	struct dist *d = ctx;
 	float *f = d->counts_f;
-	uint64_t t0;
+	uint64_t t0 = dist_now_ns();
 	int rc;
 
+	if (d->creq.active)
+		rc = comm_wait(&d->creq);
+	else if (d->fwd_err)
+		return;
+	else if ((rc = counts_load(d, counts, n)) == 0)
+		rc = comm_allreduce_f32(d->dp, f, (size_t)n);
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
+	if (rc && !d->fwd_err)
+		d->fwd_err = rc;
 	if (d->fwd_err)
 		return;
-	if (!f || n > d->ncounts_f) {
-		d->fwd_err = -ENOMEM;
-		return;
-	}
-	for (int e = 0; e < n; e++)
-		f[e] = (float)counts[e]; /* exact below 2^24 tokens */
-	t0 = dist_now_ns();
-	rc = comm_allreduce_f32(d->dp, f, (size_t)n);
-	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
-	if (rc) {
-		d->fwd_err = rc;
-		return;
-	}
 	for (int e = 0; e < n; e++)
 		counts[e] = (int)f[e];
 	if (d->routed && d->routed_on) {
@@ -404,6 +433,7 @@ int dist_attach(struct dist *d, struct model *m, char *err, size_t len)
 		if (!d->counts_f)
 			return sigma_set_err(err, len, ENOMEM, "out of memory");
 		m->counts_reduce = on_counts;
+		m->counts_start = on_counts_start;
 		m->counts_ctx = d;
 		m->count_ranks = comm_size(d->dp);
 	}
@@ -516,27 +546,50 @@ int dist_grad_finish(struct dist *d)
 }
 
 /* the gradient norm's parts: each distinct part once, in rank order */
+/*
+ * The squared norm's parts of every rank, each distinct part once, and
+ * the values riding on it (dist_stage_mean_later), in one all-gather:
+ * every rank sums the same numbers in rank order.
+ */
 static double on_norm(void *ctx, const double ss[2])
 {
 	struct dist *d = ctx;
 	/* split moments: every rank's gradient blocks are its own */
 	bool each = d->m && d->m->zero;
-	double mine = (each || d->me.dp_index == 0 ? ss[0] : 0.0) +
-		      (each || d->me.ep_group == 0 ? ss[1] : 0.0);
-	double *all = calloc((size_t)d->size, sizeof(double)), sum = 0.0;
+	int w = 1 + d->nriders;
+	double mine[1 + DIST_RIDERS], sum[1 + DIST_RIDERS] = { 0 };
+	double *all = calloc((size_t)d->size * w, sizeof(double));
 	uint64_t t0 = dist_now_ns();
-	int rc = all ? dist_allgather(d, &mine, sizeof(mine), all) : -ENOMEM;
+	int rc;
 
+	mine[0] = (each || d->me.dp_index == 0 ? ss[0] : 0.0) +
+		  (each || d->me.ep_group == 0 ? ss[1] : 0.0);
+	for (int k = 1; k < w; k++) /* as dist_stage_mean sends them */
+		mine[k] = (double)(float)d->riders[k - 1];
+	rc = all ? dist_allgather(d, mine, sizeof(double) * w, all) : -ENOMEM;
 	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	for (int i = 0; rc == 0 && i < d->size; i++)
-		sum += all[i];
+		for (int k = 0; k < w; k++)
+			sum[k] += all[(size_t)i * w + k];
 	free(all);
+	d->nriders = 0;
 	if (rc) {
 		if (!d->fwd_err)
 			d->fwd_err = rc;
 		return NAN;
 	}
-	return sum;
+	for (int k = 1; k < w; k++)
+		d->riders[k - 1] = sum[k] / (double)d->lp.dp;
+	return sum[0];
+}
+
+int dist_stage_mean_later(struct dist *d, double *v, int n)
+{
+	if (n < 0 || n > DIST_RIDERS)
+		return -EINVAL;
+	d->riders = v;
+	d->nriders = d->size > 1 ? n : 0; /* alone: v is the mean already */
+	return 0;
 }
 
 /* v[n] = sum over c of v[n] / div */

@@ -51,6 +51,9 @@
 #include "layout.h"
 #include "model.h"
 
+/* values that may ride on the gradient norm's reduction */
+#define DIST_RIDERS 8
+
 /* Gradient bucket size in floats (16 MiB): big enough to reach the
  * back end's bandwidth, small enough to overlap with the backward pass. */
 #define DIST_BUCKET_FLOATS ((size_t)4 << 20)
@@ -108,6 +111,7 @@ struct dist {
 	int fwd_err;	  /* a forward-pass reduction failed */
 	float *counts_f;  /* [L][E]: expert counts on the wire */
 	int ncounts_f;
+	struct comm_request creq; /* their sum, started (counts_start) */
 	/* the tokens routed to each expert [L][E] of this stage's layers,
 	 * the stage's (summed over dp), added up by forward passes while
 	 * routed_on (the auto-tuner's placement; NULL: not counted) */
@@ -119,6 +123,9 @@ struct dist {
 	 * over an even share (the auto-tuner's; 1 when even) */
 	float weight;
 	uint64_t buckets; /* buckets started in the last backward */
+	/* dist_stage_mean_later: where the values go, how many (0: none) */
+	double *riders;
+	int nriders;
 
 	/* --zero 1: the block sizes of the dense range over dp and of the
 	 * experts over expert_dp (NULL: that range is not split) */
@@ -189,6 +196,14 @@ int dist_forward(struct dist *d, struct model *m, const int32_t *tok,
 /* v[n] = sum over every rank / dp: the whole-model value of per-stage
  * parts, averaged over the data-parallel ranks. n <= 16. */
 int dist_stage_mean(struct dist *d, double *v, int n);
+/*
+ * dist_stage_mean of v[n] (n <= DIST_RIDERS), carried by the next
+ * gradient norm's reduction (model_grad_norm) instead of a message of its
+ * own: v holds the result once the norm is computed. A step's losses and
+ * stop flag cost no blocking message then, and on a link that is late
+ * per message that is one wait less a step. 0 or -EINVAL (n).
+ */
+int dist_stage_mean_later(struct dist *d, double *v, int n);
 /* v[n] = mean over every rank. n <= MODEL_MAX_L + 1. */
 int dist_world_mean(struct dist *d, double *v, int n);
 /* all[size * bytes]: every rank's mine[bytes], in rank order (host

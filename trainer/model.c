@@ -702,8 +702,10 @@ void model_forward(struct model *m, const int32_t *tokens,
  * token counts of every layer summed over the data-parallel ranks in one
  * call (one message a pass, not one a layer), so f_e = counts / (ranks N
  * K); the mean of the ranks' losses is then the global one. Routing does
- * not depend on the counts, so waiting for them until the last layer
- * changes nothing computed.
+ * not depend on the counts, so waiting for them until the end of the pass
+ * changes nothing computed: the sum starts once the last layer is routed
+ * (counts_start) and is waited for after the head, so the last layer's
+ * experts and the head hide its time.
  */
 static void global_aux(struct model *m, int l0, int l1)
 {
@@ -766,11 +768,14 @@ void model_forward_part(struct model *m, int l0, int l1,
 		o->softmax_forward(la->p, la->p, N, E);
 		o->moe_route(la->idx, la->gate, la->counts, la->offs, la->perm,
 			     la->pos, la->p, N, E, K);
-		if (m->counts_reduce && m->count_ranks > 1)
+		if (m->counts_reduce && m->count_ranks > 1) {
 			/* the global counts after the last layer */
 			o->to_host(m->host_counts + (size_t)(l - l0) * E,
 				   la->counts, sizeof(int) * E);
-		else
+			if (l == l1 - 1 && m->counts_start)
+				m->counts_start(m->counts_ctx, m->host_counts,
+						(l1 - l0) * E);
+		} else
 			o->moe_aux_loss(&a->aux[l], la->p, la->counts, N, E,
 					K);
 		if (m->experts) {
@@ -790,14 +795,6 @@ void model_forward_part(struct model *m, int l0, int l1,
 		o->moe_combine(xnext, la->eo, la->gate, la->pos, N, K, D);
 	}
 
-	if (m->counts_reduce && m->count_ranks > 1)
-		global_aux(m, l0, l1);
-	for (int l = l0; l < l1; l++) {
-		m->ops->to_host(&auxl, &a->aux[l], sizeof(float));
-		if (m->counts_reduce && m->count_ranks > 1)
-			auxl *= m->count_weight; /* f_e over the whole batch */
-		aux_sum += auxl;
-	}
 	if (l1 == c->L) {
 		o = layer_ops(m, c->L);
 		o->rmsnorm_forward(a->fn, a->fn_rstd,
@@ -807,6 +804,14 @@ void model_forward_part(struct model *m, int l0, int l1,
 		o->crossentropy_forward(a->losses, a->probs, a->logits,
 					a->targets, N, V);
 		o->sum(&ce_sum, a->losses, N);
+	}
+	if (m->counts_reduce && m->count_ranks > 1)
+		global_aux(m, l0, l1);
+	for (int l = l0; l < l1; l++) {
+		m->ops->to_host(&auxl, &a->aux[l], sizeof(float));
+		if (m->counts_reduce && m->count_ranks > 1)
+			auxl *= m->count_weight; /* f_e over the whole batch */
+		aux_sum += auxl;
 	}
 	m->ce = ce_sum / N;
 	m->aux = aux_sum / c->L;

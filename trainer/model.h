@@ -266,6 +266,10 @@ struct model {
 	 * counts.
 	 */
 	void (*counts_reduce)(void *ctx, int *counts, int n);
+	/* Optional: start that sum once the last layer is routed, so that it
+	 * travels while the pass goes on; counts_reduce then completes it.
+	 * NULL: counts_reduce does all of it. */
+	void (*counts_start)(void *ctx, const int *counts, int n);
 	void *counts_ctx;
 	int count_ranks;
 	int *host_counts; /* [L][E]: the counts of one pass, for the call */

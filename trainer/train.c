@@ -108,8 +108,9 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	red[2] = *sig ? 1.0 : 0.0;
 	if (rc == 0)
 		rc = dist_grad_finish(d);
+	/* the losses and the flag ride on the gradient norm's reduction */
 	if (rc == 0)
-		rc = dist_stage_mean(d, red, 3);
+		rc = dist_stage_mean_later(d, red, 3);
 	if (rc) {
 		sigma_error("step %ld: gradient all-reduce failed: %s", s + 1,
 			    strerror(-rc));
@@ -120,6 +121,21 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	rec.messages = comm_messages() - msg0;
 	rec.step_ns = now_ns() - t_step;
 	tuner_record(&t->tu, &rec);
+	return 0;
+}
+
+/* the step's gradient norm, with its losses and flag (red) reduced in the
+ * same message: 0, or an exit code */
+static int step_norm(struct trainer *t, long done, double red[3], double *gn)
+{
+	struct model *m = t->m;
+
+	*gn = model_grad_norm(m);
+	if (dist_forward_error(t->d)) {
+		sigma_error("step %ld: the gradient norm's reduction failed",
+			    done);
+		return TRAIN_EXIT_PEER;
+	}
 	m->ce = red[0];
 	m->aux = red[1];
 	m->loss = m->ce + m->cfg.aux_coef * m->aux;
@@ -168,14 +184,8 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 	for (;;) {
 		guard_run_begin(&t->gr, done);
 		code = step_compute(t, s, red, &sig);
-		if (code)
+		if (code || (code = step_norm(t, done, red, &out->gn)))
 			return code;
-		out->gn = model_grad_norm(m);
-		if (dist_forward_error(t->d)) {
-			sigma_error("step %ld: the gradient norm's reduction failed",
-				    done);
-			return TRAIN_EXIT_PEER;
-		}
 		gact = guard_run_check(&t->gr, done, &out->gn, recomputed);
 		if (!(gact & GUARD_ACT_RECOMPUTE))
 			break;

@@ -564,8 +564,8 @@ static double on_norm(void *ctx, const double ss[2])
 
 	mine[0] = (each || d->me.dp_index == 0 ? ss[0] : 0.0) +
 		  (each || d->me.ep_group == 0 ? ss[1] : 0.0);
-	for (int k = 1; k < w; k++) /* as dist_stage_mean sends them */
-		mine[k] = (double)(float)d->riders[k - 1];
+	for (int k = 1; k < w; k++)
+		mine[k] = d->riders[k - 1];
 	rc = all ? dist_allgather(d, mine, sizeof(double) * w, all) : -ENOMEM;
 	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	for (int i = 0; rc == 0 && i < d->size; i++)

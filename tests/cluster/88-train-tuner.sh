@@ -62,13 +62,8 @@ train --steps 40 --log-every 1 --ckpt-every 10 --ckpt-dir "$d/replay" \
 	fail "replay: exit $?: $(tail -3 "$d/replay.out")"
 [ "$(grep -c '^tuner: step [0-9]*: shares .* (replayed)' "$d/replay.out")" = 2 ] ||
 	fail "replay: not both decisions applied: $(grep '^tuner' "$d/replay.out")"
-worst=$(awk -F, 'FNR == 1 { next } NR == FNR { a[$1] = $2; next }
-	{ r = ($2 - a[$1]) / a[$1]; if (r < 0) r = -r; if (r > w) w = r; n++ }
-	END { printf "%.3g %d", w, n }' "$d/even.csv" "$d/replay.csv")
-[ "${worst#* }" = 40 ] || fail "loss: ${worst#* } steps compared, want 40"
-awk -v w="${worst% *}" 'BEGIN { exit !(w <= 1e-6) }' ||
-	fail "loss: uneven shares differ by ${worst% *} relative from even ones"
-log "loss of shares 12,12,4,4 and 5,9,9,9 against even: ${worst% *} relative at most"
+worst=$(loss_close "$d/even.csv" "$d/replay.csv" 40 "uneven shares and even ones") || exit 1
+log "loss of shares 12,12,4,4 and 5,9,9,9 against even: $worst relative at most"
 
 # 4. resumed, bitwise
 train --steps 40 --log-every 10 --ckpt-every 10 --ckpt-dir "$d/resumed" \

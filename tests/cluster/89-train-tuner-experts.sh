@@ -41,13 +41,9 @@ train --log-every 1 --ckpt-every 10 --ckpt-dir "$d/replay" --metrics "$d/replay.
 n=$(grep -c '^tuner: step [0-9]*: experts .* (replayed)' "$d/replay.out")
 [ "$n" = "$(grep -c 'experts' "$d/plan")" ] ||
 	fail "replay: $n of the expert moves applied: $(grep '^tuner' "$d/replay.out")"
-worst=$(awk -F, 'FNR == 1 { next } NR == FNR { a[$1] = $2; next }
-	{ r = ($2 - a[$1]) / a[$1]; if (r < 0) r = -r; if (r > w) w = r; n++ }
-	END { printf "%.3g %d", w, n }' "$d/even.csv" "$d/replay.csv")
-[ "${worst#* }" = 60 ] || fail "loss: ${worst#* } steps compared, want 60"
-awk -v w="${worst% *}" 'BEGIN { exit !(w <= 1e-6) }' ||
-	fail "loss: moved experts and shares differ by ${worst% *} relative from the uninjected run"
-log "loss with $(wc -l < "$d/plan") replayed decisions against none: ${worst% *} relative at most"
+worst=$(loss_close "$d/even.csv" "$d/replay.csv" 60 \
+	"moved experts and shares and the uninjected run") || exit 1
+log "loss with $(wc -l < "$d/plan") replayed decisions against none: $worst relative at most"
 
 # 3. stopped after the first move and resumed, from either tier
 final=$(ls "$d"/replay/ckpt-00000060*.h5 | head -n 1)

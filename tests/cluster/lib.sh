@@ -66,3 +66,16 @@ train_dp2() {
 	rc=$?
 	[ "$rc" = "$want" ] || fail "$name: srun exited $rc, want $want: $(tail -n 5 "$d/$name.err")"
 }
+
+# loss_close REF.CSV CSV STEPS WHAT: the loss (column 2) of every one of
+# STEPS steps of CSV within 1e-6 relative of REF.CSV's; prints the worst
+loss_close() {
+	local worst
+	worst=$(awk -F, 'FNR == 1 { next } NR == FNR { a[$1] = $2; next }
+		{ r = ($2 - a[$1]) / a[$1]; if (r < 0) r = -r; if (r > w) w = r; n++ }
+		END { printf "%.3g %d", w, n }' "$1" "$2")
+	[ "${worst#* }" = "$3" ] || fail "loss: ${worst#* } steps compared, want $3"
+	awk -v w="${worst% *}" 'BEGIN { exit !(w <= 1e-6) }' ||
+		fail "loss: $4 differ by ${worst% *} relative"
+	echo "${worst% *}"
+}

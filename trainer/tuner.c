@@ -353,6 +353,8 @@ void tuner_fini(struct tuner *tu)
 	free(tu->owner);
 	free(tu->load);
 	free(tu->pace);
+	free(tu->pwin);
+	free(tu->tried);
 	free(tu->shares);
 	free(tu->offs);
 	free(tu->win);

@@ -146,6 +146,7 @@ struct tuner {
 	double slowest_x; /* its time per sequence / the median */
 	int slowlink;	  /* the latest probe, or -1 */
 	double slowlink_x; /* its probe / the median */
+	double step_ns;	   /* the job's step time at the last exchange */
 	double cc[DIST_NCOMM]; /* compute / communication per kind, or 0 */
 	int decisions;
 	struct tuner_plan *plan; /* --tuner-replay, in step order */
@@ -162,6 +163,12 @@ struct tuner {
 	double *load, *pace;
 	int lsteps, moves;
 	bool place_fixed; /* the experts may not move (--zero 1) */
+	/* the trial of the last move: the job's step times since ([W] ns,
+	 * ring), the median before it, its swaps (NULL: none on trial);
+	 * exchanges left before another move after a revert */
+	double *pwin, pbefore_ns;
+	int npwin, phead, ntried, pcool;
+	struct tuner_swap *tried;
 	struct tuner_plan *mplan;
 	size_t nmplan, mnext;
 	struct tuner_state st; /* the log, for the checkpoint */

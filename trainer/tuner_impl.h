@@ -1,7 +1,7 @@
 /*
- * tuner_impl.h - what the auto-tuner's two files share behind tuner.h:
- * tuner.c (the shares, the replay, the checkpoint) and tuner_watch.c (the
- * measurements, detection and decisions).
+ * tuner_impl.h - what the auto-tuner's files share behind tuner.h:
+ * tuner.c (the shares, the replay, the checkpoint), tuner_watch.c (the
+ * measurements, detection and decisions) and tuner_place.c (the experts).
  */
 #ifndef SIGMA_TRAIN_TUNER_IMPL_H
 #define SIGMA_TRAIN_TUNER_IMPL_H
@@ -17,5 +17,8 @@ void tuner_shares_str(const int *shares, int n, char *buf, size_t len);
  * log; printed (rank 0) with why */
 void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
 		 const char *why);
+
+/* the median of the first n of v (copied; 0 when n is 0) */
+double tuner_median(const double *v, int n);
 
 #endif /* SIGMA_TRAIN_TUNER_IMPL_H */

@@ -209,7 +209,9 @@ int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
 	tu->ep_of = malloc(sizeof(int) * (size_t)tu->dp);
 	tu->owner = malloc(sizeof(int16_t) * n);
 	tu->load = calloc(n, sizeof(double));
-	if (!tu->ep_of || !tu->owner || !tu->load)
+	tu->pwin = calloc((size_t)tu->cfg.window, sizeof(double));
+	tu->tried = malloc(sizeof(*tu->tried) * (size_t)L);
+	if (!tu->ep_of || !tu->owner || !tu->load || !tu->pwin || !tu->tried)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	memcpy(tu->ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
 	memcpy(tu->owner, owner, sizeof(int16_t) * n);
@@ -249,52 +251,107 @@ static void ep_pace(const struct tuner *tu, double *pace)
 			pace[tu->ep_of[r]] = tu->pace[r];
 }
 
-int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
-			 long done, bool print)
+/*
+ * The last move on trial: once a whole window has measured the job's step
+ * time since, a step more than 5% slower than before it takes the swaps
+ * back (the same swaps, last first), and no expert moves for 4 windows.
+ * The swaps taken back are in out; how many.
+ */
+static int place_judge(struct tuner *tu, long done, bool print,
+		       struct tuner_swap *out)
+{
+	double after;
+	char why[128];
+	int n = tu->ntried;
+
+	tu->pwin[tu->phead] = tu->step_ns;
+	tu->phead = (tu->phead + 1) % tu->cfg.window;
+	if (tu->npwin < tu->cfg.window)
+		tu->npwin++;
+	if (n == 0 || tu->npwin < tu->cfg.window)
+		return 0;
+	tu->ntried = 0;
+	after = tuner_median(tu->pwin, tu->npwin);
+	if (!(after > 1.05 * tu->pbefore_ns) || !(tu->pbefore_ns > 0))
+		return 0;
+	for (int i = 0; i < n; i++)
+		out[i] = tu->tried[n - 1 - i];
+	if (!moves_log(tu, out, n, done))
+		return 0;
+	snprintf(why, sizeof(why),
+		 "reverted: %.1f ms a step with them, %.1f ms before",
+		 after / 1e6, tu->pbefore_ns / 1e6);
+	place_apply(tu, out, n, done, print, why);
+	tu->pcool = 4 * tu->cfg.window;
+	return n;
+}
+
+/* a move from the window's tokens and the ranks' pace: its swaps in s */
+static int place_decide(struct tuner *tu, long done, bool print,
+			struct tuner_swap *s)
 {
 	size_t n = (size_t)tu->L * tu->E;
-	struct tuner_swap *s;
-	double *pace;
-	int16_t *next;
-	int k = 0;
+	double *pace = malloc(sizeof(double) * (size_t)tu->ep);
+	int16_t *next = malloc(sizeof(int16_t) * n);
+	int k = 0, top = 0;
 	char why[96];
 
-	if (!tuner_place_wants(tu))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		tu->load[i] += load[i];
-	tu->lsteps += steps;
-	/* a window's steps of tokens, and the ranks' pace measured */
-	if (tu->nwin < tu->cfg.window ||
-	    tu->lsteps < tu->cfg.window * tu->cfg.every)
-		return 0;
-	s = malloc(sizeof(*s) * (size_t)tu->L);
-	pace = malloc(sizeof(double) * (size_t)tu->ep);
-	next = malloc(sizeof(int16_t) * n);
-	if (s && pace && next) {
+	if (pace && next) {
 		ep_pace(tu, pace);
 		memcpy(next, tu->owner, sizeof(int16_t) * n);
 		k = tuner_place_decide(tu->L, tu->E, tu->ep, next, tu->load,
 				       pace, s, tu->L);
 		if (k > 0 && !moves_log(tu, s, k, done))
 			k = 0; /* the checkpoint could not replay more */
-		if (k > 0) {
-			int top = 0;
-
-			for (int p = 1; p < tu->ep; p++)
-				top = pace[p] > pace[top] ? p : top;
-			snprintf(
-			    why, sizeof(why),
-			    "balance the routed tokens; slowest ep rank %d at %.2fx",
-			    top, pace[top]);
-			place_apply(tu, s, k, done, print, why);
-		}
 	}
-	memset(tu->load, 0, sizeof(double) * n);
-	tu->lsteps = 0;
-	free(s);
+	if (k > 0) {
+		for (int p = 1; p < tu->ep; p++)
+			top = pace[p] > pace[top] ? p : top;
+		snprintf(
+		    why, sizeof(why),
+		    "balance the routed tokens; slowest ep rank %d at %.2fx",
+		    top, pace[top]);
+		place_apply(tu, s, k, done, print, why);
+		/* on trial: the step times from here on */
+		memcpy(tu->tried, s, sizeof(*s) * (size_t)k);
+		tu->ntried = k;
+		tu->pbefore_ns = tuner_median(tu->pwin, tu->npwin);
+		tu->npwin = tu->phead = 0;
+	}
 	free(pace);
 	free(next);
+	return k;
+}
+
+int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
+			 long done, bool print)
+{
+	size_t n = (size_t)tu->L * tu->E;
+	struct tuner_swap *s;
+	int k;
+
+	if (!tuner_place_wants(tu))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		tu->load[i] += load[i];
+	tu->lsteps += steps;
+	s = malloc(sizeof(*s) * (size_t)tu->L);
+	if (!s)
+		return 0; /* decided next time */
+	k = place_judge(tu, done, print, s);
+	if (k > 0)
+		; /* taken back: the cool-down starts with the next exchange */
+	else if (tu->pcool > 0)
+		tu->pcool--;
+	/* a window's steps of tokens, the ranks' pace measured, and no
+	 * move on trial */
+	else if (tu->ntried == 0 && tu->nwin >= tu->cfg.window &&
+		 tu->lsteps >= tu->cfg.window * tu->cfg.every) {
+		k = place_decide(tu, done, print, s);
+		memset(tu->load, 0, sizeof(double) * n);
+		tu->lsteps = 0;
+	}
+	free(s);
 	return k;
 }
 

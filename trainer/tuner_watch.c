@@ -106,6 +106,7 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 			step = a->step_ns / a->steps;
 	}
 	/* the job's step time: its slowest rank's */
+	tu->step_ns = step;
 	tu->swin[tu->shead] = step;
 	tu->shead = (tu->shead + 1) % tu->cfg.window;
 	if (tu->nswin < tu->cfg.window)
@@ -190,8 +191,7 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	tu->slowlink_x = M[1] > 0 ? med[2 * dp + tu->slowlink] / M[1] : 0.0;
 }
 
-/* the median of the first n of v (copied) */
-static double window_median(const double *v, int n)
+double tuner_median(const double *v, int n)
 {
 	double c[64];
 
@@ -215,7 +215,7 @@ static bool judge(struct tuner *tu, long done, bool print)
 	if (tu->trial < 0 || tu->nswin < tu->cfg.window)
 		return false;
 	tu->trial = -1;
-	after = window_median(tu->swin, tu->nswin);
+	after = tuner_median(tu->swin, tu->nswin);
 	if (!(after > 1.05 * tu->before_ns) || !(tu->before_ns > 0))
 		return false;
 	for (int r = 0; r < tu->dp; r++)
@@ -278,7 +278,7 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 			/* on trial: the step times from here on */
 			memcpy(tu->prev_shares, tu->shares,
 			       sizeof(int) * (size_t)dp);
-			tu->before_ns = window_median(tu->swin, tu->nswin);
+			tu->before_ns = tuner_median(tu->swin, tu->nswin);
 			tu->nswin = tu->shead = 0;
 			tu->trial = any ? 1 : -1; /* a return to even stays */
 			tuner_apply(tu, shares, done, print, why);

@@ -2,8 +2,9 @@
  * test_trainer_place.c - the auto-tuner's expert placement (tuner_place.c):
  * the swaps decided from routed tokens and the ranks' pace, worked by
  * hand; the tuner moving experts off a 2x slow rank once a window of
- * steps has counted them; the moves' log read back as a checkpoint holds
- * it, all or nothing; and the replayed moves.
+ * steps has counted them; a move that makes the step slower taken back;
+ * the moves' log read back as a checkpoint holds it, all or nothing; and
+ * the replayed moves.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -138,8 +139,9 @@ static void setup_tuner(struct tuner *tu, int mode, const char *replay)
 }
 
 /* one exchange, rank 3 twice as slow, then its tokens: rank 3's experts
- * get more (an uneven router); the swaps made */
-static int exchange(struct tuner *tu, long done)
+ * get more (an uneven router); the job's step time step_ms; the swaps
+ * made */
+static int exchange_at(struct tuner *tu, long done, double step_ms)
 {
 	struct tuner_sample all[DP];
 	float load[L * E];
@@ -151,12 +153,17 @@ static int exchange(struct tuner *tu, long done)
 		all[r].seqs = 64;
 		all[r].compute_ns = 64e6 * (r == 3 ? 2.0 : 1.0) *
 				    (1.0 + 0.01 * (double)((done + r) % 3));
-		all[r].step_ns = 4 * 32e6;
+		all[r].step_ns = 4 * step_ms * 1e6;
 	}
 	tuner_exchange(tu, all, DP, done, false);
 	for (int i = 0; i < L * E; i++)
 		load[i] = (float)(100 + 10 * (i % E));
 	return tuner_place_exchange(tu, load, 4, done, false);
+}
+
+static int exchange(struct tuner *tu, long done)
+{
+	return exchange_at(tu, done, 32.0);
 }
 
 /* the tuner: nothing before a full window of steps; then the slow rank
@@ -223,6 +230,48 @@ static void test_tuner_moves_off_slow(void **state)
 	tuner_fini(&tu);
 }
 
+/* a move after which the step is 20% slower is taken back once a
+ * window has measured it, and none is tried for 4 windows; one after
+ * which it is no slower stays */
+static void test_move_on_trial(void **state)
+{
+	struct tuner tu;
+	int16_t was[L * E];
+	long done, moved = -1, back = -1;
+	int k;
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	memcpy(was, tu.owner, sizeof(was));
+	for (done = 4; done <= 200 && back < 0; done += 4) {
+		k = exchange_at(&tu, done, moved < 0 ? 32.0 : 38.4);
+		if (k > 0 && moved < 0)
+			moved = done;
+		else if (k > 0)
+			back = done;
+	}
+	assert_true(moved > 0);
+	/* the window of 5 exchanges after the move, then taken back */
+	assert_int_equal(back, moved + 5 * 4);
+	assert_memory_equal(tu.owner, was, sizeof(was));
+	assert_non_null(strstr(tu.st.moves, "@"));
+	/* no move for 4 windows (20 exchanges) */
+	for (int i = 0; i < 20; i++, done += 4)
+		assert_int_equal(exchange_at(&tu, done, 38.4), 0);
+	tuner_fini(&tu);
+
+	/* as fast as before: kept, nothing taken back */
+	setup_tuner(&tu, TUNER_ON, NULL);
+	moved = -1;
+	for (done = 4; done <= 200; done += 4) {
+		if (exchange(&tu, done) > 0 && moved < 0)
+			moved = done;
+		assert_int_equal(tu.pcool, 0);
+	}
+	assert_true(moved > 0);
+	tuner_fini(&tu);
+}
+
 static void test_replay_moves(void **state)
 {
 	char path[] = "/tmp/test_place.XXXXXX", err[512];
@@ -284,6 +333,7 @@ int main(void)
 	    cmocka_unit_test(test_decide_by_hand),
 	    cmocka_unit_test(test_swaps_text),
 	    cmocka_unit_test(test_tuner_moves_off_slow),
+	    cmocka_unit_test(test_move_on_trial),
 	    cmocka_unit_test(test_replay_moves),
 	};
 

@@ -390,4 +390,9 @@ void tuner_describe(const struct tuner *tu, char *buf, size_t len)
 			 mode, tu->slowest, tu->slowest_x, tu->slowlink,
 			 tu->slowlink_x, tu->cc[DIST_C_ALLREDUCE],
 			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE], sh);
+	if (tu->ep > 1) { /* the experts' swaps since the run began */
+		size_t o = strlen(buf);
+
+		snprintf(buf + o, len - o, " expert_swaps %d", tu->moves);
+	}
 }

@@ -2,7 +2,8 @@
 # The auto-tuner's expert placement (docs/tuner.md) on 4 ranks that form
 # one expert group (--ep 4), under srun:
 #   1. with rank 3 made 2x slower, the tuner moves experts between the ep
-#      ranks (each swap printed) and the run goes on;
+#      ranks (each swap printed), weighing rank 3's pace once it is found
+#      slow, and the run goes on;
 #   2. replaying that run's decisions, its shares and its expert moves,
 #      keeps the loss within 1e-6 relative of an uninjected run at every
 #      step;
@@ -32,7 +33,10 @@ line=$(grep -m1 '^tuner: step [0-9]*: experts [0-9:,-]* (' "$d/slow.out") ||
 at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
 [ "$at" -ge 20 ] || fail "experts moved at step $at, before a window of steps counted them"
 [ "$at" -le 60 ] || fail "experts moved only at step $at"
-log "slow rank 3: $line"
+# and once rank 3 is found slow, a move weighs its pace
+grep -q '^tuner: step [0-9]*: experts .*slowest ep rank 3 at [1-9]' "$d/slow.out" ||
+	fail "no move weighed slow rank 3: $(grep '^tuner' "$d/slow.out")"
+log "slow rank 3: $line; $(grep -m1 'experts .*slowest ep rank 3' "$d/slow.out")"
 
 # 2. the loss with the run's decisions replayed
 grep '^tuner: step [0-9]*: \(shares\|experts\) ' "$d/slow.out" > "$d/plan"

@@ -85,9 +85,10 @@ int tuner_warn_node(long step, const char *why)
 
 	/* on stderr: a rank other than 0 has no stdout (main.c) */
 	if (!node || !*node || !job || !*job) {
-		fprintf(stderr,
-			"tuner: step %ld: %s; not in a Slurm job, nothing reported\n",
-			step, why);
+		fprintf(
+		    stderr,
+		    "tuner: step %ld: %s; not in a Slurm job, nothing reported\n",
+		    step, why);
 		return -ENOENT;
 	}
 	tuner_warn_reap();
@@ -103,9 +104,10 @@ int tuner_warn_node(long step, const char *why)
 	argv[n++] = (char *)"--job";
 	argv[n++] = (char *)job;
 	argv[n] = NULL;
-	fprintf(stderr,
-		"tuner: step %ld: %s; reporting %s as an early warning (sigmactl slow)\n",
-		step, why, node);
+	fprintf(
+	    stderr,
+	    "tuner: step %ld: %s; reporting %s as an early warning (sigmactl slow)\n",
+	    step, why, node);
 	fflush(stderr);
 	rc = spawn(argv, &pid);
 	if (rc) {

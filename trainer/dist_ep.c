@@ -35,16 +35,23 @@ int dist_ep_plan(struct dist *d, char *err, size_t len)
 	d->ep_loc = calloc((size_t)d->lp.L * P * El, sizeof(int));
 	if (!d->ep_loc)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	rc = dist_ep_locate(d);
+	if (rc >= 0)
+		return 0;
+	return sigma_set_err(err, len, EINVAL,
+			     "expert placement of layer %d is uneven", -rc - 1);
+}
+
+int dist_ep_locate(struct dist *d)
+{
+	int P = d->lp.ep, El = d->lp.E / P;
+
 	for (int l = 0; l < d->lp.L; l++)
-		for (int p = 0; p < P; p++) {
-			rc = layout_placement_local(
-			    &d->pl, l, p, &d->ep_loc[((size_t)l * P + p) * El],
-			    El);
-			if (rc != El)
-				return sigma_set_err(err, len, EINVAL,
-						     "expert placement of layer %d is uneven",
-						     l);
-		}
+		for (int p = 0; p < P; p++)
+			if (layout_placement_local(
+				&d->pl, l, p,
+				&d->ep_loc[((size_t)l * P + p) * El], El) != El)
+				return -l - 1;
 	return 0;
 }
 

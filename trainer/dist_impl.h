@@ -74,6 +74,9 @@ struct dist_ep_scratch {
 /* The expert placement and each ep rank's experts (d->ep_loc); nothing
  * with ep = 1. 0 or -errno, err says why. */
 int dist_ep_plan(struct dist *d, char *err, size_t len);
+/* Each ep rank's experts (d->ep_loc) from the placement d->pl: 0, or
+ * -(l + 1) when layer l does not give every ep rank E / ep experts. */
+int dist_ep_locate(struct dist *d);
 /* The per-layer state of every activation set, and the model's expert
  * hooks pointed at this rank's experts. 0 or -ENOMEM. */
 int dist_ep_attach(struct dist *d, struct model *m);

@@ -135,36 +135,23 @@ static int move_layer(struct dist *d, struct model *m, int l,
 	return rc;
 }
 
-/* the tables that follow the placement: each ep rank's experts and the
- * model's expert ids (this rank's slots) */
-static void move_tables(struct dist *d, struct model *m)
-{
-	int P = d->lp.ep, El = d->lp.E / P;
-
-	for (int l = 0; l < d->lp.L; l++)
-		for (int p = 0; p < P; p++)
-			(void)layout_placement_local(
-			    &d->pl, l, p, &d->ep_loc[((size_t)l * P + p) * El],
-			    El);
-	for (int l = 0; l < d->lp.L; l++)
-		memcpy(m->expert_ids + (size_t)l * El,
-		       &d->ep_loc[((size_t)l * P + d->me.ep_rank) * El],
-		       sizeof(int) * (size_t)El);
-}
-
 int dist_move_experts(struct dist *d, struct model *m, const int16_t *owner,
 		      bool data)
 {
 	int P = d->lp.ep, E = d->lp.E, rc = 0;
 	size_t n = (size_t)d->lp.L * E;
+	struct layout_placement np;
+	struct model_shard sh;
+	char why[128];
 
 	if (P <= 1 || !m->expert_ids)
 		return -EINVAL;
 	if (m->zero)
 		return -ENOTSUP; /* the moments are split over expert_dp */
-	for (size_t i = 0; i < n; i++)
-		if (owner[i] < 0 || owner[i] >= P)
-			return -EINVAL;
+	/* every owner an ep rank, E / ep experts each in every layer */
+	np = (struct layout_placement){d->lp.L, E, P, (int16_t *)owner};
+	if ((rc = layout_placement_check(&np, why, sizeof(why))))
+		return rc;
 	for (int l = 0; data && rc == 0 && l < d->lp.L; l++) {
 		const int16_t *was = d->pl.owner + (size_t)l * E;
 		const int16_t *now = owner + (size_t)l * E;
@@ -178,15 +165,17 @@ int dist_move_experts(struct dist *d, struct model *m, const int16_t *owner,
 	}
 	if (rc)
 		return rc;
+	/* the tables that follow: each ep rank's experts, this rank's
+	 * slots (the model's expert ids) */
 	memcpy(d->pl.owner, owner, sizeof(*owner) * n);
-	move_tables(d, m);
+	(void)dist_ep_locate(d); /* checked above: E / ep each */
+	dist_shard_of(d, d->rank, &sh, m->expert_ids);
 	return 0;
 }
 
 int dist_routed_take(struct dist *d, float *out)
 {
 	size_t n = (size_t)d->lp.L * d->lp.E;
-	int rc;
 
 	if (!d->routed)
 		return -ENOMEM;
@@ -195,6 +184,5 @@ int dist_routed_take(struct dist *d, float *out)
 	for (size_t i = 0; i < n; i++)
 		out[i] = d->me.dp_index == 0 ? d->routed[i] : 0.0f;
 	memset(d->routed, 0, sizeof(float) * n);
-	rc = d->size > 1 ? comm_allreduce_f32(d->world, out, n) : 0;
-	return rc;
+	return d->size > 1 ? comm_allreduce_f32(d->world, out, n) : 0;
 }

@@ -18,6 +18,11 @@ void tuner_shares_str(const int *shares, int n, char *buf, size_t len);
 void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
 		 const char *why);
 
+/* a decision on trial is taken back when the job's median step time
+ * after it is above this many times the one before (5% slower): the
+ * shares (tuner_watch.c) and the experts (tuner_place.c) alike */
+#define TUNER_TRIAL_SLOWER 1.05
+
 /* the median of the first n of v (copied; 0 when n is 0) */
 double tuner_median(const double *v, int n);
 

@@ -162,10 +162,14 @@ int tuner_swaps_parse(const char *s, char sep, int L, int E,
 /* the most swaps of one decision or one replayed line */
 #define PLACE_MAX_SWAPS 4096
 
-/* s[n] done after step done: "L:A-B@STEP;" each into the checkpoint's
- * moves; false when they do not fit (none is then added) */
-static bool moves_log(struct tuner *tu, const struct tuner_swap *s, int n,
-		      long done)
+/*
+ * Swaps s[n] in force from the step after done: applied to tu->owner,
+ * logged in the checkpoint's moves ("L:A-B@STEP;" each) and printed with
+ * why. False when the log cannot hold them: then none is made, since a
+ * resumed run could not take the placement up again.
+ */
+static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
+			long done, bool print, const char *why)
 {
 	size_t have = strlen(tu->st.moves), need = 0;
 	char item[64];
@@ -175,30 +179,26 @@ static bool moves_log(struct tuner *tu, const struct tuner_swap *s, int n,
 					 s[i].layer, s[i].a, s[i].b, done);
 	if (have + need >= sizeof(tu->st.moves))
 		return false;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		have += (size_t)snprintf(
 		    tu->st.moves + have, sizeof(tu->st.moves) - have,
 		    "%d:%d-%d@%ld;", s[i].layer, s[i].a, s[i].b, done);
-	return true;
-}
-
-/* the swaps in force from the next step: logged, printed with why */
-static void place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
-			long done, bool print, const char *why)
-{
-	size_t len = (size_t)n * 24 + 1;
-	char *list = malloc(len);
-
-	for (int i = 0; i < n; i++)
 		tuner_place_swap(tu->owner, tu->E, &s[i]);
+	}
 	tu->moves += n;
 	tu->decisions++;
-	if (print && list) {
-		tuner_swaps_format(s, n, list, len);
-		printf("tuner: step %ld: experts %s (%s)\n", done, list, why);
-		fflush(stdout);
+	if (print) {
+		char *list = malloc((size_t)n * 24 + 1);
+
+		if (list) {
+			tuner_swaps_format(s, n, list, (size_t)n * 24 + 1);
+			printf("tuner: step %ld: experts %s (%s)\n", done, list,
+			       why);
+			fflush(stdout);
+		}
+		free(list);
 	}
-	free(list);
+	return true;
 }
 
 int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
@@ -272,16 +272,16 @@ static int place_judge(struct tuner *tu, long done, bool print,
 		return 0;
 	tu->ntried = 0;
 	after = tuner_median(tu->pwin, tu->npwin);
-	if (!(after > 1.05 * tu->pbefore_ns) || !(tu->pbefore_ns > 0))
+	if (!(after > TUNER_TRIAL_SLOWER * tu->pbefore_ns) ||
+	    !(tu->pbefore_ns > 0))
 		return 0;
 	for (int i = 0; i < n; i++)
 		out[i] = tu->tried[n - 1 - i];
-	if (!moves_log(tu, out, n, done))
-		return 0;
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, tu->pbefore_ns / 1e6);
-	place_apply(tu, out, n, done, print, why);
+	if (!place_apply(tu, out, n, done, print, why))
+		return 0;
 	tu->pcool = 4 * tu->cfg.window;
 	return n;
 }
@@ -301,8 +301,6 @@ static int place_decide(struct tuner *tu, long done, bool print,
 		memcpy(next, tu->owner, sizeof(int16_t) * n);
 		k = tuner_place_decide(tu->L, tu->E, tu->ep, next, tu->load,
 				       pace, s, tu->L);
-		if (k > 0 && !moves_log(tu, s, k, done))
-			k = 0; /* the checkpoint could not replay more */
 	}
 	if (k > 0) {
 		for (int p = 1; p < tu->ep; p++)
@@ -311,7 +309,10 @@ static int place_decide(struct tuner *tu, long done, bool print,
 		    why, sizeof(why),
 		    "balance the routed tokens; slowest ep rank %d at %.2fx",
 		    top, pace[top]);
-		place_apply(tu, s, k, done, print, why);
+		if (!place_apply(tu, s, k, done, print, why))
+			k = 0; /* the checkpoint could not replay more */
+	}
+	if (k > 0) {
 		/* on trial: the step times from here on */
 		memcpy(tu->tried, s, sizeof(*s) * (size_t)k);
 		tu->ntried = k;
@@ -366,10 +367,9 @@ int tuner_place_replay(struct tuner *tu, long done, bool print)
 	    tu->mplan[tu->mnext].step != done)
 		return 0;
 	p = &tu->mplan[tu->mnext++];
-	if (!moves_log(tu, p->swaps, p->nswaps, done))
-		return 0;
-	place_apply(tu, p->swaps, p->nswaps, done, print, "replayed");
-	return p->nswaps;
+	return place_apply(tu, p->swaps, p->nswaps, done, print, "replayed")
+		   ? p->nswaps
+		   : 0;
 }
 
 int tuner_place_import(struct tuner *tu, const char *moves, char *err,

@@ -216,7 +216,8 @@ static bool judge(struct tuner *tu, long done, bool print)
 		return false;
 	tu->trial = -1;
 	after = tuner_median(tu->swin, tu->nswin);
-	if (!(after > 1.05 * tu->before_ns) || !(tu->before_ns > 0))
+	if (!(after > TUNER_TRIAL_SLOWER * tu->before_ns) ||
+	    !(tu->before_ns > 0))
 		return false;
 	for (int r = 0; r < tu->dp; r++)
 		if (tu->slow[r] || tu->lslow[r])

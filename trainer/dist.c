@@ -545,7 +545,6 @@ int dist_grad_finish(struct dist *d)
 	return 0;
 }
 
-/* the gradient norm's parts: each distinct part once, in rank order */
 /*
  * The squared norm's parts of every rank, each distinct part once, and
  * the values riding on it (dist_stage_mean_later), in one all-gather:

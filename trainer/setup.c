@@ -21,10 +21,10 @@
 #include "exitcodes.h"
 #include "membudget.h"
 #include "resume.h"
-#include "tuner_warn.h"
 #include "run.h"
 #include "select.h"
 #include "train.h"
+#include "tuner_warn.h"
 
 #include <xxhash.h>
 

@@ -171,8 +171,10 @@ static int read_guard(struct ckpt_ctx *c, int64_t f, struct guard_state *gs)
 /* ---- the auto-tuner's state ---------------------------------------------- */
 
 /* /tuner: attributes shares ("a,b,...", one per data-parallel rank; "-"
- * even), decisions ("STEP:a,b,...;" each) and moves ("L:A-B;" each, the
- * experts' swaps); absent while the shares are even and no expert moved */
+ * even), decisions ("STEP:a,b,...;" each), moves ("L:A-B;" each, the
+ * experts' swaps) and buckets (floats per gradient bucket, when the tuner
+ * chose them); absent while the shares are even, no expert moved and the
+ * buckets are the options' */
 static int write_tuner(struct ckpt_ctx *c, int64_t f,
 		       const struct tuner_state *ts)
 {
@@ -181,7 +183,7 @@ static int write_tuner(struct ckpt_ctx *c, int64_t f,
 	int64_t g;
 	int rc;
 
-	if (ts->n <= 0 && !ts->moves[0])
+	if (ts->n <= 0 && !ts->moves[0] && ts->bucket <= 0)
 		return 0;
 	for (int r = 0; r < ts->n && r < TUNER_MAX_DP; r++)
 		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d",
@@ -191,9 +193,27 @@ static int write_tuner(struct ckpt_ctx *c, int64_t f,
 		return ckpt_fail(c, EIO, "cannot create group tuner");
 	rc = ckpt_h5_set_str(c, g, "shares", list) ?:
 	     ckpt_h5_set_str(c, g, "decisions", ts->log[0] ? ts->log : "-") ?:
-	     (ts->moves[0] ? ckpt_h5_set_str(c, g, "moves", ts->moves) : 0);
+	     (ts->moves[0] ? ckpt_h5_set_str(c, g, "moves", ts->moves) : 0) ?:
+	     (ts->bucket > 0 ? ckpt_h5_set_i64(c, g, "buckets", ts->bucket)
+			     : 0);
 	ckpt_h5_close(g);
 	return rc;
+}
+
+/* tuner/buckets: at least one float */
+static int read_buckets(struct ckpt_ctx *c, int64_t g, struct tuner_state *ts)
+{
+	int64_t v;
+	int rc = ckpt_h5_get_i64(c, g, "buckets", &v);
+
+	if (rc)
+		return rc;
+	if (v < 1)
+		return ckpt_fail(c, EBADMSG,
+				 "tuner/buckets %lld is not a number of floats",
+				 (long long)v);
+	ts->bucket = (long)v;
+	return 0;
 }
 
 /* optional; the shares checked against the layout by the tuner */
@@ -206,6 +226,7 @@ static int read_tuner(struct ckpt_ctx *c, int64_t f, struct tuner_state *ts)
 	ts->n = 0;
 	ts->log[0] = '\0';
 	ts->moves[0] = '\0';
+	ts->bucket = 0;
 	if (!ckpt_h5_exists(f, "tuner"))
 		return 0;
 	g = ckpt_h5_group_open(f, "tuner");
@@ -216,7 +237,8 @@ static int read_tuner(struct ckpt_ctx *c, int64_t f, struct tuner_state *ts)
 	     (ckpt_h5_has_attr(g, "moves")
 		      ? ckpt_h5_get_str(c, g, "moves", ts->moves,
 					sizeof(ts->moves))
-		      : 0);
+		      : 0) ?:
+	     (ckpt_h5_has_attr(g, "buckets") ? read_buckets(c, g, ts) : 0);
 	ckpt_h5_close(g);
 	if (rc)
 		return rc;

@@ -156,6 +156,10 @@ static void teardown(struct dist *d, bool fence)
 	d->counts_f = NULL;
 	free(d->routed);
 	d->routed = NULL;
+	if (d->ops)
+		d->ops->free(d->probe);
+	d->probe = NULL;
+	d->nprobe = 0;
 	device_comms_fini(d);
 	dist_pipe_fini(d);
 	comm_destroy(d->edp);
@@ -489,17 +493,24 @@ static void on_grad_ready(void *ctx, size_t off)
 	d->buckets++;
 }
 
+size_t dist_bucket_span(const struct dist *d, const struct model *m)
+{
+	/* buckets start during the backward pass only when it is the last
+	 * one of the step for every gradient, and the block is one range:
+	 * one stage, one micro-batch, no expert range of its own */
+	if (comm_size(d->dp) > 1 && d->lp.pp == 1 && d->micro == 1 &&
+	    m->ndense == m->nparams && !m->zero)
+		return m->ndense;
+	return 0;
+}
+
 void dist_grad_begin(struct dist *d, struct model *m)
 {
 	d->m = m;
 	d->sent_to = m->ndense;
 	d->grad_err = 0;
 	d->buckets = 0;
-	/* buckets start during the backward pass only when it is the last
-	 * one of the step for every gradient, and the block is one range:
-	 * one stage, one micro-batch, no expert range of its own */
-	if (comm_size(d->dp) > 1 && d->lp.pp == 1 && d->micro == 1 &&
-	    m->ndense == m->nparams && !m->zero) {
+	if (dist_bucket_span(d, m)) {
 		m->grad_ready = on_grad_ready;
 		m->grad_ready_ctx = d;
 	} else {
@@ -699,6 +710,43 @@ int dist_barrier(struct dist *d)
 
 	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
 	return rc;
+}
+
+int dist_bucket_probe(struct dist *d, size_t n, double *lat_ns,
+		      double *byte_ns)
+{
+	uint64_t t0, dt, t[2] = { UINT64_MAX, UINT64_MAX };
+	int rc;
+
+	*lat_ns = *byte_ns = 0.0;
+	if (comm_size(d->dp) < 2 || n < 2)
+		return 0;
+	if (d->nprobe < n) {
+		d->ops->free(d->probe);
+		d->probe = d->ops->alloc(sizeof(float) * n);
+		d->nprobe = d->probe ? n : 0;
+		if (!d->probe)
+			return -ENOMEM;
+	}
+	if ((rc = comm_barrier(d->dp)))
+		return rc;
+	/* each size twice, the least of each: one float (what every
+	 * all-reduce costs), then n (its time per byte beyond that); the
+	 * buffer's zeros stay zeros */
+	for (int i = 0; i < 4; i++) {
+		int k = i % 2;
+
+		t0 = dist_now_ns();
+		rc = comm_allreduce_f32(d->tdp, d->probe, k ? n : 1);
+		if (rc)
+			return rc;
+		dt = dist_now_ns() - t0;
+		t[k] = dt < t[k] ? dt : t[k];
+	}
+	*lat_ns = (double)t[0];
+	if (t[1] > t[0])
+		*byte_ns = (double)(t[1] - t[0]) / (sizeof(float) * (n - 1));
+	return 0;
 }
 
 int dist_link_probe(struct dist *d, double *ns)

@@ -123,6 +123,9 @@ struct dist {
 	 * over an even share (the auto-tuner's; 1 when even) */
 	float weight;
 	uint64_t buckets; /* buckets started in the last backward */
+	/* the bucket probe's buffer, in the ops' memory (floats) */
+	float *probe;
+	size_t nprobe;
 	/* dist_stage_mean_later: where the values go, how many (0: none) */
 	double *riders;
 	int nriders;
@@ -273,5 +276,17 @@ int dist_barrier(struct dist *d);
  * the two ways are the same pair.
  */
 int dist_link_probe(struct dist *d, double *ns);
+/*
+ * The auto-tuner's bucket probe (collective over the data-parallel
+ * group, on the gradient's communicator): after a barrier, an all-reduce
+ * of one float and one of n, twice each, timed. *lat_ns the least time of
+ * the small one, *byte_ns the large one's time beyond that per byte. 0
+ * (and both 0) with one data-parallel rank, or -errno.
+ */
+int dist_bucket_probe(struct dist *d, size_t n, double *lat_ns,
+		      double *byte_ns);
+/* the gradient's floats that leave in buckets during the backward pass
+ * (m->ndense, or 0 where the layout sends them all after it) */
+size_t dist_bucket_span(const struct dist *d, const struct model *m);
 
 #endif /* SIGMA_TRAIN_DIST_H */

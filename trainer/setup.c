@@ -465,7 +465,8 @@ static int setup_placement(struct trainer *t)
 	return trainer_place(t, !t->resumed_slots);
 }
 
-/* the auto-tuner, its faults, and the shares a resumed checkpoint held */
+/* the auto-tuner, its faults, and the shares and gradient buckets a
+ * resumed checkpoint held */
 static int setup_tuner(struct trainer *t)
 {
 	const struct train_opts *o = t->o;
@@ -482,11 +483,18 @@ static int setup_tuner(struct trainer *t)
 	}
 	t->tu_ready = true;
 	t->tu.micro = d->micro;
+	tuner_comm_init(&t->tu, (long)d->bucket,
+			(long)dist_bucket_span(d, t->m));
 	if (tuner_import(&t->tu, &t->st.tuner, err, sizeof(err)))
 		printf("tuner: the checkpoint's shares are not used: %s; even shares\n",
 		       err);
 	else if (t->st.tuner.n > 0 && d->rank == 0)
 		printf("tuner: resumed with the checkpoint's shares\n");
+	if (t->st.tuner.bucket > 0 && t->tu.bucket == t->st.tuner.bucket &&
+	    d->rank == 0)
+		printf("tuner: resumed with the checkpoint's gradient buckets (%ld floats)\n",
+		       t->tu.bucket);
+	d->bucket = (size_t)t->tu.bucket;
 	if (d->lp.ep <= 1 && t->tu.nmplan > 0) {
 		sigma_error("--tuner-replay %s: the run moved experts; this layout has one ep rank",
 			    o->tuner.replay);

@@ -396,6 +396,7 @@ static int step_tune(struct trainer *t, long done)
 	int rc = 0;
 
 	tuner_replay_due(&t->tu, done, d->rank == 0);
+	d->bucket = (size_t)t->tu.bucket;
 	if (tuner_place_replay(&t->tu, done, d->rank == 0) > 0 &&
 	    (rc = trainer_place(t, true)))
 		return rc;
@@ -405,6 +406,10 @@ static int step_tune(struct trainer *t, long done)
 	if (!all)
 		return TRAIN_EXIT_OSERR;
 	rc = dist_link_probe(d, &t->tu.mine.probe_ns);
+	if (rc == 0 && tuner_comm_due(&t->tu))
+		rc = dist_bucket_probe(d, (size_t)tuner_comm_probe_floats(&t->tu),
+				       &t->tu.mine.ar_lat_ns,
+				       &t->tu.mine.ar_byte_ns);
 	if (rc == 0 && d->size > 1)
 		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
 	else
@@ -412,6 +417,7 @@ static int step_tune(struct trainer *t, long done)
 	if (rc == 0)
 		tuner_exchange(&t->tu, all, (size_t)d->size, done,
 			       d->rank == 0);
+	d->bucket = (size_t)t->tu.bucket; /* the tuner's, from the next step */
 	free(all);
 	if (rc == 0 && tuner_place_wants(&t->tu) && (rc = step_place(t, done)))
 		return rc;

@@ -212,15 +212,28 @@ static struct tuner_plan *plan_add(struct tuner_plan **plan, size_t *n,
 	return p;
 }
 
-/* one "tuner: step N: shares a,b,..." or "... experts L:A-B,..." line
- * into the plans; other lines are skipped */
+/* one "tuner: step N: shares a,b,...", "... gradient buckets F floats"
+ * or "... experts L:A-B,..." line into the plans; other lines are
+ * skipped */
 static int plan_line(struct tuner *tu, const char *line, char *list,
 		     char *err, size_t len)
 {
 	struct tuner_plan *p;
-	long step, prev = -1;
+	long step, prev = -1, b;
 
-	if (sscanf(line, "tuner: step %ld: experts %8191[0-9:,-]", &step,
+	if (sscanf(line, "tuner: step %ld: gradient buckets %ld floats", &step,
+		   &b) == 2) {
+		if (b < 1)
+			return sigma_set_err(err, len, EINVAL,
+					     "gradient buckets of %ld floats",
+					     b);
+		/* a bucket size may come at the step of a share's change */
+		prev = tu->nplan ? tu->plan[tu->nplan - 1].step - 1 : -1;
+		p = plan_add(&tu->plan, &tu->nplan, step);
+		if (!p)
+			return -ENOMEM;
+		p->bucket = b;
+	} else if (sscanf(line, "tuner: step %ld: experts %8191[0-9:,-]", &step,
 		   list) == 2) {
 		prev = tu->nmplan ? tu->mplan[tu->nmplan - 1].step : -1;
 		p = plan_add(&tu->mplan, &tu->nmplan, step);
@@ -228,7 +241,7 @@ static int plan_line(struct tuner *tu, const char *line, char *list,
 			return -ENOMEM;
 	} else if (sscanf(line, "tuner: step %ld: shares %8191[0-9,]", &step,
 			  list) == 2) {
-		prev = tu->nplan ? tu->plan[tu->nplan - 1].step : -1;
+		prev = tu->nplan ? tu->plan[tu->nplan - 1].step - 1 : -1;
 		p = plan_add(&tu->plan, &tu->nplan, step);
 		if (!p || !(p->shares = malloc(sizeof(int) * (size_t)tu->dp)))
 			return -ENOMEM;
@@ -239,7 +252,7 @@ static int plan_line(struct tuner *tu, const char *line, char *list,
 	}
 	if (step < 0 || step <= prev)
 		return sigma_set_err(err, len, EINVAL,
-				     "step %ld is not after the one before",
+				     "step %ld is out of order",
 				     step);
 	return 0;
 }
@@ -270,12 +283,18 @@ bool tuner_replay_due(struct tuner *tu, long done, bool print)
 {
 	bool changed = false;
 
-	/* decisions at or before a resumed run's step are in its shares */
+	/* decisions at or before a resumed run's step are in its state */
 	while (tu->next < tu->nplan && tu->plan[tu->next].step < done)
 		tu->next++;
-	if (tu->next < tu->nplan && tu->plan[tu->next].step == done) {
-		tuner_apply(tu, tu->plan[tu->next].shares, done, print, "replayed");
-		tu->next++;
+	for (; tu->next < tu->nplan && tu->plan[tu->next].step == done;
+	     tu->next++) {
+		const struct tuner_plan *p = &tu->plan[tu->next];
+
+		if (p->bucket > 0) {
+			(void)tuner_comm_replay(tu, p->bucket, done, print);
+			continue;
+		}
+		tuner_apply(tu, p->shares, done, print, "replayed");
 		changed = true;
 	}
 	return changed;
@@ -298,7 +317,6 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->slowest = -1;
 	tu->slowlink = -1;
 	tu->escalate = -1;
-	tu->trial = -1;
 	tu->shares = calloc(n, sizeof(int));
 	tu->offs = calloc(n, sizeof(int));
 	tu->win = calloc(n * (size_t)cfg->window, sizeof(double));
@@ -313,7 +331,8 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->blame = calloc(2 * n, sizeof(int));
 	tu->lblame = tu->blame ? tu->blame + n : NULL;
 	tu->moved_at = calloc(n, sizeof(double));
-	tu->swin = calloc((size_t)cfg->window, sizeof(double));
+	tu->strial.win = calloc((size_t)cfg->window, sizeof(double));
+	tu->ctrial.win = calloc((size_t)cfg->window, sizeof(double));
 	tu->prev_shares = calloc(n, sizeof(int));
 	tu->no_help = calloc(n, sizeof(bool));
 	tu->escalated = calloc(n, sizeof(bool));
@@ -321,7 +340,7 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
 	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
 	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
-	    !tu->escalated || !tu->swin || !tu->prev_shares || !tu->no_help ||
+	    !tu->escalated || !tu->strial.win || !tu->ctrial.win || !tu->prev_shares || !tu->no_help ||
 	    !tu->pace) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
@@ -353,7 +372,8 @@ void tuner_fini(struct tuner *tu)
 	free(tu->owner);
 	free(tu->load);
 	free(tu->pace);
-	free(tu->pwin);
+	free(tu->ptrial.win);
+	free(tu->ctrial.win);
 	free(tu->tried);
 	free(tu->shares);
 	free(tu->offs);
@@ -368,7 +388,7 @@ void tuner_fini(struct tuner *tu)
 	free(tu->msgs);
 	free(tu->blame);
 	free(tu->moved_at);
-	free(tu->swin);
+	free(tu->strial.win);
 	free(tu->prev_shares);
 	free(tu->no_help);
 	free(tu->escalated);
@@ -380,9 +400,11 @@ int tuner_import(struct tuner *tu, const struct tuner_state *st, char *err,
 {
 	long sum = 0;
 
-	if (st->n == 0)
-		return 0; /* equal shares */
-	if (st->n != tu->dp)
+	if (st->bucket < 0)
+		return sigma_set_err(err, len, EINVAL,
+				     "gradient buckets of %ld floats",
+				     st->bucket);
+	if (st->n != 0 && st->n != tu->dp)
 		return sigma_set_err(err, len, EINVAL,
 				     "the checkpoint holds %d data-parallel shares, this layout has %d ranks",
 				     st->n, tu->dp);
@@ -393,10 +415,14 @@ int tuner_import(struct tuner *tu, const struct tuner_state *st, char *err,
 					     st->shares[r], r, tu->Bmax);
 		sum += st->shares[r];
 	}
-	if (sum != (long)tu->dp * tu->B)
+	if (st->n != 0 && sum != (long)tu->dp * tu->B)
 		return sigma_set_err(err, len, EINVAL,
 				     "the shares sum to %ld sequences, the batch has %ld",
 				     sum, (long)tu->dp * tu->B);
+	if (st->bucket > 0)
+		tu->bucket = st->bucket;
+	if (st->n == 0)
+		return 0; /* equal shares */
 	memcpy(tu->shares, st->shares, sizeof(int) * (size_t)tu->dp);
 	set_offsets(tu);
 	sigma_strlcpy(tu->st.log, st->log, sizeof(tu->st.log));
@@ -414,5 +440,6 @@ void tuner_export(const struct tuner *tu, struct tuner_state *st)
 		st->shares[r] = tu->shares[r];
 	sigma_strlcpy(st->log, tu->st.log, sizeof(st->log));
 	sigma_strlcpy(st->moves, tu->st.moves, sizeof(st->moves));
+	st->bucket = tu->bucket != tu->bucket0 ? tu->bucket : 0;
 }
 

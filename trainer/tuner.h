@@ -88,20 +88,34 @@ struct tuner_sample {
 	double step_ns;	    /* their wall time, all of each step */
 	double messages;    /* messages it sent to peers in them */
 	double probe_ns;    /* its link probe (0: none) */
+	/* the bucket probe (dist_bucket_probe; 0: none this exchange): an
+	 * all-reduce of one float, and the time per byte of a large one */
+	double ar_lat_ns, ar_byte_ns;
 };
 
 /* a link is slow only when its probe is late by more than this (ns):
  * less costs under a millisecond a step at a few messages a step */
 #define TUNER_LINK_FLOOR 100000.0
 
-/* a decision of --tuner-replay: from step + 1 on, these shares, or (in
- * mplan) the experts' swaps of text, parsed by tuner_place_init */
+/* a decision of --tuner-replay: from step + 1 on, these shares or
+ * (bucket > 0) gradient buckets of that many floats, or (in mplan) the
+ * experts' swaps of text, parsed by tuner_place_init */
 struct tuner_plan {
 	long step;
 	int *shares;
+	long bucket;
 	char *text;
 	struct tuner_swap *swaps;
 	int nswaps;
+};
+
+/* a decision on trial (each rung has one): the job's step times since
+ * it ([W] ns, a ring of n at head) and their median before it; 0: none
+ * on trial */
+struct tuner_trial {
+	double *win;
+	int n, head;
+	double before_ns;
 };
 
 struct tuner {
@@ -124,11 +138,9 @@ struct tuner {
 	int *lstreak;
 	bool *lslow;
 	double *lbasis, *msgs;
-	/* the trial of the last decision: the job's step times since it
-	 * ([W] ns, ring), the median before it, the shares before it; -1:
-	 * none on trial. no_help: ranks whose move was reverted */
-	double *swin, before_ns;
-	int nswin, shead, trial;
+	/* the trial of the last decision, the shares before it. no_help:
+	 * ranks whose move was reverted */
+	struct tuner_trial strial;
 	int *prev_shares;
 	bool *no_help;
 	/* the world rank behind each data-parallel rank's figure (its
@@ -163,14 +175,24 @@ struct tuner {
 	double *load, *pace;
 	int lsteps, moves;
 	bool place_fixed; /* the experts may not move (--zero 1) */
-	/* the trial of the last move: the job's step times since ([W] ns,
-	 * ring), the median before it, its swaps (NULL: none on trial);
+	/* the trial of the last move, its swaps (ntried 0: none on trial);
 	 * exchanges left before another move after a revert */
-	double *pwin, pbefore_ns;
-	int npwin, phead, ntried, pcool;
+	struct tuner_trial ptrial;
+	int ntried, pcool;
 	struct tuner_swap *tried;
 	struct tuner_plan *mplan;
 	size_t nmplan, mnext;
+	/* the gradient buckets (tuner_comm.c): floats per bucket in force
+	 * and the options', the gradient that leaves in buckets during the
+	 * backward pass (0: none, nothing to choose), exchanges before the
+	 * next probe, whether this exchange probes, the bucket before the
+	 * one on trial, its trial, exchanges left before another after a
+	 * revert */
+	long bucket, bucket0, span;
+	int cwait, ccool;
+	bool cprobe;
+	long cprev;
+	struct tuner_trial ctrial;
 	struct tuner_state st; /* the log, for the checkpoint */
 };
 
@@ -264,6 +286,28 @@ int tuner_place_replay(struct tuner *tu, long done, bool print);
  * log: 0 (none: 0 too), or -EINVAL with err */
 int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		       size_t len);
+
+/*
+ * The gradient buckets (tuner_comm.c): bucket the floats per bucket the
+ * options give, span the gradient that leaves in buckets during the
+ * backward pass (dist_bucket_span; 0: none). Call after tuner_init.
+ */
+void tuner_comm_init(struct tuner *tu, long bucket, long span);
+/* this exchange runs the bucket probe (every rank answers alike; call
+ * once an exchange, before the summaries are gathered) */
+bool tuner_comm_due(struct tuner *tu);
+/* the floats of the probe's large all-reduce */
+long tuner_comm_probe_floats(const struct tuner *tu);
+/*
+ * At the exchange of step done (from tuner_exchange, --tuner on): judge
+ * the bucket size on trial, and after a probe choose it again, unless
+ * busy (the shares changed at this exchange). True when tu->bucket
+ * changed (it holds from step done + 1; logged, printed when print).
+ */
+bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
+			 size_t n, long done, bool print, bool busy);
+/* a replayed bucket size b from step done + 1: true when it changed */
+bool tuner_comm_replay(struct tuner *tu, long b, long done, bool print);
 
 /* the tuner's state for the progress line: " tuner on slowest 3 1.98x ..." */
 void tuner_describe(const struct tuner *tu, char *buf, size_t len);

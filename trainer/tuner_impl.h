@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "tuner.h"
+#include "tuner_comm.h"
 
 /* "a,b,c" of shares[n] into buf */
 void tuner_shares_str(const int *shares, int n, char *buf, size_t len);
@@ -23,7 +24,17 @@ void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
  * shares (tuner_watch.c) and the experts (tuner_place.c) alike */
 #define TUNER_TRIAL_SLOWER 1.05
 
-/* the median of the first n of v (copied; 0 when n is 0) */
-double tuner_median(const double *v, int n);
+/* the median of v[n], sorted in place (0 when n is 0) */
+double tuner_median_of(double *v, size_t n);
+
+/* a decision on trial (struct tuner_trial, over windows of W exchanges):
+ * the job's step time at an exchange; the start of a trial; its end, once
+ * a window has measured it: 1 when the median step is TUNER_TRIAL_SLOWER
+ * times the one before or more (take the decision back), 0 when it is
+ * kept, -1 while none is judged (after and before: the two medians) */
+void tuner_trial_push(struct tuner_trial *t, int W, double step_ns);
+void tuner_trial_begin(struct tuner_trial *t);
+int tuner_trial_judge(struct tuner_trial *t, int W, double *after,
+		      double *before);
 
 #endif /* SIGMA_TRAIN_TUNER_IMPL_H */

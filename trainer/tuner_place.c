@@ -209,9 +209,9 @@ int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
 	tu->ep_of = malloc(sizeof(int) * (size_t)tu->dp);
 	tu->owner = malloc(sizeof(int16_t) * n);
 	tu->load = calloc(n, sizeof(double));
-	tu->pwin = calloc((size_t)tu->cfg.window, sizeof(double));
+	tu->ptrial.win = calloc((size_t)tu->cfg.window, sizeof(double));
 	tu->tried = malloc(sizeof(*tu->tried) * (size_t)L);
-	if (!tu->ep_of || !tu->owner || !tu->load || !tu->pwin || !tu->tried)
+	if (!tu->ep_of || !tu->owner || !tu->load || !tu->ptrial.win || !tu->tried)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	memcpy(tu->ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
 	memcpy(tu->owner, owner, sizeof(int16_t) * n);
@@ -260,26 +260,24 @@ static void ep_pace(const struct tuner *tu, double *pace)
 static int place_judge(struct tuner *tu, long done, bool print,
 		       struct tuner_swap *out)
 {
-	double after;
+	double after, before;
 	char why[128];
-	int n = tu->ntried;
+	int n = tu->ntried, r;
 
-	tu->pwin[tu->phead] = tu->step_ns;
-	tu->phead = (tu->phead + 1) % tu->cfg.window;
-	if (tu->npwin < tu->cfg.window)
-		tu->npwin++;
-	if (n == 0 || tu->npwin < tu->cfg.window)
+	tuner_trial_push(&tu->ptrial, tu->cfg.window, tu->step_ns);
+	if (n == 0)
 		return 0;
-	tu->ntried = 0;
-	after = tuner_median(tu->pwin, tu->npwin);
-	if (!(after > TUNER_TRIAL_SLOWER * tu->pbefore_ns) ||
-	    !(tu->pbefore_ns > 0))
+	r = tuner_trial_judge(&tu->ptrial, tu->cfg.window, &after, &before);
+	if (r < 0 && tu->ptrial.before_ns > 0)
+		return 0; /* still measuring */
+	tu->ntried = 0; /* kept, or nothing measured before to judge by */
+	if (r <= 0)
 		return 0;
 	for (int i = 0; i < n; i++)
 		out[i] = tu->tried[n - 1 - i];
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
-		 after / 1e6, tu->pbefore_ns / 1e6);
+		 after / 1e6, before / 1e6);
 	if (!place_apply(tu, out, n, done, print, why))
 		return 0;
 	tu->pcool = 4 * tu->cfg.window;
@@ -316,8 +314,7 @@ static int place_decide(struct tuner *tu, long done, bool print,
 		/* on trial: the step times from here on */
 		memcpy(tu->tried, s, sizeof(*s) * (size_t)k);
 		tu->ntried = k;
-		tu->pbefore_ns = tuner_median(tu->pwin, tu->npwin);
-		tu->npwin = tu->phead = 0;
+		tuner_trial_begin(&tu->ptrial);
 	}
 	free(pace);
 	free(next);

@@ -25,6 +25,8 @@ struct tuner_state {
 	/* every expert swap since the run began, oldest first: "L:A-B;"
 	 * each (empty: the layout's placement) */
 	char moves[TUNER_MOVES_MAX];
+	/* floats per gradient bucket the tuner chose (0: the options') */
+	long bucket;
 };
 
 #endif /* SIGMA_TRAIN_TUNER_STATE_H */

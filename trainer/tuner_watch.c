@@ -50,10 +50,11 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* the median of v[n] (sorted in place) */
-static double median(double *v, int n)
+double tuner_median_of(double *v, size_t n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	if (n == 0)
+		return 0.0;
+	qsort(v, n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -66,10 +67,10 @@ static void window_stats(const struct tuner *tu, const double *win, int r,
 
 	for (int i = 0; i < n; i++)
 		v[i] = win[(size_t)i * tu->dp + r];
-	*med = median(v, n);
+	*med = tuner_median_of(v, (size_t)n);
 	for (int i = 0; i < n; i++)
 		d[i] = fabs(v[i] - *med);
-	*mad = median(d, n);
+	*mad = tuner_median_of(d, (size_t)n);
 }
 
 /* the summaries into the windows: per data-parallel rank, ns per sequence
@@ -107,10 +108,7 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 	}
 	/* the job's step time: its slowest rank's */
 	tu->step_ns = step;
-	tu->swin[tu->shead] = step;
-	tu->shead = (tu->shead + 1) % tu->cfg.window;
-	if (tu->nswin < tu->cfg.window)
-		tu->nswin++;
+	tuner_trial_push(&tu->strial, tu->cfg.window, step);
 	for (int k = 0; k < DIST_NCOMM; k++)
 		tu->cc[k] = comm[k] > 0 ? comp / comm[k] : 0.0;
 	tu->head = (tu->head + 1) % tu->cfg.window;
@@ -178,7 +176,7 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	}
 	for (int k = 0; k < 2; k++) {
 		memcpy(v, med + 2 * k * (size_t)dp, sizeof(double) * (size_t)dp);
-		M[k] = median(v, dp);
+		M[k] = tuner_median_of(v, (size_t)dp);
 	}
 	tu->slowest = tu->slowlink = 0;
 	for (int r = 1; r < dp; r++) {
@@ -191,14 +189,43 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	tu->slowlink_x = M[1] > 0 ? med[2 * dp + tu->slowlink] / M[1] : 0.0;
 }
 
-double tuner_median(const double *v, int n)
+/* ---- trials --------------------------------------------------------------- */
+
+/* the median of the ring's n values (copied) */
+static double trial_median(const struct tuner_trial *t)
 {
 	double c[64];
+	size_t n = (size_t)t->n < 64 ? (size_t)t->n : 64;
 
-	if (n <= 0)
-		return 0.0;
-	memcpy(c, v, sizeof(double) * (size_t)n);
-	return median(c, n);
+	memcpy(c, t->win, sizeof(double) * n);
+	return tuner_median_of(c, n);
+}
+
+void tuner_trial_push(struct tuner_trial *t, int W, double step_ns)
+{
+	if (!t->win)
+		return;
+	t->win[t->head] = step_ns;
+	t->head = (t->head + 1) % W;
+	if (t->n < W)
+		t->n++;
+}
+
+void tuner_trial_begin(struct tuner_trial *t)
+{
+	t->before_ns = trial_median(t);
+	t->n = t->head = 0;
+}
+
+int tuner_trial_judge(struct tuner_trial *t, int W, double *after,
+		      double *before)
+{
+	if (!(t->before_ns > 0) || t->n < W)
+		return -1;
+	*before = t->before_ns;
+	*after = trial_median(t);
+	t->before_ns = 0.0;
+	return *after > TUNER_TRIAL_SLOWER * *before ? 1 : 0;
 }
 
 /*
@@ -209,22 +236,18 @@ double tuner_median(const double *v, int n)
  */
 static bool judge(struct tuner *tu, long done, bool print)
 {
-	double after;
+	double after, before;
 	char why[128];
 
-	if (tu->trial < 0 || tu->nswin < tu->cfg.window)
-		return false;
-	tu->trial = -1;
-	after = tuner_median(tu->swin, tu->nswin);
-	if (!(after > TUNER_TRIAL_SLOWER * tu->before_ns) ||
-	    !(tu->before_ns > 0))
+	if (tuner_trial_judge(&tu->strial, tu->cfg.window, &after, &before) <=
+	    0)
 		return false;
 	for (int r = 0; r < tu->dp; r++)
 		if (tu->slow[r] || tu->lslow[r])
 			tu->no_help[r] = true;
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
-		 after / 1e6, tu->before_ns / 1e6);
+		 after / 1e6, before / 1e6);
 	tuner_apply(tu, tu->prev_shares, done, print, why);
 	return true;
 }
@@ -279,9 +302,9 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 			/* on trial: the step times from here on */
 			memcpy(tu->prev_shares, tu->shares,
 			       sizeof(int) * (size_t)dp);
-			tu->before_ns = tuner_median(tu->swin, tu->nswin);
-			tu->nswin = tu->shead = 0;
-			tu->trial = any ? 1 : -1; /* a return to even stays */
+			tuner_trial_begin(&tu->strial);
+			if (!any) /* a return to even stays */
+				tu->strial.before_ns = 0.0;
 			tuner_apply(tu, shares, done, print, why);
 		}
 	}
@@ -358,6 +381,7 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 		changed = judge(tu, done, print) ||
 			  decide(tu, med, M, changed, done, print);
 		escalate(tu);
+		(void)tuner_comm_exchange(tu, all, n, done, print, changed);
 	} else {
 		changed = false;
 	}
@@ -395,5 +419,11 @@ void tuner_describe(const struct tuner *tu, char *buf, size_t len)
 		size_t o = strlen(buf);
 
 		snprintf(buf + o, len - o, " expert_swaps %d", tu->moves);
+	}
+	if (tu->span > 0) { /* floats per gradient bucket */
+		size_t o = strlen(buf);
+
+		snprintf(buf + o, len - o, " buckets %ld",
+			 tu->bucket < tu->span ? tu->bucket : tu->span);
 	}
 }

@@ -42,16 +42,22 @@
  *              hottest expert for a colder one of another rank, when that
  *              cuts the layer's highest cost by 10% (tuner_place.h);
  *              dist_move_experts moves their parameters and moments.
+ *   buckets    (--tuner on, where the backward pass overlaps the
+ *              gradient's all-reduce) once a window, the ranks time an
+ *              all-reduce of one float and a large one; the bucket size
+ *              whose predicted wait after the pass is least is taken on
+ *              trial when it saves 5% of a step (tuner_comm.h).
  *   escalation (--tuner-escalate S) a rank still slow S seconds after its
  *              shares moved is reported once as an early warning for its
  *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
  *              warning path moves the job off it.
  *   replay     --tuner-replay FILE applies the decisions a run printed
- *              ("tuner: step N: shares a,b,...") at the same steps, and
+ *              ("tuner: step N: shares a,b,...", "... gradient buckets
+ *              F floats", "... experts L:A-B,...") at the same steps, and
  *              decides nothing: a run that replays them is bitwise the
  *              same, resumed or not.
  *
- * The shares in force and the decisions are in the checkpoint
+ * The shares, placement and buckets in force are in the checkpoint
  * (tuner_state.h), so a resumed run goes on with them.
  */
 #ifndef SIGMA_TRAIN_TUNER_H

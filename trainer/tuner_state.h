@@ -1,9 +1,11 @@
 /*
  * tuner_state.h - what a checkpoint keeps of the auto-tuner (its /tuner
  * group, docs/checkpoint-format.md): the data-parallel shares in force and
- * the decisions that led to them, and the experts' moves (tuner_place.h),
- * so that a resumed run goes on with the same shares and placement. A plain struct of values, as guard_state.h: the tuner
- * (tuner.h) fills it and takes it back, the checkpoint writes and reads it.
+ * the decisions that led to them, the experts' moves (tuner_place.h) and
+ * the gradient buckets (tuner_comm.h), so that a resumed run goes on with
+ * the same shares, placement and buckets. A plain struct of values, as
+ * guard_state.h: the tuner (tuner.h) fills it and takes it back, the
+ * checkpoint writes and reads it.
  */
 #ifndef SIGMA_TRAIN_TUNER_STATE_H
 #define SIGMA_TRAIN_TUNER_STATE_H

@@ -462,6 +462,24 @@ int dist_forward_error(struct dist *d)
 	return rc;
 }
 
+/* Wait for the bucket in flight, if any, and count the wait: what the
+ * back end had not moved while the rank computed (the auto-tuner's
+ * buckets, tuner_comm.h). 0 or -errno. */
+static int bucket_wait(struct dist *d)
+{
+	uint64_t t0 = dist_now_ns();
+	int rc;
+
+	if (!d->req.active)
+		return 0;
+	rc = comm_wait(&d->req);
+	dist_comm_done(d, DIST_C_ALLREDUCE, t0);
+	d->ovl.waits++;
+	d->ovl.floats += d->req_floats;
+	d->ovl.ns += dist_now_ns() - t0;
+	return rc;
+}
+
 /* Start the bucket [off, sent_to) once it is large enough; the rest of the
  * gradients (offset 0 at the end) is left to dist_grad_finish. */
 static void on_grad_ready(void *ctx, size_t off)
@@ -472,14 +490,9 @@ static void on_grad_ready(void *ctx, size_t off)
 
 	if (d->grad_err || !layout_bucket_due(d->sent_to, off, d->bucket))
 		return;
-	if (d->req.active) {
-		t0 = dist_now_ns();
-		rc = comm_wait(&d->req);
-		dist_comm_done(d, DIST_C_ALLREDUCE, t0);
-		if (rc) {
-			d->grad_err = rc;
-			return;
-		}
+	if ((rc = bucket_wait(d))) {
+		d->grad_err = rc;
+		return;
 	}
 	t0 = dist_now_ns();
 	rc = comm_iallreduce_f32(d->tdp, d->m->grads + off,
@@ -489,6 +502,7 @@ static void on_grad_ready(void *ctx, size_t off)
 		d->grad_err = rc;
 		return;
 	}
+	d->req_floats = d->sent_to - off;
 	d->sent_to = off;
 	d->buckets++;
 }
@@ -534,7 +548,7 @@ int dist_grad_finish(struct dist *d)
 		return rc;
 	}
 	if (d->req.active) {
-		int w = comm_wait(&d->req);
+		int w = bucket_wait(d);
 
 		if (!rc)
 			rc = w;
@@ -712,13 +726,12 @@ int dist_barrier(struct dist *d)
 	return rc;
 }
 
-int dist_bucket_probe(struct dist *d, size_t n, double *lat_ns,
-		      double *byte_ns)
+int dist_bucket_probe(struct dist *d, size_t n, struct dist_bucket_cost *c)
 {
 	uint64_t t0, dt, t[2] = { UINT64_MAX, UINT64_MAX };
 	int rc;
 
-	*lat_ns = *byte_ns = 0.0;
+	memset(c, 0, sizeof(*c));
 	if (comm_size(d->dp) < 2 || n < 2)
 		return 0;
 	if (d->nprobe < n) {
@@ -743,13 +756,13 @@ int dist_bucket_probe(struct dist *d, size_t n, double *lat_ns,
 		dt = dist_now_ns() - t0;
 		t[k] = dt < t[k] ? dt : t[k];
 	}
-	*lat_ns = (double)t[0];
+	c->lat_ns = (double)t[0];
 	if (t[1] > t[0])
-		*byte_ns = (double)(t[1] - t[0]) / (sizeof(float) * (n - 1));
+		c->byte_ns = (double)(t[1] - t[0]) / (sizeof(float) * (n - 1));
 	return 0;
 }
 
-int dist_link_probe(struct dist *d, double *ns)
+int dist_link_probe(struct dist *d, int rounds, double *ns)
 {
 	float out[256] = { 0 }, in[256];
 	int n = d->size, next = (d->rank + 1) % n, prev = (d->rank + n - 1) % n;
@@ -761,9 +774,9 @@ int dist_link_probe(struct dist *d, double *ns)
 		return 0;
 	if ((rc = comm_barrier(d->world)))
 		return rc;
-	/* each way 3 times, the least of each: a late peer is late every
-	 * time, a process the scheduler held back only now and then */
-	for (int i = 0; i < 6; i++) {
+	/* each way rounds times, the least of each: a late peer is late
+	 * every time, a process the scheduler held back only now and then */
+	for (int i = 0; i < 2 * rounds; i++) {
 		int k = i % 2;
 
 		t0 = dist_now_ns();

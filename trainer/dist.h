@@ -107,6 +107,12 @@ struct dist {
 	size_t bucket;	/* floats per bucket */
 	size_t sent_to; /* grads [sent_to, nparams) are reduced or in flight */
 	struct comm_request req;
+	size_t req_floats; /* the bucket in flight */
+	/* the buckets started in a backward pass and waited for later,
+	 * since the start: how many, their floats, the time waited */
+	struct dist_overlap {
+		uint64_t waits, floats, ns;
+	} ovl;
 	int grad_err;
 	int fwd_err;	  /* a forward-pass reduction failed */
 	float *counts_f;  /* [L][E]: expert counts on the wire */
@@ -269,22 +275,25 @@ int dist_barrier(struct dist *d);
 /*
  * The auto-tuner's link probe (collective over the job): after a
  * barrier, every rank sends a small message to the next rank and
- * receives one from the one before, then the other way round, three times
- * each, timed. A rank whose sends are slow is late both ways, its two
+ * receives one from the one before, then the other way round, rounds
+ * times each (the same on every rank), timed. A rank whose sends are slow is late both ways, its two
  * neighbours one way each, so *ns is the lesser of the two ways' least
  * times. 0 (and *ns 0) under 3 ranks, where
  * the two ways are the same pair.
  */
-int dist_link_probe(struct dist *d, double *ns);
+int dist_link_probe(struct dist *d, int rounds, double *ns);
+/* what the bucket probe measured of the gradient's all-reduce */
+struct dist_bucket_cost {
+	double lat_ns;	/* one float: what every all-reduce costs */
+	double byte_ns; /* the time per byte beyond that */
+};
 /*
  * The auto-tuner's bucket probe (collective over the data-parallel
  * group, on the gradient's communicator): after a barrier, an all-reduce
- * of one float and one of n, twice each, timed. *lat_ns the least time of
- * the small one, *byte_ns the large one's time beyond that per byte. 0
- * (and both 0) with one data-parallel rank, or -errno.
+ * of one float and one of n, twice each, timed (the least of each). 0
+ * (and c all 0) with one data-parallel rank, or -errno.
  */
-int dist_bucket_probe(struct dist *d, size_t n, double *lat_ns,
-		      double *byte_ns);
+int dist_bucket_probe(struct dist *d, size_t n, struct dist_bucket_cost *c);
 /* the gradient's floats that leave in buckets during the backward pass
  * (m->ndense, or 0 where the layout sends them all after it) */
 size_t dist_bucket_span(const struct dist *d, const struct model *m);

@@ -74,6 +74,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	long slice = (long)d->lp.dp * t->B;
 	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, t_step = now_ns();
 	struct tuner_step rec = { .dp_index = r, .seqs = d->micro * b };
+	struct dist_overlap ovl0;
 	double slow;
 
 	m->B = b;
@@ -90,6 +91,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	tuner_inject_at(&t->inj, d->rank, s + 1, &slow, &hold);
 	comm_inject_send_delay(hold);
 	memcpy(c0, d->comm_kind_ns, sizeof(c0));
+	ovl0 = d->ovl;
 	msg0 = comm_messages();
 	w0 = d->comm_ns;
 	t0 = now_ns();
@@ -119,6 +121,9 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	comm_since(d, c0, rec.comm_ns);
 	rec.compute_ns = busy;
 	rec.messages = comm_messages() - msg0;
+	rec.ovl = (struct dist_overlap){ d->ovl.waits - ovl0.waits,
+					 d->ovl.floats - ovl0.floats,
+					 d->ovl.ns - ovl0.ns };
 	rec.step_ns = now_ns() - t_step;
 	tuner_record(&t->tu, &rec);
 	return 0;
@@ -405,11 +410,11 @@ static int step_tune(struct trainer *t, long done)
 	all = calloc((size_t)d->size, sizeof(*all));
 	if (!all)
 		return TRAIN_EXIT_OSERR;
-	rc = dist_link_probe(d, &t->tu.mine.probe_ns);
+	rc = dist_link_probe(d, tuner_probe_rounds(&t->tu),
+			     &t->tu.mine.probe_ns);
 	if (rc == 0 && tuner_comm_due(&t->tu))
 		rc = dist_bucket_probe(d, (size_t)tuner_comm_probe_floats(&t->tu),
-				       &t->tu.mine.ar_lat_ns,
-				       &t->tu.mine.ar_byte_ns);
+				       &t->tu.mine.ar);
 	if (rc == 0 && d->size > 1)
 		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
 	else

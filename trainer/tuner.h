@@ -15,7 +15,9 @@
  *              row below the middle of 1 and --tuner-slow.
  *   links      at each exchange every rank times a small message to each
  *              ring neighbour, one way round and then the other (the
- *              probe, dist_link_probe, 3 times each way); a rank whose
+ *              probe, dist_link_probe: 3 times each way while the window
+ *              fills or a link's state may change, once when every link
+ *              is settled, tuner_probe_rounds); a rank whose
  *              own sends are slow is late both ways, its neighbours one
  *              way each, so the lesser of the two is its link's time. Judged as compute
  *              is, over the same window, with a floor of TUNER_LINK_FLOOR.
@@ -94,9 +96,11 @@ struct tuner_sample {
 	double step_ns;	    /* their wall time, all of each step */
 	double messages;    /* messages it sent to peers in them */
 	double probe_ns;    /* its link probe (0: none) */
-	/* the bucket probe (dist_bucket_probe; 0: none this exchange): an
-	 * all-reduce of one float, and the time per byte of a large one */
-	double ar_lat_ns, ar_byte_ns;
+	/* the bucket probe (dist_bucket_probe; all 0: none this exchange) */
+	struct dist_bucket_cost ar;
+	/* the buckets waited for after they had the backward pass's time
+	 * to move (struct dist_overlap): how many, floats, ns waited */
+	double ovl_waits, ovl_floats, ovl_ns;
 };
 
 /* a link is slow only when its probe is late by more than this (ns):
@@ -193,11 +197,11 @@ struct tuner {
 	 * backward pass (0: none, nothing to choose), exchanges before the
 	 * next probe, whether this exchange probes, the bucket before the
 	 * one on trial, its trial, exchanges left before another after a
-	 * revert */
+	 * revert, and the bounds reverts set (tuner_comm_in.lo, hi) */
 	long bucket, bucket0, span;
 	int cwait, ccool;
 	bool cprobe;
-	long cprev;
+	long cprev, clo, chi;
 	struct tuner_trial ctrial;
 	struct tuner_state st; /* the log, for the checkpoint */
 };
@@ -243,6 +247,7 @@ struct tuner_step {
 	uint64_t comm_ns[DIST_NCOMM];
 	uint64_t messages;   /* sent to peers */
 	uint64_t step_ns;    /* the whole step */
+	struct dist_overlap ovl; /* its gradient buckets' waits */
 };
 void tuner_record(struct tuner *tu, const struct tuner_step *st);
 /* an exchange is due after step done */
@@ -314,6 +319,11 @@ bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
 			 size_t n, long done, bool print, bool busy);
 /* a replayed bucket size b from step done + 1: true when it changed */
 bool tuner_comm_replay(struct tuner *tu, long b, long done, bool print);
+
+/* the link probe's rounds each way at this exchange: 3 while the window
+ * fills or a rank's link reads other than it is judged (slow or not), 1
+ * once every link is settled (every rank answers alike) */
+int tuner_probe_rounds(const struct tuner *tu);
 
 /* the tuner's state for the progress line: " tuner on slowest 3 1.98x ..." */
 void tuner_describe(const struct tuner *tu, char *buf, size_t len);

@@ -22,56 +22,82 @@
 /* the bucket sizes tried stop at this many buckets a step */
 #define MAX_BUCKETS 4096.0
 
-/* ---- the cost model ------------------------------------------------------- */
+/* ---- the cost model -------------------------------------------------------
+ */
 
 double tuner_comm_exposed(const struct tuner_comm_in *in, long b)
 {
-	double S = in->grad_floats, Tb = in->backward_ns;
-	double left = S, end = 0.0;
+	double S = in->grad_floats, Tb = in->backward_ns, bg = in->overlap;
+	double left = S, held = 0.0, start = -1.0, c_prev = 0.0;
 
 	if (S <= 0)
 		return 0.0;
 	if (b < 1 || (double)b > S)
 		b = (long)S;
-	/* the pass frees the gradient from its end; a bucket leaves when b
-	 * floats are free and the one before has arrived; the rest leaves
-	 * when the pass is over */
+	/* the pass frees the gradient from its end. Each bucket is due
+	 * once b more floats are free (the rest when the pass is over);
+	 * the rank first waits for the bucket before it, of whose time the
+	 * back end moved the part bg while the rank computed and moves the
+	 * rest in the wait; then starts it. The rest is sent and waited
+	 * for at once. */
 	while (left > 0) {
-		double x = left < (double)b ? left : (double)b;
-		double ready = Tb * (S - left + x) / S;
+		double x = left < (double)b ? left : (double)b, now, c;
 
 		left -= x;
-		end = fmax(end, ready) + in->lat_ns + 4.0 * x * in->byte_ns;
+		now = (left > 0 ? Tb * (S - left) / S : Tb) + held;
+		if (start >= 0) {
+			double arrive = fmax(now, start + bg * c_prev) +
+					(1.0 - bg) * c_prev;
+
+			held += arrive - now;
+			now = arrive;
+		}
+		c = in->lat_ns + 4.0 * x * in->byte_ns;
+		if (left <= 0)
+			return now + c - Tb;
+		start = now;
+		c_prev = c;
 	}
-	return end - Tb;
+	return 0.0;
+}
+
+/* the sizes it chooses from, largest first: S, then the powers of two
+ * below it from TUNER_COMM_MIN, at most MAX_BUCKETS a step; those in
+ * (lo, hi) into c[64]; how many */
+static int candidates(const struct tuner_comm_in *in, long *c)
+{
+	long S = (long)in->grad_floats, all[64];
+	int na = 0, n = 0;
+
+	for (long b = TUNER_COMM_MIN; b < S && na < 63; b *= 2)
+		if ((double)S / (double)b <= MAX_BUCKETS)
+			all[na++] = b;
+	all[na++] = S;
+	for (int i = na - 1; i >= 0; i--)
+		if (all[i] > in->lo && (in->hi <= 0 || all[i] < in->hi))
+			c[n++] = all[i];
+	return n;
 }
 
 long tuner_comm_best(const struct tuner_comm_in *in, double *wait)
 {
-	long S = (long)in->grad_floats, b, top = 0;
-	double least = tuner_comm_exposed(in, S);
+	long c[64];
+	int n = candidates(in, c);
+	double least = INFINITY;
 
-	/* the powers of two below S, at most MAX_BUCKETS a step: the least
-	 * wait of all, and the largest of them */
-	for (b = TUNER_COMM_MIN; b < S; b *= 2)
-		if ((double)S / (double)b <= MAX_BUCKETS) {
-			least = fmin(least, tuner_comm_exposed(in, b));
-			top = b;
-		}
-	/* the largest bucket (the fewest messages) near the least: S, top,
-	 * top / 2, ... (the least is among them) */
-	for (b = S;; b = b == S ? top : b / 2) {
-		long next = b == S ? top : b / 2;
-
-		*wait = tuner_comm_exposed(in, b);
-		if (*wait <= least * (1.0 + TUNER_COMM_NEAR) ||
-		    next < TUNER_COMM_MIN ||
-		    (double)S / (double)next > MAX_BUCKETS)
-			return b;
+	for (int i = 0; i < n; i++)
+		least = fmin(least, tuner_comm_exposed(in, c[i]));
+	/* the largest (the fewest messages) near the least */
+	for (int i = 0; i < n; i++) {
+		*wait = tuner_comm_exposed(in, c[i]);
+		if (*wait <= least * (1.0 + TUNER_COMM_NEAR))
+			return c[i];
 	}
+	return 0;
 }
 
-/* ---- the tuner's side ----------------------------------------------------- */
+/* ---- the tuner's side -----------------------------------------------------
+ */
 
 void tuner_comm_init(struct tuner *tu, long bucket, long span)
 {
@@ -135,8 +161,31 @@ static double ranks_median(const struct tuner_sample *all, size_t n, size_t off)
 	return m;
 }
 
-/* what the choice is made from: the probe's medians over the ranks, and
- * the backward pass of the slowest rank */
+/*
+ * The part of a bucket's time the back end moved while the rank computed,
+ * from the buckets the ranks waited for since the last exchange: 1 - the
+ * time waited over their time by the probe's figures. 0 where no bucket
+ * was left to move during the pass (one bucket: nothing seen, none
+ * counted on).
+ */
+static double seen_overlap(const struct tuner_sample *all, size_t n,
+			   const struct tuner_comm_in *in)
+{
+	double cost = 0.0, waited = 0.0;
+
+	for (size_t i = 0; i < n; i++) {
+		cost += all[i].ovl_waits * in->lat_ns +
+			4.0 * all[i].ovl_floats * in->byte_ns;
+		waited += all[i].ovl_ns;
+	}
+	if (!(cost > 0))
+		return 0.0;
+	return waited >= cost ? 0.0 : 1.0 - waited / cost;
+}
+
+/* what the choice is made from: the probe's medians over the ranks, the
+ * backward pass of the slowest rank, what the buckets in force moved in
+ * the background */
 static void comm_inputs(const struct tuner *tu, const struct tuner_sample *all,
 			size_t n, struct tuner_comm_in *in)
 {
@@ -148,9 +197,12 @@ static void comm_inputs(const struct tuner *tu, const struct tuner_sample *all,
 	in->grad_floats = (double)tu->span;
 	in->backward_ns = BACKWARD_SHARE * comp;
 	in->lat_ns =
-	    ranks_median(all, n, offsetof(struct tuner_sample, ar_lat_ns));
+	    ranks_median(all, n, offsetof(struct tuner_sample, ar.lat_ns));
 	in->byte_ns =
-	    ranks_median(all, n, offsetof(struct tuner_sample, ar_byte_ns));
+	    ranks_median(all, n, offsetof(struct tuner_sample, ar.byte_ns));
+	in->overlap = seen_overlap(all, n, in);
+	in->lo = tu->clo;
+	in->hi = tu->chi;
 }
 
 /* the decision on trial: reverted when the job got 5% slower */
@@ -162,6 +214,11 @@ static bool comm_judge(struct tuner *tu, long done, bool print)
 	if (tuner_trial_judge(&tu->ctrial, tu->cfg.window, &after, &before) <=
 	    0)
 		return false;
+	/* not tried again: no bucket as small (or as large) as this one */
+	if (tu->bucket < tu->cprev)
+		tu->clo = tu->bucket;
+	else
+		tu->chi = tu->bucket;
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
@@ -176,7 +233,7 @@ bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
 	struct tuner_comm_in in;
 	double now, best_w;
 	long best, cur;
-	char why[160];
+	char why[224];
 
 	tuner_trial_push(&tu->ctrial, tu->cfg.window, tu->step_ns);
 	if (comm_judge(tu, done, print))
@@ -191,13 +248,14 @@ bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
 	cur = tu->bucket < tu->span ? tu->bucket : tu->span;
 	best = tuner_comm_best(&in, &best_w);
 	now = tuner_comm_exposed(&in, cur);
-	if (best == cur || now - best_w <= TUNER_COMM_GAIN * tu->step_ns)
+	if (best == 0 || best == cur ||
+	    now - best_w <= TUNER_COMM_GAIN * tu->step_ns)
 		return false;
 	snprintf(
 	    why, sizeof(why),
-	    "all-reduce %.2f ms + %.2f ms/MiB, backward %.1f ms: %.1f ms waited, was %.1f ms",
-	    in.lat_ns / 1e6, in.byte_ns * (1 << 20) / 1e6, in.backward_ns / 1e6,
-	    best_w / 1e6, now / 1e6);
+	    "all-reduce %.2f ms + %.2f ms/MiB, %.0f%% of it in the background, backward %.1f ms: %.1f ms waited, was %.1f ms",
+	    in.lat_ns / 1e6, in.byte_ns * (1 << 20) / 1e6, 100.0 * in.overlap,
+	    in.backward_ns / 1e6, best_w / 1e6, now / 1e6);
 	tu->cprev = tu->bucket;
 	tuner_trial_begin(&tu->ctrial);
 	comm_apply(tu, best, done, print, why);

@@ -9,12 +9,21 @@
  * once more. One bucket as large as the gradient is no overlap at all.
  *
  * The cost model: buckets of b bytes of a gradient of S bytes become
- * ready evenly over the backward pass's time; each takes lat + b x
- * byte_ns from when it is ready and the one before has arrived. What the
- * step waits for is the time from the end of the pass to the last
- * bucket's arrival (tuner_comm_exposed). lat and byte_ns are measured
- * (dist_bucket_probe), so a link that is late per message favours few
- * large buckets, and a slow transfer on a long pass favours small ones.
+ * due evenly over the backward pass's time; each takes lat + b x byte_ns.
+ * When one is due the rank waits for the one before, then starts it; the
+ * back end moves the part `overlap` of a started bucket while the rank
+ * computes, and the rest only while the rank waits (an MPI without a
+ * progress thread moves little in the background, NCCL on its own stream
+ * all of it). What the step loses is the time from the end of the pass
+ * to the last bucket's arrival (tuner_comm_exposed).
+ *
+ * lat and byte_ns are measured by a probe (dist_bucket_probe), overlap
+ * from the buckets in force: 1 - the time the ranks waited for them over
+ * their time by the probe's figures. With one bucket there is nothing to
+ * see, and none is counted on: the tuner then only makes buckets larger.
+ * So a link that is late per message leads to few large buckets, and a
+ * slow transfer that a back end has been seen to move during the pass
+ * to small ones.
  *
  * Pure: no communication, no model.
  */
@@ -38,6 +47,10 @@ struct tuner_comm_in {
 	double backward_ns; /* the backward pass's time per step */
 	double lat_ns;	    /* an all-reduce of one float */
 	double byte_ns;	    /* its time per byte beyond that */
+	double overlap;	    /* the part moved while the rank computes */
+	/* only sizes in (lo, hi) are chosen (0: no bound): those a trial
+	 * took back are not tried again */
+	long lo, hi;
 };
 
 /* the predicted wait after the backward pass for buckets of b floats */
@@ -45,9 +58,9 @@ double tuner_comm_exposed(const struct tuner_comm_in *in, long b);
 
 /*
  * The bucket size, in floats, whose predicted wait is least: powers of
- * two from TUNER_COMM_MIN below S, and S itself (no overlap); of those
- * within TUNER_COMM_NEAR of the least, the largest. *wait its predicted
- * wait.
+ * two from TUNER_COMM_MIN below S, and S itself (no overlap), in (lo,
+ * hi); of those within TUNER_COMM_NEAR of the least, the largest. *wait
+ * its predicted wait. 0 when no size is in (lo, hi).
  */
 long tuner_comm_best(const struct tuner_comm_in *in, double *wait);
 

@@ -26,6 +26,9 @@ void tuner_record(struct tuner *tu, const struct tuner_step *st)
 	tu->mine.steps++;
 	tu->mine.messages += (double)st->messages;
 	tu->mine.step_ns += (double)st->step_ns;
+	tu->mine.ovl_waits += (double)st->ovl.waits;
+	tu->mine.ovl_floats += (double)st->ovl.floats;
+	tu->mine.ovl_ns += (double)st->ovl.ns;
 }
 
 bool tuner_due(const struct tuner *tu, long done)
@@ -387,6 +390,16 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 	}
 	free(med);
 	return changed;
+}
+
+int tuner_probe_rounds(const struct tuner *tu)
+{
+	if (tu->nwin < tu->cfg.window)
+		return 3;
+	for (int r = 0; r < tu->dp; r++)
+		if ((tu->lstreak[r] > 0) != tu->lslow[r])
+			return 3; /* on its way to slow, or back */
+	return 1;
 }
 
 /* ---- the progress line ---------------------------------------------------- */

@@ -2,7 +2,8 @@
  * test_trainer_buckets.c - the auto-tuner's gradient buckets
  * (tuner_comm.c): the cost model on cases worked out by hand, the choice
  * it makes for a link that is late per message and for a slow transfer,
- * the decision at the exchange that probes and its trial on synthetic
+ * what a back end that moves nothing in the background changes, the
+ * decision at the exchange that probes and its trial on synthetic
  * summaries of 4 data-parallel ranks, the checkpoint's figure, and a
  * replayed line.
  */
@@ -47,7 +48,11 @@ static void test_model(void **state)
 {
 	/* 4 buckets of 25 floats, each 1 ms fixed and 1 ms for its bytes,
 	 * ready every 10 ms of a 40 ms pass: only the last one waits */
-	struct tuner_comm_in in = {100, 40e6, 1e6, 1e6 / 100.0};
+	struct tuner_comm_in in = {.grad_floats = 100,
+				   .backward_ns = 40e6,
+				   .lat_ns = 1e6,
+				   .byte_ns = 1e6 / 100.0,
+				   .overlap = 1.0};
 
 	(void)state;
 	assert_float_equal(tuner_comm_exposed(&in, 25), 2e6, 1.0);
@@ -58,14 +63,31 @@ static void test_model(void **state)
 	 * at 0.5 ms: 8.5 ms in all, 6.5 after the pass */
 	in.backward_ns = 2e6;
 	assert_float_equal(tuner_comm_exposed(&in, 25), 6.5e6, 1.0);
+	/* a back end that moves nothing in the background: every bucket
+	 * holds the rank its whole time, 4 x 2 ms */
+	in.backward_ns = 40e6;
+	in.overlap = 0.0;
+	assert_float_equal(tuner_comm_exposed(&in, 25), 8e6, 1.0);
+	assert_float_equal(tuner_comm_exposed(&in, 100), 5e6, 1.0);
+	/* half: the 3 first buckets' halves move in the pass, 3 x 1 + 2 */
+	in.overlap = 0.5;
+	assert_float_equal(tuner_comm_exposed(&in, 25), 5e6, 1.0);
 }
 
 /* a late link wants one bucket; a slow transfer over a long pass wants
  * small ones */
 static void test_best(void **state)
 {
-	struct tuner_comm_in late = {SPAN, 20e6, 3e6, 1e-3};
-	struct tuner_comm_in slow = {(double)(1L << 20), 100e6, 1e4, 12.5};
+	struct tuner_comm_in late = {.grad_floats = SPAN,
+				     .backward_ns = 20e6,
+				     .lat_ns = 3e6,
+				     .byte_ns = 1e-3,
+				     .overlap = 1.0};
+	struct tuner_comm_in slow = {.grad_floats = 1 << 20,
+				     .backward_ns = 100e6,
+				     .lat_ns = 1e4,
+				     .byte_ns = 12.5,
+				     .overlap = 1.0};
 	double w, one;
 
 	(void)state;
@@ -76,14 +98,33 @@ static void test_best(void **state)
 	assert_true(one > 50e6); /* 4 MiB at 12.5 ns a byte */
 	assert_true(tuner_comm_best(&slow, &w) <= (1L << 16));
 	assert_true(w < 5e6);
+	/* sizes a trial took back are not chosen: above lo, below hi */
+	slow.lo = 1L << 16;
+	assert_int_equal(tuner_comm_best(&slow, &w), 1L << 17);
+	slow.lo = 0;
+	late.hi = SPAN;
+	assert_true(tuner_comm_best(&late, &w) < SPAN);
+	late.lo = 1L << 16;
+	assert_int_equal(tuner_comm_best(&late, &w), 0); /* none left */
+	late.lo = late.hi = 0;
+	/* nothing moves in the background: small buckets only add up */
+	late.overlap = slow.overlap = 0.0;
+	assert_int_equal(tuner_comm_best(&late, &w), SPAN);
+	assert_int_equal(tuner_comm_best(&slow, &w), 1L << 20);
+	assert_float_equal(w, one, 1.0);
+	slow.overlap = 1.0;
 	/* no cost for the bytes: the fewest buckets (the larger on a tie) */
 	slow.byte_ns = 0.0;
 	assert_int_equal(tuner_comm_best(&slow, &w), 1L << 20);
 }
 
 /* one exchange: each rank computes 20 ms a step, and (probe) its bucket
- * probe saw lat_ns per all-reduce; step_ns the job's step */
-static bool exchange(struct tuner *tu, long done, double lat_ns, double step_ns)
+ * probe saw ar (its fixed time a little more on each rank); the buckets
+ * in force (8 a step) were waited for 1 - bg of their time (bg < 0: one
+ * bucket, none waited for during the pass); step_ns the job's step; true
+ * when the buckets changed */
+static bool exchange_ar(struct tuner *tu, long done, struct dist_bucket_cost ar,
+			double bg, double step_ns)
 {
 	struct tuner_sample all[DP];
 	bool probe = tuner_comm_due(tu);
@@ -96,11 +137,27 @@ static bool exchange(struct tuner *tu, long done, double lat_ns, double step_ns)
 		all[r].seqs = 4.0 * B;
 		all[r].compute_ns = 4 * 20e6 * (1.0 + 0.001 * r);
 		all[r].step_ns = 4 * step_ns;
-		all[r].ar_lat_ns = probe ? lat_ns * (1.0 + 0.01 * r) : 0.0;
-		all[r].ar_byte_ns = probe ? 1e-3 : 0.0;
+		all[r].ovl_waits = bg < 0 ? 0 : 4 * 8;
+		all[r].ovl_floats = bg < 0 ? 0 : 4.0 * SPAN;
+		all[r].ovl_ns =
+		    (1.0 - bg) * (all[r].ovl_waits * ar.lat_ns +
+				  4 * all[r].ovl_floats * ar.byte_ns);
+		if (probe) {
+			all[r].ar = ar;
+			all[r].ar.lat_ns *= 1.0 + 0.01 * r;
+		}
 	}
 	tuner_exchange(tu, all, DP, done, false);
 	return tu->bucket != before;
+}
+
+/* the same, probing an all-reduce of lat_ns fixed time, fast per byte,
+ * moved in the background */
+static bool exchange(struct tuner *tu, long done, double lat_ns, double step_ns)
+{
+	struct dist_bucket_cost ar = {lat_ns, 1e-3};
+
+	return exchange_ar(tu, done, ar, 1.0, step_ns);
 }
 
 /* the probe runs once a window, from the first full one; a late link
@@ -134,6 +191,11 @@ static void test_decide_and_trial(void **state)
 	for (int x = 0; x < 10; x++)
 		assert_false(exchange(&tu, done += 4, 1e4, 40e6));
 	assert_int_equal(tu.bucket, SMALL);
+	/* the late link again: one bucket was taken back, not tried again */
+	assert_int_equal(tu.chi, SPAN);
+	for (int x = 0; x < 10; x++)
+		exchange(&tu, done += 4, 3e6, 40e6);
+	assert_true(tu.bucket < SPAN);
 	tuner_fini(&tu);
 
 	/* observe: probes and decides nothing */
@@ -146,6 +208,43 @@ static void test_decide_and_trial(void **state)
 	tu.span = 0;
 	for (int x = 0; x < 10; x++)
 		assert_false(exchange(&tu, 4 * (x + 1), 3e6, 40e6));
+	tuner_fini(&tu);
+}
+
+/* a transfer of 10 ms a step: smaller buckets where the back end was
+ * seen to move it while the rank computes, none where it was not, or
+ * where only one bucket was in force (nothing seen) */
+static void test_background(void **state)
+{
+	/* 10 ms for the gradient's bytes, 0.05 ms a message */
+	struct dist_bucket_cost ar = {5e4, 10e6 / (4.0 * SPAN)};
+	struct tuner tu;
+	long done = 4;
+
+	(void)state;
+	/* two buckets, the first moved during the pass: smaller ones hide
+	 * more of the transfer */
+	setup_tuner(&tu, TUNER_ON, NULL, 1L << 16);
+	for (int x = 1; x < 5; x++, done += 4)
+		assert_false(exchange_ar(&tu, done, ar, 1.0, 40e6));
+	assert_true(exchange_ar(&tu, done, ar, 1.0, 40e6));
+	assert_true(tu.bucket < (1L << 16));
+	assert_true(tu.bucket >= TUNER_COMM_MIN);
+	tuner_fini(&tu);
+
+	/* moved none, or a quarter: no smaller buckets */
+	for (int k = 0; k < 2; k++) {
+		setup_tuner(&tu, TUNER_ON, NULL, 1L << 16);
+		for (int x = 0; x < 15; x++)
+			exchange_ar(&tu, 4 * (x + 1), ar, k ? 0.25 : 0.0, 40e6);
+		assert_true(tu.bucket >= (1L << 16));
+		tuner_fini(&tu);
+	}
+	/* one bucket in force: no wait seen, nothing counted on */
+	setup_tuner(&tu, TUNER_ON, NULL, 1L << 22);
+	for (int x = 0; x < 15; x++)
+		assert_false(exchange_ar(&tu, 4 * (x + 1), ar, -1.0, 40e6));
+	assert_int_equal(tu.bucket, 1L << 22);
 	tuner_fini(&tu);
 }
 
@@ -221,6 +320,7 @@ int main(void)
 	    cmocka_unit_test(test_model),
 	    cmocka_unit_test(test_best),
 	    cmocka_unit_test(test_decide_and_trial),
+	    cmocka_unit_test(test_background),
 	    cmocka_unit_test(test_state),
 	    cmocka_unit_test(test_replay),
 	};

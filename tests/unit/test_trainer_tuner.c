@@ -188,14 +188,21 @@ static void test_slow_link(void **state)
 {
 	struct tuner tu;
 	long done, moved = -1;
+	int full = 0;
 
 	(void)state;
 	setup_tuner(&tu, TUNER_ON, NULL);
-	for (done = 4; done <= 80 && moved < 0; done += 4)
+	assert_int_equal(tuner_probe_rounds(&tu), 3); /* the window fills */
+	for (done = 4; done <= 80 && moved < 0; done += 4) {
 		if (exchange_link(&tu, done, 2, 1e6))
 			moved = done;
+		/* while rank 2's link reads slow but is not judged so */
+		if (tu.nwin == tu.cfg.window && !tu.lslow[2])
+			assert_int_equal(tuner_probe_rounds(&tu), 3);
+	}
 	assert_true(moved > 0 && moved <= 20 + (3 + 2) * 4);
 	assert_true(tu.lslow[2]);
+	assert_int_equal(tuner_probe_rounds(&tu), 1); /* judged: settled */
 	assert_false(tu.slow[2]); /* its compute is not slow */
 	assert_int_equal(tu.slowlink, 2);
 	assert_int_equal(sum_shares(&tu), DP * B);
@@ -205,10 +212,20 @@ static void test_slow_link(void **state)
 	for (int i = 0; i < 6; i++, done += 4)
 		assert_false(exchange_link(&tu, done, 2, 1e6));
 	assert_true(tuner_share(&tu, 2) < B);
-	/* the link recovers: even again */
-	for (int i = 0; i < 12; i++, done += 4)
+	/* the link recovers: the full probe until it is judged so, then
+	 * even again */
+	exchange_link(&tu, done, -1, 0.0);
+	done += 4;
+	for (int i = 0; i < 11; i++, done += 4) {
+		if (tu.lslow[2] && tu.lstreak[2] < 0) {
+			assert_int_equal(tuner_probe_rounds(&tu), 3);
+			full++;
+		}
 		exchange_link(&tu, done, -1, 0.0);
+	}
+	assert_true(full > 0);
 	assert_false(tu.lslow[2]);
+	assert_int_equal(tuner_probe_rounds(&tu), 1);
 	assert_int_equal(tuner_share(&tu, 2), B);
 	tuner_fini(&tu);
 

@@ -22,8 +22,7 @@
 /* the bucket sizes tried stop at this many buckets a step */
 #define MAX_BUCKETS 4096.0
 
-/* ---- the cost model -------------------------------------------------------
- */
+/* ---- the cost model ------------------------------------------------------ */
 
 double tuner_comm_exposed(const struct tuner_comm_in *in, long b)
 {
@@ -96,8 +95,7 @@ long tuner_comm_best(const struct tuner_comm_in *in, double *wait)
 	return 0;
 }
 
-/* ---- the tuner's side -----------------------------------------------------
- */
+/* ---- the tuner's side ---------------------------------------------------- */
 
 void tuner_comm_init(struct tuner *tu, long bucket, long span)
 {

@@ -13,8 +13,7 @@ F=/usr/share/games/fortunes
 [ -r "$F/fortunes" ] || skip "fortunes-min not installed"
 
 d=$(workdir train-guard-hw)
-run_as_user "$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
-	"$F/fortunes" "$F/literature" "$F/riddles" || fail "prepare failed"
+train_corpus run_as_user
 cat > "$d/job.sh" <<JOB
 #!/bin/bash
 #SBATCH -N1 -c2 -J guard-hw --requeue --open-mode=append

@@ -17,8 +17,7 @@ grep -q 'sigma.so' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" || skip "sigma.so not
 d=$(workdir two-runs)
 ck=$SIGMA_TESTBED_DIR/ckpt/$SIGMA_TEST_USER/tworuns
 rm -rf "$ck"
-run_as_user "$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
-	"$F/fortunes" "$F/literature" "$F/riddles" || fail "prepare failed"
+train_corpus run_as_user
 # job.sh STEPS [FLAGS...]: the trainer in the plugin's directory; exit 75
 # requeues the job
 cat > "$d/job.sh" <<JOB

@@ -17,8 +17,7 @@ need_train
 
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 d=$(workdir train-tuner-experts)
-"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
-	"$F/fortunes" "$F/literature" "$F/riddles" >/dev/null || fail "prepare failed"
+train_corpus
 # 8 experts: two on each ep rank, so that a rank's pair can be rebalanced
 ARGS="--train $d/train.tok --preset small --experts 8 --batch 32 --seq-len 32
 	--warmup 5 --eval-every 0 --threads 1 --seed 5 --ep 4 --steps 80"

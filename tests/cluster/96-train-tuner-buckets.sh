@@ -15,8 +15,7 @@ need_train
 
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 d=$(workdir train-tuner-buckets)
-"$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
-	"$F/fortunes" "$F/literature" "$F/riddles" >/dev/null || fail "prepare failed"
+train_corpus
 ARGS="--train $d/train.tok --preset small --batch 32 --seq-len 32 --warmup 5
 	--eval-every 0 --threads 1 --seed 5"
 train() { timeout 300 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n4 "$TRAIN" $ARGS "$@"; }

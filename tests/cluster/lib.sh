@@ -53,6 +53,14 @@ need_train() {
 	grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
 }
 
+# train_corpus [run_as_user]: $d/train.tok and $d/val.tok prepared from the
+# fortunes corpora (as the test user when asked), else the test fails
+train_corpus() {
+	"$@" "$TRAIN" prepare --train-out "$d/train.tok" --val-out "$d/val.tok" \
+		"$F/fortunes" "$F/literature" "$F/riddles" >/dev/null ||
+		fail "prepare failed"
+}
+
 # train_dp2 NAME WANT_RC [FLAGS]: sigma-train $ARGS FLAGS as dp 2 on n1 and
 # n2 with its checkpoints in $d/NAME, output appended to $d/NAME.out and
 # .err; the test fails unless srun exits WANT_RC

@@ -21,6 +21,7 @@
 #include "scratch.h"
 #include "tuner.h"
 #include "tuner_comm.h"
+#include "tuner_fixture.h"
 
 #define DP 4
 #define B  16
@@ -31,15 +32,7 @@
 static void setup_tuner(struct tuner *tu, int mode, const char *replay,
 			long bucket)
 {
-	struct tuner_config c;
-	char err[256];
-
-	tuner_config_default(&c);
-	c.mode = mode;
-	if (replay)
-		snprintf(c.replay, sizeof(c.replay), "%s", replay);
-	assert_int_equal(
-	    tuner_init(tu, &c, DP, B, tuner_bmax(&c, B), err, sizeof(err)), 0);
+	tuner_fixture(tu, DP, B, mode, replay);
 	tuner_comm_init(tu, bucket, SPAN);
 }
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "tuner.h"
+#include "tuner_fixture.h"
 
 #define DP 4
 #define L  2
@@ -121,18 +122,11 @@ static void test_swaps_text(void **state)
 
 static void setup_tuner(struct tuner *tu, int mode, const char *replay)
 {
-	struct tuner_config c;
 	int16_t own[L * E];
 	int ep_of[DP] = {0, 1, 2, 3};
 	char err[256];
 
-	tuner_config_default(&c);
-	c.mode = mode;
-	if (replay)
-		snprintf(c.replay, sizeof(c.replay), "%s", replay);
-	assert_int_equal(
-	    tuner_init(tu, &c, DP, 16, tuner_bmax(&c, 16), err, sizeof(err)),
-	    0);
+	tuner_fixture(tu, DP, 16, mode, replay);
 	layout_owner(own);
 	assert_int_equal(
 	    tuner_place_init(tu, L, E, DP, ep_of, own, err, sizeof(err)), 0);

@@ -18,22 +18,14 @@
 #include <cmocka.h>
 
 #include "tuner.h"
+#include "tuner_fixture.h"
 
 #define DP 4
 #define B 16
 
 static void setup_tuner(struct tuner *tu, int mode, const char *replay)
 {
-	struct tuner_config c;
-	char err[256];
-
-	tuner_config_default(&c);
-	c.mode = mode;
-	if (replay)
-		snprintf(c.replay, sizeof(c.replay), "%s", replay);
-	assert_int_equal(tuner_init(tu, &c, DP, B, tuner_bmax(&c, B), err,
-				    sizeof(err)),
-			 0);
+	tuner_fixture(tu, DP, B, mode, replay);
 }
 
 /* one exchange: rank slow computes factor x longer per sequence (its

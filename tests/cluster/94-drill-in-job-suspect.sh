@@ -10,7 +10,7 @@
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
 
-STEPS=1500
+STEPS=600
 DRILL_LAYOUT="--zero 1"
 drill_setup drill-in-job-suspect
 jid=$(drill_submit suspect 6 "$STEPS" -N3 --no-kill --sigma-restart=in-job --sigma-job-spares=1) || exit 1

@@ -22,7 +22,6 @@ void tuner_fixture(struct tuner *tu, int dp, int B, int mode,
 	c.mode = mode;
 	if (replay)
 		snprintf(c.replay, sizeof(c.replay), "%s", replay);
-	assert_int_equal(tuner_init(tu, &c, dp, B, tuner_bmax(&c, B), err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    tuner_init(tu, &c, dp, B, tuner_bmax(&c, B), err, sizeof(err)), 0);
 }

@@ -3,7 +3,7 @@
 # (docs/tuner.md, "Gradient buckets"):
 #   1. with buckets of 0.05 MiB (20 all-reduces a step) and rank 2's
 #      messages held 3 ms (a slow link), the bucket probe measures the
-#      hold and the tuner takes the whole gradient in one bucket (overlap
+#      hold (1 ms or more, against under 0.1 ms healthy) and the tuner takes the whole gradient in one bucket (overlap
 #      off) at its first probe, or the one after if the shares moved;
 #   2. on a healthy testbed with the default buckets it changes nothing;
 #   3. the run's decisions replayed keep the loss within 1e-6 relative of
@@ -31,7 +31,9 @@ at=$(sed 's/^tuner: step \([0-9]*\):.*/\1/' <<<"$line")
 span=$(sed -n 's/.* buckets \([0-9]*\) floats.*overlap off;.*/\1/p' <<<"$line")
 [ -n "$span" ] || fail "slow link: $line: want one bucket, overlap off"
 lat=$(sed -n 's/.*; all-reduce \([0-9.]*\) ms.*/\1/p' <<<"$line")
-awk -v l="$lat" 'BEGIN { exit !(l >= 2.5) }' ||
+# a healthy all-reduce takes under 0.1 ms here; the ranks that leave the
+# barrier after rank 2 see less of its hold (seen: 2.05 ms)
+awk -v l="$lat" 'BEGIN { exit !(l >= 1.0) }' ||
 	fail "slow link: $line: the probe should see the 3 ms hold"
 grep -q "tuner on .* buckets $span\$" "$d/link.out" ||
 	fail "slow link: the progress line lacks the buckets in force"

@@ -494,7 +494,6 @@ static int setup_tuner(struct trainer *t)
 	    d->rank == 0)
 		printf("tuner: resumed with the checkpoint's gradient buckets (%ld floats)\n",
 		       t->tu.bucket);
-	d->bucket = (size_t)t->tu.bucket;
 	if (d->lp.ep <= 1 && t->tu.nmplan > 0) {
 		sigma_error("--tuner-replay %s: the run moved experts; this layout has one ep rank",
 			    o->tuner.replay);

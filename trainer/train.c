@@ -78,6 +78,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	double slow;
 
 	m->B = b;
+	d->bucket = (size_t)t->tu.bucket; /* the tuner's gradient buckets */
 	d->weight = (float)tuner_weight(&t->tu, r);
 	m->count_weight = d->weight;
 	for (int i = 0; i < d->micro; i++) {
@@ -401,7 +402,6 @@ static int step_tune(struct trainer *t, long done)
 	int rc = 0;
 
 	tuner_replay_due(&t->tu, done, d->rank == 0);
-	d->bucket = (size_t)t->tu.bucket;
 	if (tuner_place_replay(&t->tu, done, d->rank == 0) > 0 &&
 	    (rc = trainer_place(t, true)))
 		return rc;
@@ -422,7 +422,6 @@ static int step_tune(struct trainer *t, long done)
 	if (rc == 0)
 		tuner_exchange(&t->tu, all, (size_t)d->size, done,
 			       d->rank == 0);
-	d->bucket = (size_t)t->tu.bucket; /* the tuner's, from the next step */
 	free(all);
 	if (rc == 0 && tuner_place_wants(&t->tu) && (rc = step_place(t, done)))
 		return rc;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sigma.h"
@@ -94,7 +95,7 @@ int report_open(struct report *r, const struct train_opts *o,
 		fprintf(r->metrics,
 			"step,loss,ce,aux,lr,grad_norm,clip_scale,tokens_per_s,gflops,val_ce,elapsed_s,step_ms,comm_ms,ckpt_stall_ms,ckpt_write_ms"
 			",tuner_slowest_rank,tuner_slowest_ratio,tuner_compute_per_allreduce,tuner_compute_per_alltoall,tuner_compute_per_pipe,tuner_decisions"
-			GUARD_METRICS_HEADER "\n");
+			GUARD_METRICS_HEADER ",epoch_s\n");
 	return 0;
 }
 
@@ -117,6 +118,16 @@ static void fmt_eta(char *buf, size_t len, double sec)
 	else
 		snprintf(buf, len, "%02ld:%02ld:%02ld", s / 3600,
 			 s / 60 % 60, s % 60);
+}
+
+/* the wall clock (Unix time, s): a row's stamp, comparable with the job's
+ * and sigmad's, across relaunches and requeues (elapsed_s restarts) */
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* aw: the shared tier's writer, a1: this rank's tier-1 one (or NULL) */
@@ -204,7 +215,7 @@ void report_step(struct report *r, const struct report_row *row,
 		metrics_ckpt(f, aw, a1, ct);
 		metrics_tuner(f, row->tu);
 		guard_run_metrics(gr, f);
-		fputc('\n', f);
+		fprintf(f, ",%.3f\n", wall_s());
 		fflush(f);
 	}
 	if (*o->metrics_textfile && d->rank == 0) {

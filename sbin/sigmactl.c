@@ -250,8 +250,8 @@ static int ctl_request(const char *path, const char *req, struct ctl_out *o)
 
 /* what the command line says, besides the command's name */
 struct ctl_args {
-	const char *sock, *config, *node, *reason;
-	long job, since;
+	const char *sock, *config, *node, *reason, *off;
+	long job, since, launch;
 	bool json;
 	char *pos[8]; /* the words that are no option */
 	int npos;
@@ -264,6 +264,8 @@ static const struct option ctl_opts[] = {
     {"node", required_argument, NULL, 'n'},
     {"since", required_argument, NULL, 's'},
     {"reason", required_argument, NULL, 'r'},
+    {"launch", required_argument, NULL, 'L'},
+    {"off", required_argument, NULL, 'o'},
     {"json", no_argument, NULL, 'J'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -347,6 +349,18 @@ static int ctl_parse_word(int c, struct ctl_args *a)
 		return -1;
 	case 'r':
 		a->reason = optarg;
+		return -1;
+	case 'L':
+		if (sigma_parse_long(optarg, 1, 1000000, &a->launch)) {
+			fprintf(stderr,
+				"sigmactl: --launch: '%s' is not a launch "
+				"number (1-1000000)\n",
+				optarg);
+			return 64;
+		}
+		return -1;
+	case 'o':
+		a->off = optarg;
 		return -1;
 	case 'J':
 		a->json = true;
@@ -432,11 +446,20 @@ static int ctl_format_request(const struct cmd_spec *cmd,
 		snprintf(req, size, "resume\t%.200s", a->pos[0]);
 		return 0;
 	case CMD_RELAUNCH:
-		if (!a->job) {
-			fprintf(stderr, "sigmactl: relaunch needs --job ID\n");
+		if (!a->job || !a->launch) {
+			fprintf(stderr, "sigmactl: relaunch needs --job ID and "
+					"--launch N\n");
 			return 64;
 		}
-		snprintf(req, size, "relaunch\tjob=%ld", a->job);
+		n = snprintf(req, size, "relaunch\tjob=%ld\tlaunch=%ld",
+			     a->job, a->launch);
+		if (a->off && (!*a->off || strpbrk(a->off, "\t\n") ||
+			       sigma_snprintf(req + n, size - (size_t)n,
+					      "\toff=%s", a->off) < 0)) {
+			fprintf(stderr, "sigmactl: --off: want NODE[,NODE...] "
+					"on one line\n");
+			return 64;
+		}
 		return 0;
 	case CMD_SUSPECT:
 		if (!a->job) {

@@ -68,8 +68,16 @@ bool cmd_admin_only(const char *name)
 
 void cmd_usage(FILE *f)
 {
-	for (size_t i = 0; i < CMD_COUNT; i++)
-		if (cmd_specs[i].synopsis)
-			fprintf(f, "  %-32s%s\n", cmd_specs[i].synopsis,
-				cmd_specs[i].help);
+	for (size_t i = 0; i < CMD_COUNT; i++) {
+		const struct cmd_spec *c = &cmd_specs[i];
+
+		if (!c->synopsis)
+			continue;
+		/* a long synopsis has its help on the next line */
+		if (strlen(c->synopsis) >= 32 && *c->help)
+			fprintf(f, "  %s\n  %-32s%s\n", c->synopsis, "",
+				c->help);
+		else
+			fprintf(f, "  %-32s%s\n", c->synopsis, c->help);
+	}
 }

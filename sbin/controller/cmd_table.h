@@ -52,8 +52,9 @@ enum cmd_tail {
 	  "slow NODE --job ID",                                                \
 	  "warn of a node of your job where its rank stays slow (the tuner)")  \
 	X(CMD_RELAUNCH, "relaunch", NULL, 0, CMD_TAIL_FILTERS, false,          \
-	  srv_cmd_relaunch, "relaunch --job ID",                               \
-	  "count a relaunch of your in-job restart job against its restarts")
+	  srv_cmd_relaunch, "relaunch --job ID --launch N [--off NODE,...]",  \
+	  "count a relaunch of your in-job restart job (once a launch) "       \
+	  "against its restarts; --off: the nodes it moved off")
 
 enum cmd_id {
 #define CMD_ID(id, ...) id,

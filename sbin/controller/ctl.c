@@ -225,12 +225,23 @@ int ctl_relaunches(const struct ctl *c, uint32_t job)
 	return 0;
 }
 
-void ctl_relaunch_count(struct ctl *c, uint32_t job)
+int ctl_relaunch_newest(const struct ctl *c, uint32_t job)
+{
+	for (size_t i = 0; i < c->nlast; i++)
+		if (c->last[i].job == job)
+			return c->last[i].launch;
+	return 0;
+}
+
+void ctl_relaunch_count(struct ctl *c, uint32_t job, int launch)
 {
 	struct ctl_last *l = ctl_last_of(c, job);
 
-	if (l)
-		l->relaunches++;
+	if (!l)
+		return;
+	l->relaunches++;
+	if (launch > l->launch)
+		l->launch = launch;
 }
 
 int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job)
@@ -326,7 +337,7 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 	} else if (!strcmp(ev->type, "in_job")) {
 		ctl_in_job_tell(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "relaunch")) {
-		ctl_relaunch_count(c, ev->job);
+		ctl_relaunch_count(c, ev->job, ev->launch);
 	} else {
 		ctl_replay_step(c, ev);
 	}

@@ -57,11 +57,17 @@ int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		 bool admin, FILE *out);
 /*
  * The launcher of job (its owner's, running, --sigma-restart=in-job)
- * relaunched its step inside the allocation: one restart more used, against
- * --sigma-max-restarts (a "relaunch" event).
+ * relaunched its step inside the allocation as its launch number launch:
+ * one restart more used, against --sigma-max-restarts (a "relaunch"
+ * event). Counted once a launch: a launch number not above the newest one
+ * counted is answered "ok" and changes nothing, so the launcher may repeat
+ * its report until sigmad hears it. off: the job's nodes the step moved
+ * off (a comma list, may be empty); each gets its account in the job's
+ * AdminComment ("-> relaunched in the allocation (in-job)"), written here
+ * and nowhere else, once the relaunch is a fact.
  */
-int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
-		     FILE *out);
+int ctl_cmd_relaunch(struct ctl *c, uint32_t job, int launch, const char *off,
+		     uid_t uid, bool admin, FILE *out);
 /* Event log path (history is read straight from it). */
 const char *ctl_event_log(const struct ctl *c);
 

@@ -306,21 +306,56 @@ static const char *ctl_node_refused(const struct ctl *c, long i, uint32_t job)
 	return "the node is not one of the job's";
 }
 
-int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
-		     FILE *out)
+/* every node of the comma list off is one job ran on: NULL, or why not */
+static const char *ctl_off_refused(const struct ctl *c, uint32_t job,
+				   const char *off)
+{
+	const char *last = ctl_last_nodes(c, job);
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
+
+	if (sigma_strlcpy(tmp, off, sizeof(tmp)) >= sizeof(tmp))
+		return "too many nodes after off=";
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long i = ctl_view_node(&c->view, tok);
+
+		if (i < 0)
+			return "no such node after off=";
+		if (ctl_node_refused(c, i, job) && !sigma_list_has(last, tok))
+			return "a node after off= is not one of the job's";
+	}
+	return NULL;
+}
+
+int ctl_cmd_relaunch(struct ctl *c, uint32_t job, int launch, const char *off,
+		     uid_t uid, bool admin, FILE *out)
 {
 	const char *why = ctl_in_job_refused(c, job, uid, admin);
 	const struct ctl_job *j = ctl_view_job(&c->view, job);
+	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
 	struct evlog_event ev;
 
+	if (!why)
+		why = ctl_off_refused(c, job, off);
+	if (!why && launch > ctl_relaunch_newest(c, job) &&
+	    ctl_restarts_left(c, j) <= 0)
+		why = "no restart left (--sigma-max-restarts)";
 	if (why) {
 		fprintf(out, "error: job %u: %s\n", job, why);
 		return -EPERM;
+	}
+	if (launch <= ctl_relaunch_newest(c, job)) {
+		/* a report repeated, or one from before a later launch */
+		fprintf(out, "ok: job %u: launch %d counted already, %d restarts used\n",
+			job, launch, ctl_restarts_used(c, j));
+		return 0;
 	}
 	ctl_ev_init(&ev, "relaunch");
 	ev.job = job;
 	ev.uid = (uint32_t)uid;
 	ev.attempt = j->restart_cnt + 1;
+	ev.launch = launch;
+	sigma_strlcpy(ev.node, off, sizeof(ev.node));
 	(void)sigma_snprintf(
 	    ev.text, sizeof(ev.text),
 	    "relaunched in its allocation by its launcher (%d restarts used)",
@@ -329,7 +364,11 @@ int ctl_cmd_relaunch(struct ctl *c, uint32_t job, uid_t uid, bool admin,
 		fprintf(out, "error: the event log refused the relaunch\n");
 		return -EIO;
 	}
-	ctl_relaunch_count(c, job);
+	ctl_relaunch_count(c, job, launch);
+	sigma_strlcpy(tmp, off, sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		ctl_in_job_relaunched(c, j, tok);
 	fprintf(out, "ok: job %u: %d restarts used\n", job,
 		ctl_restarts_used(c, j));
 	return 0;

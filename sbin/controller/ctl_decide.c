@@ -249,7 +249,10 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 
 /*
  * The story of a failed node of an in-job job, once: an "in_job" event
- * (sigmactl history) and an account in its AdminComment.
+ * (sigmactl history) and an account in its AdminComment. Written when the
+ * launcher reports the relaunch that moved the step off the node
+ * (ctl_in_job_relaunched), not when the node fails: with no spare left
+ * the launcher falls back to a requeue, which tells its own story.
  */
 static void ctl_in_job_account(struct ctl *c, const struct ctl_job *job,
 			       const char *node, const char *what)
@@ -304,14 +307,27 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 		sigma_strlcpy(ev.node, node, sizeof(ev.node));
 		(void)sigma_snprintf(
 		    ev.text, sizeof(ev.text),
-		    "%s (the job restarts itself in its allocation)", reason);
+		    "%s (the job's launcher relaunches it in its allocation, "
+		    "or it is requeued)",
+		    reason);
 		sigma_info(
 		    "job %u: %s failed (%s): drained; the job restarts itself",
 		    job->id, node, what);
 		ctl_log(c, &ev);
 	}
-	if (!sigma_list_has(ctl_in_job_told(c, job->id), node))
-		ctl_in_job_account(c, job, node, what);
+}
+
+void ctl_in_job_relaunched(struct ctl *c, const struct ctl_job *job,
+			   const char *node)
+{
+	long i = ctl_view_node(&c->view, node);
+	const char *what = i >= 0 ? node_failed(&c->view.nodes[i]) : NULL;
+
+	if (sigma_list_has(ctl_in_job_told(c, job->id), node))
+		return;
+	/* what sigmad sees of the node, never the launcher's words */
+	ctl_in_job_account(c, job, node,
+			   what ? what : "failed in the job's step");
 }
 
 /*

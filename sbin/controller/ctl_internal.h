@@ -70,9 +70,11 @@ struct ctl_last {
 	uint32_t job;
 	char nodes[CTL_LIST_MAX];
 	/* an in-job job: the failed nodes its account already tells, and
-	 * the relaunches its launcher reported */
+	 * the relaunches its launcher reported, and the newest launch number
+	 * of those */
 	char in_job[CTL_LIST_MAX];
 	int relaunches;
+	int launch;
 };
 
 /* the counters of sigmad's metrics, counted from the event log */
@@ -155,7 +157,12 @@ const char *ctl_in_job_told(const struct ctl *c, uint32_t job);
 void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node);
 /* the relaunches inside its allocation that job's launcher reported */
 int ctl_relaunches(const struct ctl *c, uint32_t job);
-void ctl_relaunch_count(struct ctl *c, uint32_t job);
+/* the newest launch number counted for job, 0 when none */
+int ctl_relaunch_newest(const struct ctl *c, uint32_t job);
+void ctl_relaunch_count(struct ctl *c, uint32_t job, int launch);
+/* the account of node, one the launcher of in-job job moved its step off */
+void ctl_in_job_relaunched(struct ctl *c, const struct ctl_job *job,
+			   const char *node);
 /* the restarts job has used: Slurm's requeues and the relaunches */
 int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job);
 

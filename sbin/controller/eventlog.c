@@ -66,6 +66,7 @@ static json_t *evlog_to_json(const struct evlog_event *ev)
 	rc |= evlog_put_int(o, "uid", ev->uid);
 	rc |= evlog_put_int(o, "attempt", ev->attempt);
 	rc |= evlog_put_int(o, "rc", ev->rc);
+	rc |= evlog_put_int(o, "launch", ev->launch);
 	rc |= evlog_put_str(o, "kind", ev->kind);
 	rc |= evlog_put_str(o, "verdict", ev->verdict);
 	rc |= evlog_put_str(o, "node", ev->node);
@@ -234,7 +235,7 @@ static int evlog_get_strings(json_t *o, struct evlog_event *ev, char *err,
 static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
 			   size_t errlen)
 {
-	long long v[5];
+	long long v[6];
 	int rc;
 
 	if (!json_is_object(o))
@@ -250,6 +251,8 @@ static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
 	rc = rc ? rc
 		: evlog_get_int(o, "attempt", 0, 1000000, &v[3], err, errlen);
 	rc = rc ? rc : evlog_get_int(o, "rc", -255, 255, &v[4], err, errlen);
+	rc = rc ? rc
+		: evlog_get_int(o, "launch", 0, 1000000, &v[5], err, errlen);
 	rc = rc ? rc : evlog_get_strings(o, ev, err, errlen);
 	if (rc)
 		return rc;
@@ -260,6 +263,7 @@ static int evlog_from_json(json_t *o, struct evlog_event *ev, char *err,
 	ev->uid = (uint32_t)v[2];
 	ev->attempt = (int)v[3];
 	ev->rc = (int)v[4];
+	ev->launch = (int)v[5];
 	return 0; /* members of later versions are skipped */
 }
 

@@ -36,6 +36,7 @@ struct evlog_event {
 	uint32_t uid;  /* job owner or requesting user */
 	int attempt;   /* 0: none */
 	int rc;	       /* probe exit code, or 0 */
+	int launch;    /* relaunch: the launcher's launch number, or 0 */
 	char kind[16]; /* failure|warning|pool|service */
 	char verdict[16];
 	char node[EVLOG_NODE_MAX];  /* node or node list */

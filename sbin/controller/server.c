@@ -236,13 +236,31 @@ static void srv_cmd_slow(const struct srv_call *k)
 
 static void srv_cmd_relaunch(const struct srv_call *k)
 {
-	uint32_t job;
+	const char *off = "";
+	uint32_t job = 0;
+	long launch = 0;
 
-	if (k->nargs != 1 || !srv_job_word(k->args[0], &job)) {
-		fprintf(k->out, "error: relaunch needs job=ID\n");
+	for (int i = 0; i < k->nargs; i++) {
+		const char *w = k->args[i];
+
+		if (srv_job_word(w, &job))
+			continue;
+		if (!strncmp(w, "launch=", 7) &&
+		    !sigma_parse_long(w + 7, 1, 1000000, &launch))
+			continue;
+		if (!strncmp(w, "off=", 4) && w[4]) {
+			off = w + 4;
+			continue;
+		}
+		fprintf(k->out, "error: relaunch: bad word '%.64s'\n", w);
 		return;
 	}
-	ctl_cmd_relaunch(k->c, job, k->uid, k->admin, k->out);
+	if (!job || !launch) {
+		fprintf(k->out, "error: relaunch needs job=ID and launch=N\n");
+		return;
+	}
+	ctl_cmd_relaunch(k->c, job, (int)launch, off, k->uid, k->admin,
+			 k->out);
 }
 
 /* the handlers, as the command table names them */

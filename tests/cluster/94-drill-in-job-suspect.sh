@@ -46,7 +46,7 @@ left=$("$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" --json status |
 	fail "no job $jid in sigmactl status"
 [ "$left" = 3 ] || fail "sigmactl status: job $jid has $left restarts left, want 3"
 # nor may a user count relaunches for a job not theirs
-run_as_user "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" relaunch --job 999999 2>&1 |
+run_as_user "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" relaunch --job 999999 --launch 1 2>&1 |
 	grep -q "no such job of yours" || fail "a relaunch for a job not the user's was not refused"
 
 # someone else's job cannot have a node drained as a suspect

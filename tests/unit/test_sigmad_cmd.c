@@ -97,7 +97,8 @@ static void test_usage(void **state)
 	    "  resume NODE                     put it back (root, SlurmUser)\n"
 	    "  suspect NODE --job ID           drain a node of your in-job restart job where its rank keeps dying\n"
 	    "  slow NODE --job ID              warn of a node of your job where its rank stays slow (the tuner)\n"
-	    "  relaunch --job ID               count a relaunch of your in-job restart job against its restarts\n");
+	    "  relaunch --job ID --launch N [--off NODE,...]\n"
+	    "                                  count a relaunch of your in-job restart job (once a launch) against its restarts; --off: the nodes it moved off\n");
 	free(text);
 }
 

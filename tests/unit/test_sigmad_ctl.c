@@ -717,20 +717,46 @@ static void test_second_failure_after_exit(void **state)
 
 /*
  * An in-job job's node dies and its launcher relaunches the step onto an
- * in-allocation spare while sigmad is down; the job then completes before
- * slurmctld calls the dead node not responding (SlurmdTimeout). sigmad
- * still drains it for the job, once, and tells it in the AdminComment; a
- * node that fails long after the job ended is not the job's.
+ * in-allocation spare; the job then completes before slurmctld calls the
+ * dead node not responding (SlurmdTimeout). The launcher's report of the
+ * relaunch (repeated, as it does until sigmad hears it) counts one restart
+ * and writes one account; sigmad still drains the node for the job, once;
+ * a node that fails long after the job ended is not the job's.
  */
 static void test_in_job_node_down_after_end(void **state)
 {
 	struct ctl *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
 
+	(void)state;
+	assert_non_null(out);
 	cluster_reset(false);
 	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
 			      "ckpt_every=10,restart=in-job,job_spares=1]");
 	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
 	ticks(c, 2);
+	/* not the owner, not a node of the job: refused, nothing counted */
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1001, false, out),
+			 -EPERM);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n6", 1000, false, out),
+			 -EPERM);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2,n99", 1000, false, out),
+			 -EPERM);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(
+		    ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	fflush(out);
+	assert_non_null(strstr(text, "no such job of yours"));
+	assert_non_null(strstr(text, "not one of the job's"));
+	assert_non_null(strstr(text, "launch 1 counted already"));
+	assert_int_equal(logged_at("relaunch", 1), 1);
+	assert_int_equal(count_str(M.job.comment,
+				   "sigma: attempt 1: n2 failed in the job's "
+				   "step -> relaunched in the allocation "
+				   "(in-job)"),
+			 1);
 	fjob_release_nodes();
 	M.job.state = CTL_J_ENDED; /* COMPLETED */
 	M.job.end = M.now;
@@ -740,19 +766,54 @@ static void test_in_job_node_down_after_end(void **state)
 	ticks(c, 3);
 	assert_int_equal(M.drains[1], 1);
 	assert_int_equal(M.requeues, 0);
-	assert_int_equal(count_str(M.job.comment, "sigma: attempt 1: n2 not "
-						  "responding -> relaunched "
-						  "in the allocation (in-job)"),
+	assert_int_equal(count_str(M.job.comment, "relaunched in the "
+						  "allocation"),
 			 1);
 	M.now += 400;
 	M.n[2].flags |= CTL_N_DOWN | CTL_N_NO_RESPOND;
 	strcpy(M.n[2].reason, "Not responding");
 	ticks(c, 3);
 	ctl_destroy(c);
+	fclose(out);
+	free(text);
 	assert_int_equal(M.drains[1], 1);
 	assert_int_equal(M.drains[2], 0);
 	assert_int_equal(M.requeues, 0);
 	assert_int_equal(logged_at("in_job", 1), 1);
+}
+
+/*
+ * An in-job job's node fails and its launcher finds no in-allocation spare
+ * left: it exits 76 and sigmad requeues the job. The AdminComment tells
+ * the requeue, and never that the node was relaunched in the allocation.
+ */
+static void test_in_job_fallback_account(void **state)
+{
+	struct ctl *c = NULL;
+
+	(void)state;
+	cluster_reset(false);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	ticks(c, 3); /* the launcher judges; sigmad leaves the job to it */
+	assert_int_equal(M.requeues, 0);
+	fjob_release_nodes(); /* no spare left: exit 76 */
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+	ticks(c, 8);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(M.drains[1], 0); /* the probe drained it */
+	assert_null(strstr(M.job.comment, "relaunched in the allocation"));
+	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n2 host "
+					      "compute=fail -> requeued onto"));
+	assert_int_equal(logged_at("in_job", 1), 0);
 }
 
 /*
@@ -1232,6 +1293,7 @@ int main(void)
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
+	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),

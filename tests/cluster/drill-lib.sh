@@ -81,11 +81,13 @@ jfield_all() { scontrol show job "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
 
 # rank_pid JOB NODE: the pid of the job's sigma-train rank on NODE (every
 # slurmd of the testbed runs on this machine)
+# (grep -z reads the NUL-separated environment itself: a pipe into grep -q
+# fails now and then under pipefail, its writer killed by SIGPIPE)
 rank_pid() {
 	local p
 	for p in $(pgrep -x sigma-train); do
-		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$2" || continue
-		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && { echo "$p"; return 0; }
+		grep -qzx "SLURMD_NODENAME=$2" "/proc/$p/environ" 2>/dev/null || continue
+		grep -qzx "SLURM_JOB_ID=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
 	done
 	return 1
 }

@@ -176,6 +176,38 @@ int sigma_reason_format(char *buf, size_t size, bool warning, int level,
 enum sigma_reason sigma_reason_parse(const char *reason, int *level,
 				     const char **what);
 
+/* ---- the drain decision (drain.c): every path that drains asks it ---------- */
+
+/* a node as Slurm has it now */
+struct sigma_node_now {
+	bool drained; /* DRAIN, DRAINING or DRAINED */
+	bool down;    /* DOWN (NOT_RESPONDING with it) */
+	const char *reason; /* may be NULL */
+};
+/* who asks to drain (or resume) a node */
+enum sigma_drain_ask {
+	SIGMA_ASK_FAILURE,    /* a probe failed it, or could not run */
+	SIGMA_ASK_WARNING,    /* a probe's early warning */
+	SIGMA_ASK_HEALTHY,    /* a probe found it healthy */
+	SIGMA_ASK_JOB_FAILED, /* sigmad: a node a job failed on */
+	SIGMA_ASK_USER,       /* a user's report through sigmad */
+};
+enum sigma_drain_action {
+	SIGMA_DRAIN_NONE = 0,
+	SIGMA_DRAIN_SET,    /* drain (or re-drain) with sigma's reason */
+	SIGMA_DRAIN_RESUME, /* put it back in service */
+};
+/*
+ * What to do with node n when ask asks (level: the asking probe's, for
+ * SIGMA_ASK_HEALTHY; resume: the site's drain_resume). why gets a line for
+ * the log. Never drains over a reason that is not sigma's own, nor lets a
+ * user's report touch a node already out of service (drain.c).
+ */
+enum sigma_drain_action sigma_drain_decide(const struct sigma_node_now *n,
+					   enum sigma_drain_ask ask, int level,
+					   bool resume, char *why,
+					   size_t whylen);
+
 /* ---- the environment of a sigma job's tasks (read by sigma-train) ---------- */
 
 #define SIGMA_ENV_CKPT_DIR   "SIGMA_CKPT_DIR"

@@ -39,6 +39,33 @@ static bool probe_job_gpus(char *out, size_t size)
 	return true;
 }
 
+/*
+ * No verdict: drain node with reason as sigma's one drain decision says
+ * (a failure: never over someone else's reason, nor over sigma's own
+ * failure). A node whose state cannot be read is left to Slurm: the failed
+ * prolog drains it itself.
+ */
+static void probe_drain_unjudged(const char *node, const char *reason)
+{
+	char cur[256], why[320];
+	struct sigma_node_now now = {.reason = cur};
+	int rc = sigma_slurm_node_now(node, &now.drained, &now.down, cur,
+				      sizeof(cur));
+
+	if (rc) {
+		slurm_error("sigma: %s: cannot read its state (%s): not drained",
+			    node, strerror(-rc));
+		return;
+	}
+	if (sigma_drain_decide(&now, SIGMA_ASK_FAILURE, SIGMA_LEVEL_QUICK,
+			       false, why, sizeof(why)) != SIGMA_DRAIN_SET) {
+		slurm_info("sigma: %s: %s", node, why);
+		return;
+	}
+	if (sigma_slurm_drain(node, reason))
+		slurm_error("sigma: %s: Slurm refused the drain", node);
+}
+
 int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 {
 	const char *node = getenv("SLURMD_NODENAME");
@@ -103,7 +130,7 @@ int sigma_job_probe(spank_t sp, int level, const char *when, uint32_t job_id)
 		slurm_error("sigma: job %u %s on %s: %s", job_id, when,
 			    node ? node : "?", reason);
 		if (sigma_conf.drain && node)
-			sigma_slurm_drain(node, reason);
+			probe_drain_unjudged(node, reason);
 		return rc;
 	}
 	switch (res.status) {

@@ -214,6 +214,9 @@ int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
 int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text);
 /* drain node with reason (used only when the probe could not run) */
 int sigma_slurm_drain(const char *node, const char *reason);
+/* node's state and reason as slurmctld has them now: 0 or -errno */
+int sigma_slurm_node_now(const char *node, bool *drained, bool *down,
+			 char *reason, size_t size);
 /* true when node is the first host of the hostlist expression list */
 bool sigma_slurm_is_first_node(const char *list, const char *node);
 

@@ -84,6 +84,32 @@ bool sigma_slurm_is_first_node(const char *list, const char *node)
 	return yes;
 }
 
+int sigma_slurm_node_now(const char *node, bool *drained, bool *down,
+			 char *reason, size_t size)
+{
+	node_info_msg_t *msg = NULL;
+	int rc = 0;
+
+	*drained = *down = false;
+	*reason = '\0';
+	if (slurm_load_node_single(&msg, (char *)node, SHOW_ALL) !=
+	    SLURM_SUCCESS) {
+		rc = slurm_get_errno();
+		return rc > 0 ? -rc : -EIO;
+	}
+	if (!msg || msg->record_count < 1) {
+		slurm_free_node_info_msg(msg);
+		return -ENOENT;
+	}
+	*drained = msg->node_array[0].node_state & NODE_STATE_DRAIN;
+	*down = (msg->node_array[0].node_state & NODE_STATE_BASE) ==
+		NODE_STATE_DOWN;
+	if (msg->node_array[0].reason)
+		sigma_strlcpy(reason, msg->node_array[0].reason, size);
+	slurm_free_node_info_msg(msg);
+	return 0;
+}
+
 int sigma_slurm_drain(const char *node, const char *reason)
 {
 	update_node_msg_t msg;

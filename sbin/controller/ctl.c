@@ -347,6 +347,17 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 
 /* ---- nodes and jobs ------------------------------------------------------ */
 
+enum sigma_drain_action ctl_drain_decide(const struct ctl_node *n,
+					 enum sigma_drain_ask ask, char *why,
+					 size_t whylen)
+{
+	struct sigma_node_now now = {(n->flags & CTL_N_DRAIN) != 0,
+				     (n->flags & CTL_N_DOWN) != 0, n->reason};
+
+	return sigma_drain_decide(&now, ask, SIGMA_LEVEL_FULL, false, why,
+				  whylen);
+}
+
 #define CTL_UNHEALTHY (CTL_N_DOWN | CTL_N_DRAIN | CTL_N_NO_RESPOND | CTL_N_FAIL)
 
 bool ctl_node_healthy(const struct ctl_node *n)

@@ -380,7 +380,14 @@ static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
 {
 	const char *node = c->view.nodes[i].name;
 	struct evlog_event ev;
+	char why[320];
 
+	/* a user's word never touches a node out of service already */
+	if (ctl_drain_decide(&c->view.nodes[i], SIGMA_ASK_USER, why,
+			     sizeof(why)) != SIGMA_DRAIN_SET) {
+		fprintf(out, "ok: %s left as it is: %s\n", node, why);
+		return 0;
+	}
 	if (ctl_slurm_drain(node, reason)) {
 		fprintf(out,
 			"error: Slurm refused to drain %s (see sigmad's log)\n",
@@ -441,11 +448,6 @@ int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 
 	if (i < 0)
 		return (int)i;
-	if (c->view.nodes[i].flags & CTL_N_DRAIN) {
-		fprintf(out, "ok: %s is drained already: %s\n", node,
-			c->view.nodes[i].reason);
-		return 0;
-	}
 	/* an early warning, in the probe's form: the warning path moves
 	 * the job, and a healthy full probe may return the node */
 	snprintf(what, sizeof(what),

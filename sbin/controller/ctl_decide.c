@@ -293,8 +293,10 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 	struct ctl_node *n = &v->nodes[i];
 	const char *node = n->name;
 	struct evlog_event ev;
+	char why[320];
 
-	if (!(n->flags & CTL_N_DRAIN)) {
+	if (ctl_drain_decide(n, SIGMA_ASK_JOB_FAILED, why, sizeof(why)) ==
+	    SIGMA_DRAIN_SET) {
 		/* not drained yet by the probe */
 		snprintf(reason, sizeof(reason), "sigma: %s", what);
 		if (ctl_slurm_drain(node, reason))

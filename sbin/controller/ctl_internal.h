@@ -171,6 +171,10 @@ int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job);
 bool ctl_node_healthy(const struct ctl_node *n);
 /* node i runs a sigma job that is running */
 bool ctl_node_in_job(const struct ctl_view *v, size_t i);
+/* sigma's one drain decision (lib/drain.c) for n as sigmad sees it */
+enum sigma_drain_action ctl_drain_decide(const struct ctl_node *n,
+					 enum sigma_drain_ask ask, char *why,
+					 size_t whylen);
 /* job ended a short while ago; ... with the trainer's "requeue me" codes */
 bool ctl_job_just_ended(const struct ctl_job *job, int64_t now);
 bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now);

@@ -92,7 +92,8 @@ static void ctl_account(const struct ctl_rec *r, const struct ctl_job *job,
 
 static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 {
-	char tmp[EVLOG_NODE_MAX], reason[CTL_REASON_MAX], *save = NULL, *tok;
+	char tmp[EVLOG_NODE_MAX], reason[CTL_REASON_MAX], why[320];
+	char *save = NULL, *tok;
 
 	sigma_strlcpy(tmp, r->bad, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
@@ -116,8 +117,11 @@ static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 					      sizeof(n->reason));
 			}
 		}
-		if (n->flags & CTL_N_DRAIN)
-			continue; /* the probe, or an earlier sigmad, did it */
+		/* the probe, or an earlier sigmad, did it; or someone
+		 * else's reason stands */
+		if (ctl_drain_decide(n, SIGMA_ASK_JOB_FAILED, why,
+				     sizeof(why)) != SIGMA_DRAIN_SET)
+			continue;
 		if (n->reason[0] && !strncmp(n->reason, "sigma: ", 7))
 			sigma_strlcpy(reason, n->reason, sizeof(reason));
 		else

@@ -1,7 +1,7 @@
 /*
  * drain.c - the probe's only libslurm calls (sigma-probe --drain): read the
- * node's state and reason, and drain or resume it as drain_policy.c
- * decides. libslurm's API drifts between releases; it stays in this file.
+ * node's state and reason, and drain or resume it as sigma's one drain
+ * decision (lib/drain.c) says. libslurm's API drifts between releases; it stays in this file.
  */
 #include "config.h"
 
@@ -19,6 +19,20 @@
 /* Slurm keeps reasons short in its displays; keep ours well within */
 #define DRAIN_REASON_MAX 250
 
+/* what a verdict asks of the drain decision */
+static enum sigma_drain_ask drain_ask(int verdict)
+{
+	switch (verdict) {
+	case PROBE_FAIL:
+	case PROBE_ERROR:
+		return SIGMA_ASK_FAILURE;
+	case PROBE_WARN:
+		return SIGMA_ASK_WARNING;
+	default:
+		return SIGMA_ASK_HEALTHY;
+	}
+}
+
 static int drain_errno(void)
 {
 	int e = slurm_get_errno();
@@ -32,6 +46,7 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	node_info_msg_t *msg = NULL;
 	update_node_msg_t upd;
 	char why[300], text[DRAIN_REASON_MAX + 1];
+	struct sigma_node_now now;
 	bool drained, down;
 	int action, rc = 0;
 
@@ -55,15 +70,17 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	drained = msg->node_array[0].node_state & NODE_STATE_DRAIN;
 	down = (msg->node_array[0].node_state & NODE_STATE_BASE) ==
 	       NODE_STATE_DOWN;
-	action =
-	    probe_drain_decide(drained, down, msg->node_array[0].reason, level,
-			       verdict, conf->drain_resume, why, sizeof(why));
+	now.drained = drained;
+	now.down = down;
+	now.reason = msg->node_array[0].reason;
+	action = sigma_drain_decide(&now, drain_ask(verdict), level,
+				    conf->drain_resume, why, sizeof(why));
 	snprintf(res->what, sizeof(res->what), "%s: %s", node, why);
-	if (action == PROBE_DRAIN_NONE)
+	if (action == SIGMA_DRAIN_NONE)
 		goto out_free;
 	slurm_init_update_node_msg(&upd);
 	upd.node_names = (char *)node;
-	if (action == PROBE_DRAIN_SET) {
+	if (action == SIGMA_DRAIN_SET) {
 		sigma_strlcpy(text, reason, sizeof(text));
 		upd.node_state = NODE_STATE_DRAIN;
 		upd.reason = text;
@@ -74,7 +91,7 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	if (slurm_update_node(&upd) != SLURM_SUCCESS) {
 		rc = drain_errno();
 		snprintf(res->what, sizeof(res->what), "%s: %s failed: %s",
-			 node, action == PROBE_DRAIN_SET ? "drain" : "resume",
+			 node, action == SIGMA_DRAIN_SET ? "drain" : "resume",
 			 slurm_strerror(-rc));
 		goto out_free;
 	}

@@ -204,14 +204,4 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 		int verdict, const char *reason,
 		struct probe_drain_result *res);
 #endif
-/* pure decision, see drain.c: the action for a node's current state */
-enum probe_drain_action {
-	PROBE_DRAIN_NONE = 0,
-	PROBE_DRAIN_SET, /* drain (or re-drain) with our reason */
-	PROBE_DRAIN_RESUME,
-};
-int probe_drain_decide(bool drained, bool down, const char *cur_reason,
-		       int level, int verdict, bool resume, char *why,
-		       size_t whylen);
-
 #endif /* SIGMA_PROBE_H */

@@ -170,6 +170,16 @@ int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text)
 	return 0;
 }
 
+int sigma_slurm_node_now(const char *node, bool *drained, bool *down,
+			 char *reason, size_t size)
+{
+	(void)node;
+	*drained = fake.node_drained;
+	*down = false;
+	sigma_strlcpy(reason, fake.node_reason, size);
+	return 0;
+}
+
 int sigma_slurm_drain(const char *node, const char *reason)
 {
 	snprintf(fake.drained, sizeof(fake.drained), "%s: %s", node, reason);

@@ -36,6 +36,9 @@ struct fake_spank {
 	char log[64][600];
 	int nlog;
 	char drained[512];
+	/* the node's state before: drained, and its reason */
+	bool node_drained;
+	char node_reason[256];
 	int comment_writes;
 };
 

@@ -199,6 +199,114 @@ static void test_reason_round_trip(void **state)
 			 SIGMA_REASON_SIGMA);
 }
 
+/* the one drain decision, as each path asks it */
+static enum sigma_drain_action decide(bool drained, bool down,
+				      const char *reason,
+				      enum sigma_drain_ask ask, int level,
+				      bool resume)
+{
+	struct sigma_node_now n = {drained, down, reason};
+	char why[300];
+
+	return sigma_drain_decide(&n, ask, level, resume, why, sizeof(why));
+}
+
+static void test_drain_decide(void **state)
+{
+	const char *fq = "sigma: probe quick: host temp_c=97 (limit 95)";
+	const char *wq =
+	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)";
+	const char *ff = "sigma: probe full: host memtest=fail";
+	const char *admin = "sigma: admin: RMA pending";
+	const char *nhc = "NHC: ib0 link down - do not resume";
+	const char *sus = "sigma: suspect: the rank of job 7 keeps dying here";
+	const enum sigma_drain_ask drainers[] = {
+	    SIGMA_ASK_FAILURE, SIGMA_ASK_WARNING, SIGMA_ASK_JOB_FAILED,
+	    SIGMA_ASK_USER};
+	char why[300];
+	struct sigma_node_now n = {true, false, nhc};
+
+	(void)state;
+	/* a node in service: every path may drain it */
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(decide(false, false, NULL, drainers[i], 1,
+					false),
+				 SIGMA_DRAIN_SET);
+	/* an admin's drain, in Slurm or through sigma, and an admin's
+	 * down: no path replaces it */
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(decide(true, false, nhc, drainers[i], 1, true),
+				 SIGMA_DRAIN_NONE);
+		assert_int_equal(decide(true, false, admin, drainers[i], 1,
+					true),
+				 SIGMA_DRAIN_NONE);
+		assert_int_equal(decide(false, true, nhc, drainers[i], 1, true),
+				 SIGMA_DRAIN_NONE);
+		assert_int_equal(decide(true, false, "Prolog error",
+					drainers[i], 1, true),
+				 SIGMA_DRAIN_NONE);
+	}
+	assert_int_equal(sigma_drain_decide(&n, SIGMA_ASK_USER, 1, false, why,
+					    sizeof(why)),
+			 SIGMA_DRAIN_NONE);
+	assert_non_null(strstr(why, nhc));
+	/* a user's report never touches a node out of service */
+	assert_int_equal(decide(true, false, wq, SIGMA_ASK_USER, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, sus, SIGMA_ASK_USER, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(false, true, "Not responding", SIGMA_ASK_USER,
+				1, false),
+			 SIGMA_DRAIN_NONE);
+	/* a failure replaces sigma's own warning, and nothing else of
+	 * sigma's; the probe leaves a node Slurm lost alone */
+	assert_int_equal(decide(true, false, wq, SIGMA_ASK_FAILURE, 1, false),
+			 SIGMA_DRAIN_SET);
+	assert_int_equal(decide(true, false, ff, SIGMA_ASK_FAILURE, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, "sigma: attempt 2: n3 requeued",
+				SIGMA_ASK_FAILURE, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(false, true, "Not responding",
+				SIGMA_ASK_FAILURE, 1, true),
+			 SIGMA_DRAIN_NONE);
+	/* a warning: only a node in service */
+	assert_int_equal(decide(true, false, fq, SIGMA_ASK_WARNING, 1, false),
+			 SIGMA_DRAIN_NONE);
+	/* sigmad drains a node a job failed on that Slurm lost, or sigma
+	 * downed, once: never one drained already */
+	assert_int_equal(decide(false, true, "Not responding",
+				SIGMA_ASK_JOB_FAILED, 1, false),
+			 SIGMA_DRAIN_SET);
+	assert_int_equal(decide(false, true, "sigma: node not responding",
+				SIGMA_ASK_JOB_FAILED, 1, false),
+			 SIGMA_DRAIN_SET);
+	assert_int_equal(decide(true, true, "Not responding",
+				SIGMA_ASK_JOB_FAILED, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, fq, SIGMA_ASK_JOB_FAILED, 1,
+				false),
+			 SIGMA_DRAIN_NONE);
+	/* healthy: resume only when allowed, only a probe's own reason, and
+	 * a quick pass never what a full probe found */
+	assert_int_equal(decide(true, false, fq, SIGMA_ASK_HEALTHY, 1, false),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, fq, SIGMA_ASK_HEALTHY, 1, true),
+			 SIGMA_DRAIN_RESUME);
+	assert_int_equal(decide(true, false, wq, SIGMA_ASK_HEALTHY, 1, true),
+			 SIGMA_DRAIN_RESUME);
+	assert_int_equal(decide(true, false, ff, SIGMA_ASK_HEALTHY, 1, true),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, ff, SIGMA_ASK_HEALTHY, 2, true),
+			 SIGMA_DRAIN_RESUME);
+	assert_int_equal(decide(true, false, admin, SIGMA_ASK_HEALTHY, 2, true),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(true, false, sus, SIGMA_ASK_HEALTHY, 2, true),
+			 SIGMA_DRAIN_NONE);
+	assert_int_equal(decide(false, false, NULL, SIGMA_ASK_HEALTHY, 1, true),
+			 SIGMA_DRAIN_NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +314,7 @@ int main(void)
 	    cmocka_unit_test(test_block_limits),
 	    cmocka_unit_test(test_reasons),
 	    cmocka_unit_test(test_reason_round_trip),
+	    cmocka_unit_test(test_drain_decide),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

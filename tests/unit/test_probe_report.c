@@ -236,86 +236,6 @@ static void test_metrics(void **state)
 	assert_int_equal(probe_format_metrics(&rep, buf, 64), -ENOSPC);
 }
 
-static void test_drain_policy(void **state)
-{
-	char why[300];
-	const char *fq = "sigma: probe quick: host temp_c=97 (limit 95)";
-	const char *wq =
-	    "sigma: warning: probe quick: host ecc_corrected_rate=40/h (limit 20)";
-	const char *ff = "sigma: probe full: host memtest=fail";
-
-	/* failure: drain a node in service, or replace a sigma warning */
-	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_FAIL, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_SET);
-	assert_int_equal(probe_drain_decide(true, false, wq, PROBE_QUICK,
-					    PROBE_FAIL, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_SET);
-	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_ERROR, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_SET);
-	/* someone else's drain or down stands */
-	assert_int_equal(probe_drain_decide(true, false, "disk replacement",
-					    PROBE_QUICK, PROBE_FAIL, true, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_non_null(strstr(why, "disk replacement"));
-	assert_int_equal(probe_drain_decide(false, true, "Not responding",
-					    PROBE_QUICK, PROBE_FAIL, true, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(true, false, "Prolog error",
-					    PROBE_QUICK, PROBE_OK, true, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	/* an earlier sigma failure keeps its reason */
-	assert_int_equal(probe_drain_decide(true, false, ff, PROBE_QUICK,
-					    PROBE_FAIL, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(
-			     true, false, "sigma: attempt 2: n3 requeued",
-			     PROBE_QUICK, PROBE_FAIL, false, why, sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	/* warning: only a node in service */
-	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_WARN, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_SET);
-	assert_int_equal(probe_drain_decide(true, false, fq, PROBE_QUICK,
-					    PROBE_WARN, false, why,
-					    sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	/* healthy: resume only when allowed and only our own reason */
-	assert_int_equal(probe_drain_decide(true, false, fq, PROBE_QUICK,
-					    PROBE_OK, false, why, sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(true, false, fq, PROBE_QUICK,
-					    PROBE_OK, true, why, sizeof(why)),
-			 PROBE_DRAIN_RESUME);
-	assert_int_equal(probe_drain_decide(true, false, wq, PROBE_QUICK,
-					    PROBE_OK, true, why, sizeof(why)),
-			 PROBE_DRAIN_RESUME);
-	/* a quick pass never clears what a full probe found */
-	assert_int_equal(probe_drain_decide(true, false, ff, PROBE_QUICK,
-					    PROBE_OK, true, why, sizeof(why)),
-			 PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(true, false, ff, PROBE_FULL,
-					    PROBE_OK, true, why, sizeof(why)),
-			 PROBE_DRAIN_RESUME);
-	/* nor what the controller wrote */
-	assert_int_equal(
-	    probe_drain_decide(true, false, "sigma: attempt 2: n3 requeued",
-			       PROBE_FULL, PROBE_OK, true, why, sizeof(why)),
-	    PROBE_DRAIN_NONE);
-	assert_int_equal(probe_drain_decide(false, false, NULL, PROBE_QUICK,
-					    PROBE_OK, true, why, sizeof(why)),
-			 PROBE_DRAIN_NONE);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,7 +248,6 @@ int main(void)
 	    cmocka_unit_test_setup(test_replace, setup),
 	    cmocka_unit_test_setup(test_json, setup),
 	    cmocka_unit_test_setup(test_metrics, setup),
-	    cmocka_unit_test(test_drain_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

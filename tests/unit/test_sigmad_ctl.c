@@ -817,6 +817,65 @@ static void test_in_job_fallback_account(void **state)
 }
 
 /*
+ * An admin's drain stands against every drain path of sigmad: a user's
+ * suspect or slow report on a node an admin drained (in Slurm, or through
+ * sigmactl drain) leaves the reason as it is, and the failure path does not
+ * replace an admin's DOWN reason of a node the job failed on.
+ */
+static void test_admin_drain_stands(void **state)
+{
+	const char *nhc = "NHC: ib0 link down - do not resume";
+	const char *rma = "sigma: admin: RMA pending";
+	struct ctl *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	cluster_reset(true);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[0].flags |= CTL_N_DRAIN;
+	strcpy(M.n[0].reason, nhc);
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, rma);
+	ticks(c, 1);
+	for (int i = 0; i < 2; i++) {
+		char node[8];
+
+		snprintf(node, sizeof(node), "n%d", i + 1);
+		assert_int_equal(ctl_cmd_suspect(c, node, 7, 1000, false, out),
+				 0);
+		assert_int_equal(ctl_cmd_slow(c, node, 7, 1000, false, out), 0);
+	}
+	ticks(c, 3);
+	fflush(out);
+	assert_non_null(strstr(text, "left as it is"));
+	assert_int_equal(M.drains[0] + M.drains[1], 0);
+	assert_string_equal(M.n[0].reason, nhc);
+	assert_string_equal(M.n[1].reason, rma);
+	ctl_destroy(c);
+	fclose(out);
+	free(text);
+
+	/* a plain job fails on a node an admin took DOWN: requeued, the
+	 * admin's reason kept */
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[3].flags |= CTL_N_DOWN;
+	strcpy(M.n[3].reason, nhc);
+	ticks(c, 8);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(M.drains[3], 0);
+	assert_string_equal(M.n[3].reason, nhc);
+}
+
+/*
  * One sigmactl request from a child process running as uid (when this test
  * runs as root; otherwise as whoever runs it); the reply comes back here.
  */
@@ -1294,6 +1353,7 @@ int main(void)
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
+	    cmocka_unit_test(test_admin_drain_stands),
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),

@@ -200,6 +200,27 @@ static void test_prolog_timeout(void **state)
 	    "n2: sigma: probe quick: could not run: timed out after 1 s");
 }
 
+/* no verdict on a node an admin drained: their reason stands */
+static void test_prolog_unjudged_admin_drain(void **state)
+{
+	FILE *f = fopen(probe, "w");
+
+	fake.context = S_CTX_JOB_SCRIPT;
+	fake.node_drained = true;
+	strcpy(fake.node_reason, "NHC: ib0 link down - do not resume");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nsleep 20\n", f);
+	fclose(f);
+	assert_int_equal(
+	    hook(slurm_spank_job_prolog, 2, arg_probe, "probe_timeout=1"), -1);
+	assert_string_equal(fake.drained, "");
+	/* nor over sigma's own admin drain */
+	strcpy(fake.node_reason, "sigma: admin: RMA pending");
+	assert_int_equal(
+	    hook(slurm_spank_job_prolog, 2, arg_probe, "probe_timeout=1"), -1);
+	assert_string_equal(fake.drained, "");
+}
+
 static void test_prolog_off(void **state)
 {
 	fake.context = S_CTX_JOB_SCRIPT;
@@ -392,6 +413,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_prolog_strange_exit, each),
 	    cmocka_unit_test_setup(test_prolog_drain_no, each),
 	    cmocka_unit_test_setup(test_prolog_timeout, each),
+	    cmocka_unit_test_setup(test_prolog_unjudged_admin_drain, each),
 	    cmocka_unit_test_setup(test_prolog_off, each),
 	    cmocka_unit_test_setup(test_prolog_sigma_job, each),
 	    cmocka_unit_test_setup(test_prolog_not_first, each),

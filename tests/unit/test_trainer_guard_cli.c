@@ -62,15 +62,31 @@ static double val_ce(void)
 }
 
 /* the last field of the metrics row of step */
+/* the fp32_layers column of step's metrics row, found by its header */
 static long metrics_last(const char *file, long step)
 {
 	char *buf = train_cli_slurp(file), *line, *save = NULL;
 	long v = -1;
+	int col = -1;
 
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		if (strtol(line, NULL, 10) == step && strrchr(line, ','))
-			v = strtol(strrchr(line, ',') + 1, NULL, 10);
+		const char *f = line;
+
+		if (col < 0) { /* the header */
+			for (int k = 0; f; k++, f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL)
+				if (!strncmp(f, "fp32_layers", 11) &&
+				    (f[11] == ',' || !f[11]))
+					col = k;
+			assert_true(col >= 0);
+			continue;
+		}
+		if (strtol(line, NULL, 10) != step)
+			continue;
+		for (int k = 0; k < col && f; k++)
+			f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+		if (f)
+			v = strtol(f, NULL, 10);
 	}
 	free(buf);
 	return v;

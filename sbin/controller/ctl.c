@@ -217,6 +217,22 @@ void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node)
 		ctl_list_add(l->in_job, sizeof(l->in_job), node);
 }
 
+const char *ctl_slow_nodes(const struct ctl *c, uint32_t job)
+{
+	for (size_t i = 0; i < c->nlast; i++)
+		if (c->last[i].job == job)
+			return c->last[i].slow;
+	return "";
+}
+
+void ctl_slow_add(struct ctl *c, uint32_t job, const char *node)
+{
+	struct ctl_last *l = ctl_last_of(c, job);
+
+	if (l)
+		ctl_list_add(l->slow, sizeof(l->slow), node);
+}
+
 int ctl_relaunches(const struct ctl *c, uint32_t job)
 {
 	for (size_t i = 0; i < c->nlast; i++)
@@ -336,6 +352,8 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		ctl_last_set(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "in_job")) {
 		ctl_in_job_tell(c, ev->job, ev->node);
+	} else if (!strcmp(ev->type, "slow")) {
+		ctl_slow_add(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "relaunch")) {
 		ctl_relaunch_count(c, ev->job, ev->launch);
 	} else {

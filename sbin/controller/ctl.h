@@ -48,10 +48,11 @@ int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		    bool admin, FILE *out);
 /*
  * sigma-train's auto-tuner in job (its owner's, running, any restart mode)
- * found its rank on node slow still after moving work off it: drain the
- * node with an early warning in the probe's form ("sigma: warning: probe
- * full: tuner: ..."), so that the warning path moves the job. Only one of
- * the job's own nodes; a node drained already is left as it is.
+ * found its rank on node slow still after moving work off it: an early
+ * warning for this job alone (a "slow" event), so that the warning path
+ * moves it off the node. The node is not drained: the other jobs on it
+ * stay, and only sigma's own probe marks it for all. Only one of the
+ * job's own nodes; a repeated report changes nothing.
  */
 int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		 bool admin, FILE *out);

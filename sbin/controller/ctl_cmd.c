@@ -443,23 +443,40 @@ int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		 bool admin, FILE *out)
 {
-	char reason[CTL_REASON_MAX], what[96];
 	long i = ctl_job_node(c, node, job, uid, admin, false, out);
+	struct evlog_event ev;
 
 	if (i < 0)
 		return (int)i;
-	/* an early warning, in the probe's form: the warning path moves
-	 * the job, and a healthy full probe may return the node */
-	snprintf(what, sizeof(what),
-		 "tuner: the rank of job %u stays slow here after the rebalance",
-		 job);
-	if (sigma_reason_format(reason, sizeof(reason), true, SIGMA_LEVEL_FULL,
-				what)) {
-		fprintf(out, "error: the reason does not fit\n");
-		return -EINVAL;
+	if (sigma_list_has(ctl_slow_nodes(c, job), node)) {
+		fprintf(out, "ok: job %u: %s reported slow already\n", job,
+			node);
+		return 0;
 	}
-	return ctl_job_drain(c, i, job, uid, reason, "slow (an early warning)",
-			     out);
+	/*
+	 * An early warning for this job alone: the warning path moves it off
+	 * the node (ctl_detect_running). The node stays in service for the
+	 * other jobs on it; only sigma's own probe marks it for all of them.
+	 */
+	ctl_ev_init(&ev, "slow");
+	ev.job = job;
+	ev.uid = (uint32_t)uid;
+	sigma_strlcpy(ev.node, node, sizeof(ev.node));
+	(void)sigma_snprintf(ev.text, sizeof(ev.text),
+			     "tuner: the rank of job %u stays slow here after "
+			     "the rebalance (its owner's report)",
+			     job);
+	if (ctl_log(c, &ev)) {
+		fprintf(out, "error: the event log refused the report\n");
+		return -EIO;
+	}
+	ctl_slow_add(c, job, node);
+	sigma_info("job %u: %s slow at its owner's word (uid %u): the job "
+		   "moves off it",
+		   job, node, (unsigned)uid);
+	fprintf(out, "ok: job %u moves off %s (the node stays in service)\n",
+		job, node);
+	return 0;
 }
 
 int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out)

@@ -395,6 +395,10 @@ static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
 		else if ((w = node_warned(n)) &&
 			 !(watch && sigma_list_has(watch->bad, n->name)))
 			ctl_blame_add(&warn, n->name, w);
+		else if (sigma_list_has(ctl_slow_nodes(c, job->id), n->name) &&
+			 !(watch && sigma_list_has(watch->bad, n->name)))
+			ctl_blame_add(&warn, n->name,
+				      "tuner: its rank stays slow here");
 	}
 	if (bad.n)
 		ctl_decide(c, v, job, R, false, &bad);

@@ -75,6 +75,9 @@ struct ctl_last {
 	char in_job[CTL_LIST_MAX];
 	int relaunches;
 	int launch;
+	/* nodes its own rank reported slow (sigmactl slow): an early warning
+	 * for this job alone */
+	char slow[CTL_LIST_MAX];
 };
 
 /* the counters of sigmad's metrics, counted from the event log */
@@ -155,6 +158,9 @@ void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
 /* the failed nodes of in-job job that sigmad recorded ("" when none) */
 const char *ctl_in_job_told(const struct ctl *c, uint32_t job);
 void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node);
+/* the nodes job's rank reported slow, and one more */
+const char *ctl_slow_nodes(const struct ctl *c, uint32_t job);
+void ctl_slow_add(struct ctl *c, uint32_t job, const char *node);
 /* the relaunches inside its allocation that job's launcher reported */
 int ctl_relaunches(const struct ctl *c, uint32_t job);
 /* the newest launch number counted for job, 0 when none */

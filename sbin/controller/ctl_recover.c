@@ -90,6 +90,11 @@ static void ctl_account(const struct ctl_rec *r, const struct ctl_job *job,
 
 /* ---- the steps ----------------------------------------------------------- */
 
+static bool node_out(const struct ctl_node *n)
+{
+	return n->flags & (CTL_N_DRAIN | CTL_N_DOWN);
+}
+
 static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 {
 	char tmp[EVLOG_NODE_MAX], reason[CTL_REASON_MAX], why[320];
@@ -117,6 +122,11 @@ static void ctl_drain_bad(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 					      sizeof(n->reason));
 			}
 		}
+		/* a warning on its own rank's word (sigmactl slow) moves
+		 * the job alone: the node stays in service for the others */
+		if (r->warning && !node_out(n) &&
+		    sigma_list_has(ctl_slow_nodes(c, r->job), tok))
+			continue;
 		/* the probe, or an earlier sigmad, did it; or someone
 		 * else's reason stands */
 		if (ctl_drain_decide(n, SIGMA_ASK_JOB_FAILED, why,

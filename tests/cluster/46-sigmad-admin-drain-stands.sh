@@ -3,7 +3,7 @@
 # runs on n1 and n2; root drains n1 in Slurm ("NHC: ...") and n2 through
 # sigma (sigmactl drain, "sigma: admin: ..."). The user then reports both
 # as suspects (sigmactl suspect) and as slow (sigmactl slow): sigmad leaves
-# both reasons as they are, and once the job is gone sigma's repair loop
+# both reasons as they are (slow moves the user's own job, if anything), and once the job is gone sigma's repair loop
 # does not return either node to service.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
@@ -29,8 +29,8 @@ sleep 2 # sigmad has looked again
 for n in n1 n2; do
 	r=$(run_as_user "${CTL[@]}" suspect "$n" --job "$jid" 2>&1)
 	echo "$r" | grep -q "left as it is" || fail "suspect $n: $r"
-	r=$(run_as_user "${CTL[@]}" slow "$n" --job "$jid" 2>&1)
-	echo "$r" | grep -q "left as it is" || fail "slow $n: $r"
+	# slow moves the user's own job, and never drains
+	run_as_user "${CTL[@]}" slow "$n" --job "$jid" >/dev/null 2>&1
 done
 [ "$(nreason n1)" = "$NHC" ] || fail "n1's reason replaced: $(nreason n1)"
 [ "$(nreason n2)" = "sigma: admin: RMA pending" ] || fail "n2's reason replaced: $(nreason n2)"

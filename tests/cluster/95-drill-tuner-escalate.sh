@@ -1,8 +1,9 @@
 #!/bin/bash
 # The auto-tuner's last rung (docs/tuner.md): rank 3 made 3x slower stays
 # slow after its shares moved; past --tuner-escalate it reports its own
-# node (sigmactl slow), sigmad drains that node with an early warning in
-# the probe's form, and the warning path moves the job onto a spare
+# node (sigmactl slow), sigmad takes it as an early warning for this job
+# alone (the node stays in service), and the warning path moves the job
+# onto a spare
 # (SIGUSR1, checkpoint, exit 75, requeue): it resumes at the step it
 # stopped at, no step lost. A user cannot report a node of a job not theirs.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
@@ -27,14 +28,15 @@ line=$(grep -m1 'as an early warning (sigmactl slow)' "$out")
 node=$(sed 's/.* reporting \([^ ]*\) as an early warning.*/\1/' <<<"$line")
 log "$line"
 [ "$node" = "$(job_nodes "$jid" | sed -n 4p)" ] || fail "$node is not rank 3's node"
-until_true 20 sh -c "scontrol show node $node | grep -q 'Reason=sigma: warning: probe full: tuner: the rank of job $jid stays slow here'" ||
-	fail "$node not drained with the tuner's warning: $(nreason "$node")"
-log "$node: $(nreason "$node")"
+until_true 20 sh -c "[ \"\$(grep -c '\"type\":\"slow\",\"job\":$jid,' '$SIGMAD_EVENTS')\" = 1 ]" ||
+	fail "sigmad did not take the report: $(tail -n 3 "$SIGMAD_LOG")"
+log "sigmad: $(grep "job $jid: $node slow" "$SIGMAD_LOG" | tail -n 1)"
 
 until_true 90 started "$out" 1 || fail "job not moved: $(tail -n 5 "$out"); $(tail -n 3 "$SIGMAD_LOG")"
 rm -f "$inject" # the new node is healthy
 until_true 90 at_step "$out" 1 1 || fail "attempt 1 does not train: $(tail -n 5 "$out")"
 job_on "$jid" "$node" && fail "still on $node"
+nstate "$node" | grep -q drain && fail "$node drained on the job's own word: $(nreason "$node")"
 grep -q '^stopped by .* after a checkpoint: exit 75' "$out" || fail "attempt 0 did not checkpoint on SIGUSR1"
 s0=$(sed -n 's/^stopped by .* at step \([0-9]*\) after.*/\1/p' "$out")
 r1=$(resumed_at "$out")

@@ -32,6 +32,17 @@ run_as_user() {
 		PATH="$PATH" HOME="$(getent passwd "$SIGMA_TEST_USER" | cut -d: -f6)" "$@"
 }
 
+# the second non-root user, whose jobs a test attacks as the test user
+SIGMA_VICTIM_USER=${SIGMA_VICTIM_USER:-sigmavictim}
+# run_as_victim CMD...: as run_as_user, as the victim (created when missing)
+run_as_victim() {
+	id "$SIGMA_VICTIM_USER" >/dev/null 2>&1 ||
+		useradd --create-home --shell /bin/bash "$SIGMA_VICTIM_USER" ||
+		fail "cannot create user $SIGMA_VICTIM_USER"
+	runuser -u "$SIGMA_VICTIM_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+		HOME="$(getent passwd "$SIGMA_VICTIM_USER" | cut -d: -f6)" "$@"
+}
+
 # workdir NAME: a fresh directory owned by the test user, printed
 workdir() {
 	local d=$SIGMA_TESTBED_DIR/work/$1

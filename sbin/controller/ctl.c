@@ -479,8 +479,9 @@ void ctl_destroy(struct ctl *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->ntries; i++)
-		ctl_proc_kill(&c->tries[i].probe);
+	for (size_t i = 0; i < c->tries.n; i++)
+		ctl_proc_kill(&c->tries.v[i]->probe);
+	ctl_tries_free(&c->tries);
 	evlog_close(&c->log);
 	ctl_view_free(&c->view);
 	free(c->recs);

@@ -492,7 +492,10 @@ int ctl_cmd_resume(struct ctl *c, const char *node, uid_t uid, FILE *out)
 		    node);
 		return -EIO;
 	}
-	if ((t = ctl_tries_of(c, node)))
+	t = ctl_tries_find(&c->tries, node);
+	if (t && !t->probe.pid)
+		ctl_tries_drop(&c->tries, node);
+	else if (t)
 		t->tries = 0;
 	ctl_cmd_log(c, "resume", node, uid, "sigmactl resume");
 	fprintf(out, "ok: %s resumed\n", node);

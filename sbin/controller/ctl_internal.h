@@ -24,9 +24,8 @@
 #include "ctl.h"
 #include "eventlog.h"
 #include "proc.h"
+#include "tries.h"
 #include "view.h"
-
-#define CTL_MAX_TRIES 64
 
 /* how a job sent SIGUSR1 stopped, for its account */
 enum ctl_stop { STOP_UNKNOWN = 0, STOP_EXIT, STOP_SIGNAL, STOP_RUNNING };
@@ -56,15 +55,6 @@ struct ctl_rec {
 	int stop_code; /* its exit status, or the signal */
 };
 
-struct ctl_tries {
-	char node[CTL_NAME_MAX];
-	int tries;
-	int64_t last;
-	struct ctl_proc probe; /* the repair probe running now, if any */
-	bool done;	       /* it has ended: rc and out wait */
-	int rc;
-	char out[CTL_PROC_OUT_MAX];
-};
 
 struct ctl_last {
 	uint32_t job;
@@ -103,8 +93,7 @@ struct ctl {
 	size_t nrecs, caprecs;
 	char added[SIGMAD_LIST_MAX];   /* sigmactl spares add */
 	char removed[SIGMAD_LIST_MAX]; /* sigmactl spares remove */
-	struct ctl_tries tries[CTL_MAX_TRIES];
-	size_t ntries;
+	struct ctl_tries_table tries; /* the nodes in repair */
 	struct ctl_last *last;
 	size_t nlast;
 	struct ctl_view view; /* the latest look, for status */
@@ -220,8 +209,6 @@ void ctl_verify_account(struct ctl *c, struct ctl_rec *r);
 
 /* probe the drained nodes that are due, act on the results */
 void ctl_repair(struct ctl *c, struct ctl_view *v);
-/* node's repair state, made on first use; NULL when the table is full */
-struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node);
 
 /* ---- metrics (ctl_metrics.c) -------------------------------------------- */
 

@@ -18,18 +18,6 @@
 
 #define CTL_PROBE_TIMEOUT_S 300
 
-struct ctl_tries *ctl_tries_of(struct ctl *c, const char *node)
-{
-	for (size_t i = 0; i < c->ntries; i++)
-		if (!strcmp(c->tries[i].node, node))
-			return &c->tries[i];
-	if (c->ntries == CTL_MAX_TRIES)
-		return NULL;
-	memset(&c->tries[c->ntries], 0, sizeof(c->tries[0]));
-	sigma_strlcpy(c->tries[c->ntries].node, node, sizeof(c->tries[0].node));
-	return &c->tries[c->ntries++];
-}
-
 /*
  * Start the probe command for node: words split on blanks, %n replaced by
  * the node name, no shell. Its result is collected by ctl_repair_collect.
@@ -71,8 +59,8 @@ static int ctl_probe_start(struct ctl *c, const char *node, struct ctl_proc *p)
 /* collect every repair probe that has ended; never waits */
 static void ctl_repair_collect(struct ctl *c)
 {
-	for (size_t i = 0; i < c->ntries; i++) {
-		struct ctl_tries *t = &c->tries[i];
+	for (size_t i = 0; i < c->tries.n; i++) {
+		struct ctl_tries *t = c->tries.v[i];
 
 		if (!t->probe.pid || !ctl_proc_poll(&t->probe, &t->rc))
 			continue;
@@ -198,6 +186,32 @@ static void ctl_repair_judge(struct ctl *c, struct ctl_view *v,
 	}
 }
 
+/* sigma's own drain holds n: it stays in repair */
+static bool ctl_in_repair(const struct ctl_node *n)
+{
+	enum sigma_reason cls = sigma_reason_parse(n->reason, NULL, NULL);
+
+	return (n->flags & CTL_N_DRAIN) && cls != SIGMA_REASON_NONE &&
+	       cls != SIGMA_REASON_ADMIN;
+}
+
+/*
+ * Forget the nodes back in service, or gone, whose probe is not running:
+ * the table holds the nodes in repair only. A result for a node that left
+ * repair meanwhile is stale.
+ */
+static void ctl_repair_forget(struct ctl *c, const struct ctl_view *v)
+{
+	for (size_t i = c->tries.n; i-- > 0;) {
+		struct ctl_tries *t = c->tries.v[i];
+		long k = ctl_view_node(v, t->node);
+
+		t->done = false;
+		if (!t->probe.pid && (k < 0 || !ctl_in_repair(&v->nodes[k])))
+			ctl_tries_drop(&c->tries, t->node);
+	}
+}
+
 void ctl_repair(struct ctl *c, struct ctl_view *v)
 {
 	char members[SIGMAD_LIST_MAX];
@@ -214,11 +228,9 @@ void ctl_repair(struct ctl *c, struct ctl_view *v)
 
 		if (!ctl_repairable(c, n))
 			continue;
-		t = ctl_tries_of(c, n->name);
+		t = ctl_tries_get(&c->tries, n->name);
 		if (t && ctl_repair_result(c, v, n, t))
 			ctl_repair_judge(c, v, n, t, target);
 	}
-	/* a result for a node that left repair meanwhile is stale */
-	for (size_t i = 0; i < c->ntries; i++)
-		c->tries[i].done = false;
+	ctl_repair_forget(c, v);
 }

@@ -559,24 +559,72 @@ int ckpt_h5_dataset_empty(struct ckpt_ctx *c, int64_t loc, const char *name,
 /* where the sources of virtual datasets are (ckpt_h5_virtual_dir) */
 static char virtual_dir[PATH_MAX];
 
+/*
+ * Where a dataset's bytes are: in the file itself, or (a verified shard
+ * index, virtual_dir set) in shard files next to it. NULL when that holds,
+ * else what is wrong. Storage elsewhere (H5Pset_external, or a virtual
+ * dataset outside a verified shard index, or one whose sources name a
+ * path) would have libhdf5 read any file the running user can, as tensor
+ * bytes.
+ */
+static const char *dataset_storage_refused(hid_t d)
+{
+	hid_t dcpl = H5Dget_create_plist(d);
+	const char *why = NULL;
+	size_t n = 0;
+
+	if (dcpl < 0)
+		return "its storage cannot be read";
+	if (H5Pget_external_count(dcpl) != 0)
+		why = "it is stored in an external file";
+	else if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {
+		if (!virtual_dir[0])
+			why = "it is a virtual dataset outside a shard index";
+		else if (H5Pget_virtual_count(dcpl, &n) < 0)
+			why = "its virtual sources cannot be read";
+		for (size_t i = 0; !why && i < n; i++) {
+			char f[PATH_MAX];
+			ssize_t len = H5Pget_virtual_filename(dcpl, i, f,
+							      sizeof(f));
+
+			if (len <= 0 || (size_t)len >= sizeof(f) ||
+			    strchr(f, '/') || !strcmp(f, "..") ||
+			    (f[0] == '.' && f[1] != '\0') || strchr(f, '$'))
+				why = "a virtual source is not a shard file "
+				      "next to it";
+		}
+	}
+	H5Pclose(dcpl);
+	return why;
+}
+
 int ckpt_h5_dataset_open(struct ckpt_ctx *c, int64_t loc, const char *name,
 			 const char *what, int64_t *d)
 {
+	const char *why;
+	hid_t dapl;
+
 	*d = -1;
 	if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
 		return ckpt_fail(c, EBADMSG, "dataset %s is missing", what);
-	if (virtual_dir[0]) {
-		hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-
-		if (dapl >= 0 && H5Pset_virtual_prefix(dapl, virtual_dir) >= 0)
-			*d = H5Dopen2(loc, name, dapl);
-		if (dapl >= 0)
-			H5Pclose(dapl);
-	} else {
-		*d = H5Dopen2(loc, name, H5P_DEFAULT);
-	}
+	/* any external or virtual file is looked for next to the checkpoint
+	 * (or in the shard index's directory), never where the file says */
+	dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	if (dapl >= 0 &&
+	    H5Pset_virtual_prefix(dapl, virtual_dir[0] ? virtual_dir
+						       : "${ORIGIN}") >= 0 &&
+	    H5Pset_efile_prefix(dapl, "${ORIGIN}") >= 0)
+		*d = H5Dopen2(loc, name, dapl);
+	if (dapl >= 0)
+		H5Pclose(dapl);
 	if (*d < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open dataset %s", what);
+	if ((why = dataset_storage_refused(*d))) {
+		H5Dclose(*d);
+		*d = -1;
+		return ckpt_fail(c, EBADMSG, "dataset %s refused: %s", what,
+				 why);
+	}
 	return 0;
 }
 

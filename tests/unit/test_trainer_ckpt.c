@@ -185,6 +185,107 @@ static void test_ckpt_hostile_attribute(void **state)
 	model_destroy(a), model_destroy(b);
 }
 
+/* the name of g's first dataset, in ds[256] (any HDF5 version) */
+static bool first_dataset(hid_t g, char *ds)
+{
+	for (hsize_t i = 0;; i++) {
+		hid_t d;
+
+		if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i,
+				       ds, 256, H5P_DEFAULT) <= 0)
+			return false;
+		H5E_BEGIN_TRY
+		{
+			d = H5Dopen2(g, ds, H5P_DEFAULT);
+		}
+		H5E_END_TRY;
+		if (d >= 0) {
+			H5Dclose(d);
+			return true;
+		}
+	}
+}
+
+/*
+ * A checkpoint whose tensor is stored elsewhere: in an external raw file
+ * (H5Pset_external) that names a private file of the reader's, or as a
+ * virtual dataset over a file named by absolute path, outside a shard
+ * index. libhdf5 would read the named file as tensor bytes, as the running
+ * user. Refused, unsealed (--init-from) or sealed, the model untouched.
+ */
+static void test_ckpt_storage_elsewhere(void **state)
+{
+	struct model *a = small(64), *b = small(64);
+	struct ckpt_state st, got;
+	char p[PATH_MAX], err[1024], ck[PATH_MAX], secret[PATH_MAX],
+	    sp[PATH_MAX + 8], ds[256] = "";
+	float ones[4096];
+	hid_t f, g, d, dcpl, space, type;
+	FILE *sf;
+
+	(void)state;
+	for (size_t i = 0; i < 4096; i++)
+		ones[i] = 1.0f; /* finite: only the storage check can tell */
+	path_of(secret, "secret.txt");
+	sf = fopen(secret, "w");
+	assert_non_null(sf);
+	assert_int_equal(fwrite(ones, sizeof(ones), 1, sf), 1);
+	fclose(sf);
+	assert_int_equal(chmod(secret, 0600), 0);
+	path_of(ck, "elsewhere");
+	for (int kind = 0; kind < 2; kind++) {
+		fill_state(a, &st, 3 + kind);
+		assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err,
+					    sizeof(err)),
+				 0);
+		f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+		assert_true(f >= 0);
+		g = H5Gopen2(f, "model", H5P_DEFAULT);
+		assert_true(g >= 0);
+		assert_true(first_dataset(g, ds));
+		d = H5Dopen2(g, ds, H5P_DEFAULT);
+		assert_true(d >= 0);
+		space = H5Dget_space(d);
+		type = H5Dget_type(d);
+		H5Dclose(d);
+		assert_true(H5Ldelete(g, ds, H5P_DEFAULT) >= 0);
+		dcpl = H5Pcreate(H5P_DATASET_CREATE);
+		if (kind == 0) {
+			assert_true(H5Pset_external(dcpl, secret, 0,
+						    sizeof(ones)) >= 0);
+		} else {
+			hid_t src = H5Scopy(space);
+
+			H5Sselect_all(space);
+			assert_true(H5Pset_virtual(dcpl, space, secret, "/x",
+						   src) >= 0);
+			H5Sclose(src);
+		}
+		d = H5Dcreate2(g, ds, type, space, H5P_DEFAULT, dcpl,
+			       H5P_DEFAULT);
+		assert_true(d >= 0);
+		H5Dclose(d), H5Pclose(dcpl), H5Tclose(type), H5Sclose(space);
+		H5Gclose(g), H5Fclose(f);
+		snprintf(sp, sizeof(sp), "%s.seal", p);
+		assert_int_equal(unlink(sp), 0);
+		/* unsealed, as --init-from takes it */
+		memset(b->params, 0, sizeof(float) * b->nparams);
+		assert_int_equal(ckpt_read_weights(p, b, err, sizeof(err)),
+				 -EBADMSG);
+		assert_non_null(strstr(err, kind ? "virtual dataset"
+						 : "external file"));
+		assert_non_null(strstr(err, ds));
+		for (size_t i = 0; i < b->nparams; i++)
+			assert_true(b->params[i] == 0.0f);
+		/* and sealed as it is */
+		assert_int_equal(seal_write(p, p, err, sizeof(err)), 0);
+		assert_int_equal(ckpt_read(p, b, &got, err, sizeof(err)),
+				 -EBADMSG);
+		assert_non_null(strstr(err, "refused"));
+	}
+	model_destroy(a), model_destroy(b);
+}
+
 /*
  * The whole-file seal: bytes flipped outside the tensors' data (offsets
  * 1000 and 3000, metadata Fletcher32 does not cover) are refused before
@@ -599,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
 		cmocka_unit_test(test_ckpt_hostile_attribute),
+		cmocka_unit_test(test_ckpt_storage_elsewhere),
 		cmocka_unit_test(test_seal_blocks),
 		cmocka_unit_test(test_ckpt_seal),
 		cmocka_unit_test(test_ckpt_async),

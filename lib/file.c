@@ -174,6 +174,23 @@ int sigma_mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+int sigma_mkdir_owned(const char *path, mode_t mode, char *err,
+		      size_t errlen)
+{
+	struct stat st;
+	int rc = sigma_mkdir_p(path, mode);
+
+	if (rc)
+		return sigma_set_err(err, errlen, -rc, "cannot make %s: %s",
+				     path, strerror(-rc));
+	if (!sigma_file_is_trusted(path, geteuid(), err, errlen))
+		return -EPERM;
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sigma_set_err(err, errlen, ENOTDIR,
+				     "%s is not a directory", path);
+	return 0;
+}
+
 uint64_t sigma_now_ms(void)
 {
 	struct timespec ts;

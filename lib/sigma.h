@@ -173,6 +173,14 @@ bool sigma_file_is_trusted(const char *path, uid_t uid, char *err,
 			   size_t errlen);
 /* mkdir -p; existing directories are fine. */
 int sigma_mkdir_p(const char *path, mode_t mode);
+/*
+ * sigma_mkdir_p, then path must be a directory (not a link) of this
+ * process's user that no one else may write: for what root keeps (sigmad's
+ * state and socket directories, the probe's state). A directory found there
+ * already is not taken on trust. 0, or -errno with the reason in err.
+ */
+int sigma_mkdir_owned(const char *path, mode_t mode, char *err,
+		      size_t errlen);
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t sigma_now_ms(void);
 uint64_t sigma_wall_ms(void);

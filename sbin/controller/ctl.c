@@ -442,11 +442,14 @@ int ctl_create(struct ctl **out, const struct sigmad_config *cfg,
 	rc = sigmad_config_event_log(cfg, c->log_path, sizeof(c->log_path));
 	if (rc)
 		goto out_free;
-	rc = sigma_mkdir_p(cfg->state_dir, 0700);
-	if (rc) {
-		sigma_error("state directory %s: %s", cfg->state_dir,
-			    strerror(-rc));
-		goto out_free;
+	{
+		char err[PATH_MAX + 128];
+
+		rc = sigma_mkdir_owned(cfg->state_dir, 0700, err, sizeof(err));
+		if (rc) {
+			sigma_error("state directory: %s", err);
+			goto out_free;
+		}
 	}
 	rc = evlog_read(c->log_path, ctl_replay, c, &bad);
 	if (rc) {

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +68,14 @@ static int srv_listen(const char *path, int *out)
 	sigma_strlcpy(dir, path, sizeof(dir));
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
+		char err[PATH_MAX + 128];
+
 		*slash = '\0';
-		rc = sigma_mkdir_p(dir, 0755);
-		if (rc)
+		rc = sigma_mkdir_owned(dir, 0755, err, sizeof(err));
+		if (rc) {
+			sigma_error("socket directory: %s", err);
 			return rc;
+		}
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -93,8 +98,16 @@ static int srv_listen(const char *path, int *out)
 			close(probe);
 		unlink(path);
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, 0666) < 0 || listen(fd, 16) < 0) {
+	/*
+	 * everyone may connect (sigmad checks each caller's uid): the socket
+	 * is made 0666 by the umask at bind, not by a chmod of its path,
+	 * which would follow a link planted there in between
+	 */
+	mode_t old = umask(0111);
+
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0 || listen(fd, 16) < 0) {
 		rc = -errno;
 		close(fd);
 		return rc;

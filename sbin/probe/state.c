@@ -126,7 +126,7 @@ int probe_rates(const struct probe_conf *conf, struct probe_report *rep)
 out_write:
 	if (!rebase)
 		return 0;
-	if (sigma_mkdir_p(conf->state_dir, 0755) < 0)
+	if (sigma_mkdir_owned(conf->state_dir, 0755, NULL, 0) < 0)
 		return 0; /* no state (not root, read-only): no rates */
 	rc = state_write(path, rep, now_s);
 	if (rc < 0)
@@ -174,7 +174,7 @@ int probe_warn_streak(const struct probe_conf *conf,
 		     "# sigma-probe: consecutive warnings, do not edit\n"
 		     "streak=%ld\ntime_s=%.0f\n",
 		     st.streak, (double)sigma_wall_ms() / 1000.0);
-	if (sigma_mkdir_p(conf->state_dir, 0755) < 0 ||
+	if (sigma_mkdir_owned(conf->state_dir, 0755, NULL, 0) < 0 ||
 	    sigma_file_write_atomic(path, buf, (size_t)n, 0644) < 0)
 		return (int)conf->warn_confirm; /* cannot count: as before */
 	return (int)st.streak;

@@ -92,6 +92,37 @@ static void test_mkdir_p(void **state)
 }
 
 /*
+ * A directory root keeps its state or socket in: made when missing; one
+ * found there already must be a directory of this user that no one else
+ * may write, not a link to one, nor a file.
+ */
+static void test_mkdir_owned(void **state)
+{
+	char path[PATH_MAX], link[PATH_MAX], file[PATH_MAX], err[PATH_MAX + 128];
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/owned/state", dir);
+	assert_int_equal(sigma_mkdir_owned(path, 0700, err, sizeof(err)), 0);
+	assert_int_equal(sigma_mkdir_owned(path, 0700, err, sizeof(err)), 0);
+	assert_int_equal(chmod(path, 0777), 0);
+	assert_int_equal(sigma_mkdir_owned(path, 0700, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "world-writable"));
+	assert_int_equal(chmod(path, 0700), 0);
+	snprintf(link, sizeof(link), "%s/owned/link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(sigma_mkdir_owned(link, 0700, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "symbolic link"));
+	snprintf(file, sizeof(file), "%s/owned/file", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_true(sigma_mkdir_owned(file, 0700, err, sizeof(err)) < 0);
+}
+
+/*
  * A log file root opens: a link (soft or hard), a writable-by-others
  * file and, as root, a file another user owns are refused.
  */
@@ -133,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_write_atomic_missing_dir),
 		cmocka_unit_test(test_trusted),
 		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_mkdir_owned),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

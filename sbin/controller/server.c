@@ -51,7 +51,7 @@ struct srv {
 	bool private_jobs;
 	struct srv_conn conn[SRV_CONN_MAX];
 	/* turned away since the last report: logged once a minute at most */
-	unsigned long refused, expired;
+	unsigned long refused, expired, evicted;
 	uint64_t reported;
 };
 
@@ -377,23 +377,66 @@ static bool srv_is_admin(const struct srv *s, uid_t uid)
 	return uid == 0 || uid == s->slurm_user;
 }
 
+/* how many connections uid holds */
+static size_t srv_held(const struct srv *s, uid_t uid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < SRV_CONN_MAX; i++)
+		if (s->conn[i].state != SRV_FREE && s->conn[i].uid == uid)
+			n++;
+	return n;
+}
+
+/*
+ * The slots other users hold are all taken: the oldest connection of the
+ * user holding the most, when that is at least 2 more than mine, else -1
+ */
+static int srv_fair_victim(const struct srv *s, size_t mine)
+{
+	size_t most = 0;
+	int victim = -1;
+
+	for (int i = 0; i < SRV_CONN_MAX; i++) {
+		const struct srv_conn *k = &s->conn[i];
+		size_t n;
+
+		if (k->state == SRV_FREE || srv_is_admin(s, k->uid))
+			continue;
+		n = srv_held(s, k->uid);
+		if (n > most ||
+		    (n == most && victim >= 0 &&
+		     k->deadline < s->conn[victim].deadline)) {
+			most = n;
+			victim = i;
+		}
+	}
+	return most >= mine + 2 ? victim : -1;
+}
+
 /* a free slot for uid, or NULL when the caps are reached */
 static struct srv_conn *srv_slot(struct srv *s, uid_t uid)
 {
 	struct srv_conn *free_slot = NULL;
-	size_t mine = 0;
+	size_t nfree = 0, mine = srv_held(s, uid);
+	int victim;
 
-	for (size_t i = 0; i < SRV_CONN_MAX; i++) {
-		if (s->conn[i].state == SRV_FREE) {
-			if (!free_slot)
-				free_slot = &s->conn[i];
-		} else if (s->conn[i].uid == uid) {
-			mine++;
-		}
-	}
-	if (!srv_is_admin(s, uid) && mine >= SRV_CONN_PER_USER)
+	for (size_t i = 0; i < SRV_CONN_MAX; i++)
+		if (s->conn[i].state == SRV_FREE && !nfree++)
+			free_slot = &s->conn[i];
+	if (srv_is_admin(s, uid))
+		return free_slot;
+	if (mine >= SRV_CONN_PER_USER)
 		return NULL;
-	return free_slot;
+	/* the last SRV_CONN_ADMIN free slots are root's and SlurmUser's */
+	if (nfree > SRV_CONN_ADMIN)
+		return free_slot;
+	victim = srv_fair_victim(s, mine);
+	if (victim < 0)
+		return NULL;
+	s->evicted++;
+	srv_drop(&s->conn[victim]);
+	return &s->conn[victim];
 }
 
 static void srv_accept(struct srv *s, uint64_t now)
@@ -508,12 +551,13 @@ static void srv_write(struct srv_conn *k)
 /* what clients were turned away, without letting them fill the log */
 static void srv_report(struct srv *s, uint64_t now)
 {
-	if ((!s->refused && !s->expired) || now - s->reported < 60000)
+	if ((!s->refused && !s->expired && !s->evicted) ||
+	    now - s->reported < 60000)
 		return;
-	sigma_warn("socket: %lu connection(s) refused (more than %d open, or %d for one user) and %lu dropped (no request within %d ms) since the last report",
+	sigma_warn("socket: %lu connection(s) refused (more than %d open, or %d for one user), %lu dropped (no request within %d ms) and %lu closed to make room for a user holding fewer, since the last report",
 		   s->refused, SRV_CONN_MAX, SRV_CONN_PER_USER, s->expired,
-		   SRV_DEADLINE_MS);
-	s->refused = s->expired = 0;
+		   SRV_DEADLINE_MS, s->evicted);
+	s->refused = s->expired = s->evicted = 0;
 	s->reported = now;
 }
 

@@ -9,6 +9,11 @@
  * exchange has SRV_DEADLINE_MS, requests SRV_REQ_MAX bytes, and at most
  * SRV_CONN_MAX connections are open (SRV_CONN_PER_USER for one user other
  * than root and SlurmUser); more are answered "too many" and closed.
+ * SRV_CONN_ADMIN of them are kept for root and SlurmUser alone. When the
+ * others are all taken, a user holding fewer connections than the busiest
+ * user less one still gets in: the busiest user's oldest connection makes
+ * room, so that a launcher's one report is answered while a few users
+ * flood the socket.
  */
 #ifndef SIGMAD_SERVER_H
 #define SIGMAD_SERVER_H
@@ -23,6 +28,7 @@
 #define SRV_DEADLINE_MS	  2000
 #define SRV_CONN_MAX	  64
 #define SRV_CONN_PER_USER 8
+#define SRV_CONN_ADMIN	  8
 
 struct srv;
 

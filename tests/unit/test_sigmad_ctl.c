@@ -1176,6 +1176,85 @@ static void test_socket_abuse(void **state)
 	ctl_destroy(c);
 }
 
+/*
+ * Eight users hold all the connections a user may have (8 each, 64 in
+ * all, the socket's whole table before): root and SlurmUser still get
+ * their answer, from the slots kept for them, and so does a ninth user's
+ * one request (a launcher's report), for which the busiest user's oldest
+ * connection makes room. As root only: the users are real uids.
+ */
+static void test_socket_fair(void **state)
+{
+	enum { USERS = 8, EACH = SRV_CONN_PER_USER };
+	struct ctl *c = NULL;
+	struct srv *srv = NULL;
+	char sock[160], reply[8192];
+	pid_t kid[USERS];
+	int ready[2];
+
+	(void)state;
+	if (getuid() != 0)
+		skip();
+	cluster_reset(true);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	assert_int_equal(srv_create(&srv, sock, 64030, true), 0);
+	assert_int_equal(pipe(ready), 0);
+	for (int u = 0; u < USERS; u++) {
+		kid[u] = fork();
+		assert_true(kid[u] >= 0);
+		if (kid[u] == 0) {
+			int fds[EACH];
+
+			close(ready[0]);
+			if (setgid(2000 + u) || setuid(2000 + u))
+				_exit(2);
+			for (int i = 0; i < EACH; i++) {
+				struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+				strcpy(sa.sun_path, sock);
+				fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+				/* blocks while the backlog is full */
+				if (fds[i] < 0 ||
+				    connect(fds[i], (struct sockaddr *)&sa,
+					    sizeof(sa)) < 0)
+					_exit(3);
+			}
+			(void)!write(ready[1], "x", 1);
+			pause(); /* hold them */
+			(void)fds;
+			_exit(0);
+		}
+	}
+	close(ready[1]);
+	/* serve until every user holds its connections */
+	for (int got = 0, n = 0; got < USERS; n++) {
+		assert_true(n < 1000);
+		struct pollfd p = {ready[0], POLLIN, 0};
+		char x;
+
+		srv_run(srv, c, 10);
+		if (poll(&p, 1, 0) == 1 && read(ready[0], &x, 1) == 1)
+			got++;
+	}
+	for (int i = 0; i < 20; i++)
+		srv_run(srv, c, 5);
+	request(c, srv, 0, "status", reply, sizeof(reply));
+	assert_null(strstr(reply, "too many"));
+	assert_non_null(strstr(reply, "spares"));
+	request(c, srv, 64030, "spares", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "members"));
+	request(c, srv, 3000, "spares", reply, sizeof(reply));
+	assert_non_null(strstr(reply, "members"));
+	for (int u = 0; u < USERS; u++) {
+		kill(kid[u], SIGKILL);
+		waitpid(kid[u], NULL, 0);
+	}
+	close(ready[0]);
+	srv_destroy(srv);
+	ctl_destroy(c);
+}
+
 /* alive and not a zombie waiting for whoever inherited it */
 static bool process_lives(pid_t pid)
 {
@@ -1358,6 +1437,7 @@ int main(void)
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
+	    cmocka_unit_test(test_socket_fair),
 	    cmocka_unit_test(test_probe_async),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_view_index),

@@ -217,6 +217,36 @@ void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node)
 		ctl_list_add(l->in_job, sizeof(l->in_job), node);
 }
 
+void ctl_report_note(struct ctl *c, int64_t time, uint32_t job, uint32_t uid)
+{
+	size_t k = 0;
+
+	/* keep the last hour's; when full, the oldest goes */
+	for (size_t i = 0; i < c->nreports; i++)
+		if (time - c->reports[i].time < 3600)
+			c->reports[k++] = c->reports[i];
+	c->nreports = k;
+	if (c->nreports == CTL_REPORTS_MAX) {
+		memmove(&c->reports[0], &c->reports[1],
+			(CTL_REPORTS_MAX - 1) * sizeof(c->reports[0]));
+		c->nreports--;
+	}
+	c->reports[c->nreports++] = (struct ctl_report){time, job, uid};
+}
+
+int ctl_reports(const struct ctl *c, int64_t now, uint32_t job, uint32_t uid,
+		bool by_user)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->nreports; i++)
+		if (now - c->reports[i].time < 3600 &&
+		    (by_user ? c->reports[i].uid == uid
+			     : c->reports[i].job == job))
+			n++;
+	return n;
+}
+
 const char *ctl_slow_nodes(const struct ctl *c, uint32_t job)
 {
 	for (size_t i = 0; i < c->nlast; i++)
@@ -352,6 +382,10 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		ctl_last_set(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "in_job")) {
 		ctl_in_job_tell(c, ev->job, ev->node);
+	} else if (!strcmp(ev->type, "drain") && ev->job &&
+		   !strncmp(ev->text, "sigma: suspect:", 15)) {
+		ctl_report_note(c, ev->time, ev->job, ev->uid);
+		ctl_replay_step(c, ev);
 	} else if (!strcmp(ev->type, "slow")) {
 		ctl_slow_add(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "relaunch")) {

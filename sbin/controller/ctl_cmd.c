@@ -395,6 +395,8 @@ static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
 		return -EIO;
 	}
 	c->view.nodes[i].flags |= CTL_N_DRAIN;
+	sigma_strlcpy(c->view.nodes[i].reason, reason,
+		      sizeof(c->view.nodes[i].reason));
 	ctl_ev_init(&ev, "drain");
 	ev.job = job;
 	ev.uid = (uint32_t)uid;
@@ -431,13 +433,33 @@ int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 {
 	char reason[CTL_REASON_MAX];
 	long i = ctl_job_node(c, node, job, uid, admin, true, out);
+	int rc;
 
 	if (i < 0)
 		return (int)i;
+	/* a job, or a user, takes few nodes out an hour (a node out of
+	 * service already is told so below, at no cost) */
+	if (!admin &&
+	    !(c->view.nodes[i].flags & (CTL_N_DRAIN | CTL_N_DOWN)) &&
+	    (ctl_reports(c, c->view.now, job, (uint32_t)uid, false) >=
+		 CTL_SUSPECT_PER_JOB_HOUR ||
+	     ctl_reports(c, c->view.now, job, (uint32_t)uid, true) >=
+		 CTL_SUSPECT_PER_USER_HOUR)) {
+		fprintf(out,
+			"error: job %u, node %s: refused: at most %d suspect "
+			"drains a job and %d a user in an hour\n",
+			job, node, CTL_SUSPECT_PER_JOB_HOUR,
+			CTL_SUSPECT_PER_USER_HOUR);
+		return -EBUSY;
+	}
 	snprintf(reason, sizeof(reason),
 		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
 		 job);
-	return ctl_job_drain(c, i, job, uid, reason, "a suspect", out);
+	rc = ctl_job_drain(c, i, job, uid, reason, "a suspect", out);
+	if (rc == 0 && (c->view.nodes[i].flags & CTL_N_DRAIN) &&
+	    !strcmp(c->view.nodes[i].reason, reason))
+		ctl_report_note(c, c->view.now, job, (uint32_t)uid);
+	return rc;
 }
 
 int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,

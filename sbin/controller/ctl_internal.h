@@ -84,6 +84,16 @@ struct ctl_counts {
 	double duration_sum;
 };
 
+/* a drain at a user's word (sigmactl suspect), for the hourly caps */
+struct ctl_report {
+	int64_t time;
+	uint32_t job, uid;
+};
+#define CTL_REPORTS_MAX 256
+/* suspect drains a job, and a user, may have in an hour */
+#define CTL_SUSPECT_PER_JOB_HOUR  2
+#define CTL_SUSPECT_PER_USER_HOUR 4
+
 struct ctl {
 	struct sigmad_config cfg;
 	char config_path[4096];
@@ -94,6 +104,8 @@ struct ctl {
 	char added[SIGMAD_LIST_MAX];   /* sigmactl spares add */
 	char removed[SIGMAD_LIST_MAX]; /* sigmactl spares remove */
 	struct ctl_tries_table tries; /* the nodes in repair */
+	struct ctl_report reports[CTL_REPORTS_MAX]; /* the last hour's */
+	size_t nreports;
 	struct ctl_last *last;
 	size_t nlast;
 	struct ctl_view view; /* the latest look, for status */
@@ -147,6 +159,11 @@ void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes);
 /* the failed nodes of in-job job that sigmad recorded ("" when none) */
 const char *ctl_in_job_told(const struct ctl *c, uint32_t job);
 void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node);
+/* a suspect drain at uid's word for job, at time; and how many of them
+ * job (or, with by_user, uid) has had in the hour before now */
+void ctl_report_note(struct ctl *c, int64_t time, uint32_t job, uint32_t uid);
+int ctl_reports(const struct ctl *c, int64_t now, uint32_t job, uint32_t uid,
+		bool by_user);
 /* the nodes job's rank reported slow, and one more */
 const char *ctl_slow_nodes(const struct ctl *c, uint32_t job);
 void ctl_slow_add(struct ctl *c, uint32_t job, const char *node);

@@ -876,6 +876,48 @@ static void test_admin_drain_stands(void **state)
 }
 
 /*
+ * A user's suspect reports drain few nodes: two a job in an hour (a third
+ * is refused, and still after sigmad restarts), and a repeat on a node
+ * drained already changes nothing. An admin's word is not capped.
+ */
+static void test_suspect_caps(void **state)
+{
+	struct ctl *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	cluster_reset(true);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), 0);
+	for (int k = 0; k < 20; k++) /* repeats: nothing more */
+		assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out),
+				 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 1000, false, out),
+			 -EBUSY);
+	assert_int_equal(M.drains[0] + M.drains[1] + M.drains[2], 2);
+	ctl_destroy(c);
+	/* the count survives a restart of sigmad */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 1);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 1000, false, out),
+			 -EBUSY);
+	assert_int_equal(M.drains[2], 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 0, true, out), 0);
+	assert_int_equal(M.drains[2], 1);
+	ctl_destroy(c);
+	fclose(out);
+	assert_non_null(strstr(text, "at most 2 suspect drains a job"));
+	free(text);
+}
+
+/*
  * One sigmactl request from a child process running as uid (when this test
  * runs as root; otherwise as whoever runs it); the reply comes back here.
  */
@@ -1434,6 +1476,7 @@ int main(void)
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_admin_drain_stands),
+	    cmocka_unit_test(test_suspect_caps),
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),

@@ -45,11 +45,44 @@ void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 		ctl_list_del(out, tok);
 }
 
+/* job's newest recovery record, or NULL */
+static const struct ctl_rec *ctl_newest_rec(const struct ctl *c, uint32_t job)
+{
+	const struct ctl_rec *newest = NULL;
+
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].job == job &&
+		    (!newest || c->recs[i].decided_at >= newest->decided_at))
+			newest = &c->recs[i];
+	return newest;
+}
+
+/*
+ * job will run again on the nodes it had: a recovery of it is under way
+ * (decided, the requeue not done yet), or it is pending after its newest
+ * recovery (until it starts), or it ended in a way that may bring it back
+ * and sigma has not given it up.
+ */
+static bool ctl_job_needs_back(const struct ctl *c, const struct ctl_view *v,
+			       const struct ctl_job *job)
+{
+	const struct ctl_rec *r = ctl_newest_rec(c, job->id);
+
+	if (r && !r->complete)
+		return true;
+	if (r && job->state == CTL_J_PENDING &&
+	    v->now - r->decided_at < CTL_LENT_S)
+		return true;
+	return ctl_job_may_come_back(job, v->now) &&
+	       !(r && ctl_rec_class(r->verdict) == REC_GIVE_UP &&
+		 r->attempt == job->restart_cnt + 1);
+}
+
 /*
  * A spare released for a recovery stays out of the pool until its job has
  * started (then the node is busy, or the job went elsewhere and it is free),
- * and while a job that ran on it may come back (ctl_job_may_come_back): the job
- * needs it again.
+ * and while the job will run again on the nodes it had (ctl_job_needs_back):
+ * it needs the spare again, whenever it was lent.
  */
 bool ctl_lent(const struct ctl *c, const struct ctl_view *v, const char *node)
 {
@@ -62,11 +95,7 @@ bool ctl_lent(const struct ctl *c, const struct ctl_view *v, const char *node)
 		if (!r->complete)
 			return true;
 		job = ctl_view_job(v, r->job);
-		if (job && job->state == CTL_J_PENDING &&
-		    v->now - r->decided_at < CTL_LENT_S)
-			return true;
-		if (job && ctl_job_may_come_back(job, v->now) &&
-		    !ctl_decided(c, job))
+		if (job && ctl_job_needs_back(c, v, job))
 			return true;
 	}
 	return false;

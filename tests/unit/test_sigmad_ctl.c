@@ -72,6 +72,7 @@ static struct {
 	int budget; /* operations left before the crash; <0: none */
 	bool crashed;
 	int requeues, signals, comments, drains[NNODES];
+	int requeue_refusals; /* slurmctld refuses this many requeues */
 } M;
 
 /* Spend one operation; false once crashed (the operation does not happen). */
@@ -241,6 +242,10 @@ int ctl_slurm_requeue(uint32_t job)
 {
 	if (M.job.state == CTL_J_PENDING || !op())
 		return -EIO;
+	if (M.requeue_refusals > 0) {
+		M.requeue_refusals--;
+		return -EAGAIN;
+	}
 	if (M.job.state == CTL_J_RUNNING)
 		fjob_release_nodes();
 	M.job.state = CTL_J_PENDING;
@@ -713,6 +718,45 @@ static void test_second_failure_after_exit(void **state)
 	assert_non_null(strstr(M.job.comment,
 			       "sigma: attempt 3: n2 host compute=fail -> "
 			       "requeued onto n6"));
+}
+
+/*
+ * As above, but slurmctld refuses the second requeue for a few ticks, so
+ * that sigma's recovery stays open while the job has ended: n5, which the
+ * job ran on and needs again, stays out of the pool all along, and the job
+ * runs on it once requeued (the demo's job was left pending for good when
+ * the pool took its spare back in that window).
+ */
+static void test_lent_spare_while_requeue_waits(void **state)
+{
+	struct ctl *c = NULL;
+
+	(void)state;
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	ticks(c, 8);
+	assert_true(job_on("n5"));
+	M.now += 400; /* long after the first recovery */
+	fjob_release_nodes(); /* a rank died: exit 76 */
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	M.requeue_refusals = 3;
+	for (int t = 0; t < 10; t++) {
+		ticks(c, 1);
+		assert_false(M.n[4].flags & CTL_N_RESERVED);
+	}
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 2);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_true(job_on("n5"));
+	assert_true(job_on("n6"));
 }
 
 /*
@@ -1473,6 +1517,7 @@ int main(void)
 	    cmocka_unit_test(test_max_restarts),
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
+	    cmocka_unit_test(test_lent_spare_while_requeue_waits),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_admin_drain_stands),

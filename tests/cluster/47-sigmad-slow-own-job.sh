@@ -43,7 +43,7 @@ sleep 10
 grep -q USR1 "$v/out" && fail "the victim's job $victim was signalled: $(grep USR1 "$v/out")"
 is_state "$victim" RUNNING && job_on "$victim" "$node" || fail "the victim's job $victim moved: $(jstate "$victim") on $(jfield "$victim" NodeList)"
 [ "$(jfield "$victim" Restarts)" = 0 ] || fail "the victim's job was requeued"
-jfield "$victim" AdminComment | grep -q "warning" && fail "the victim's AdminComment tells a move: $(jfield "$victim" AdminComment)"
+jfield "$victim" AdminComment | grep -q "sigma: attempt" && fail "the victim's AdminComment tells a move: $(jfield "$victim" AdminComment)"
 nstate "$node" | grep -q drain && fail "$node drained on a user's word: $(nreason "$node")"
 [ "$(events slow "$mine")" = 1 ] || fail "no slow event for job $mine"
 log "victim job $victim untouched on $node, $node in service"

@@ -440,6 +440,20 @@ static int count_str(const char *s, const char *what)
 	return n;
 }
 
+/* a fresh cluster whose job 7 restarts itself in its allocation
+ * (--sigma-restart=in-job), and sigmad on it for two ticks */
+static struct ctl *in_job_start(bool exits_on_usr1)
+{
+	struct ctl *c = NULL;
+
+	cluster_reset(exits_on_usr1);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	return c;
+}
+
 /*
  * Run a scenario, crashing sigmad after `crash_after` operations (0: never)
  * and starting a new one. inject() makes the node go bad. Returns whether
@@ -776,11 +790,7 @@ static void test_in_job_node_down_after_end(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	cluster_reset(false);
-	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
-			      "ckpt_every=10,restart=in-job,job_spares=1]");
-	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 2);
+	c = in_job_start(false);
 	/* not the owner, not a node of the job: refused, nothing counted */
 	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1001, false, out),
 			 -EPERM);
@@ -836,11 +846,7 @@ static void test_in_job_fallback_account(void **state)
 	struct ctl *c = NULL;
 
 	(void)state;
-	cluster_reset(false);
-	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
-			      "ckpt_every=10,restart=in-job,job_spares=1]");
-	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 2);
+	c = in_job_start(false);
 	M.n[1].flags |= CTL_N_DRAIN;
 	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
 	ticks(c, 3); /* the launcher judges; sigmad leaves the job to it */
@@ -877,11 +883,7 @@ static void test_admin_drain_stands(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	cluster_reset(true);
-	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
-			      "ckpt_every=10,restart=in-job,job_spares=1]");
-	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 2);
+	c = in_job_start(true);
 	M.n[0].flags |= CTL_N_DRAIN;
 	strcpy(M.n[0].reason, nhc);
 	M.n[1].flags |= CTL_N_DRAIN;
@@ -933,11 +935,7 @@ static void test_suspect_caps(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	cluster_reset(true);
-	strcpy(M.job.comment, "sigma[probe=quick,spares=1,max_restarts=3,"
-			      "ckpt_every=10,restart=in-job,job_spares=1]");
-	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
-	ticks(c, 2);
+	c = in_job_start(true);
 	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), 0);
 	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), 0);
 	for (int k = 0; k < 20; k++) /* repeats: nothing more */

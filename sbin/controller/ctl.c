@@ -160,12 +160,20 @@ bool ctl_in_open_rec(const struct ctl *c, const char *node)
 	return false;
 }
 
-const char *ctl_last_nodes(const struct ctl *c, uint32_t job)
+/* job's entry, or NULL */
+static const struct ctl_last *ctl_last_find(const struct ctl *c, uint32_t job)
 {
 	for (size_t i = 0; i < c->nlast; i++)
 		if (c->last[i].job == job)
-			return c->last[i].nodes;
-	return "";
+			return &c->last[i];
+	return NULL;
+}
+
+const char *ctl_last_nodes(const struct ctl *c, uint32_t job)
+{
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->nodes : "";
 }
 
 /* remember the nodes of job (in memory; callers log them) */
@@ -190,10 +198,9 @@ void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes)
 
 const char *ctl_in_job_told(const struct ctl *c, uint32_t job)
 {
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job)
-			return c->last[i].in_job;
-	return "";
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->in_job : "";
 }
 
 /* job's entry, made when there is none (its nodes come at the next "run") */
@@ -249,10 +256,9 @@ int ctl_reports(const struct ctl *c, int64_t now, uint32_t job, uint32_t uid,
 
 const char *ctl_slow_nodes(const struct ctl *c, uint32_t job)
 {
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job)
-			return c->last[i].slow;
-	return "";
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->slow : "";
 }
 
 void ctl_slow_add(struct ctl *c, uint32_t job, const char *node)
@@ -265,18 +271,16 @@ void ctl_slow_add(struct ctl *c, uint32_t job, const char *node)
 
 int ctl_relaunches(const struct ctl *c, uint32_t job)
 {
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job)
-			return c->last[i].relaunches;
-	return 0;
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->relaunches : 0;
 }
 
 int ctl_relaunch_newest(const struct ctl *c, uint32_t job)
 {
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job)
-			return c->last[i].launch;
-	return 0;
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->launch : 0;
 }
 
 void ctl_relaunch_count(struct ctl *c, uint32_t job, int launch)

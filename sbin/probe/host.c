@@ -153,16 +153,58 @@ static double host_meminfo_mb(const char *buf, const char *name)
 	return (double)kb / 1024.0;
 }
 
+/* users' processes are jobs' (uids below this are the system's) */
+#define HOST_FIRST_USER_UID 1000
+
+/*
+ * Memory held now by the processes of users (jobs that run on the node
+ * beside the one probed, or left behind), in MiB: the sum of their
+ * resident sizes (VmRSS), read from procfs. Shared pages count once per
+ * process, so this errs high, towards "cannot judge", never towards a
+ * fault.
+ */
+static double host_jobs_mb(const struct probe_conf *conf)
+{
+	char path[PATH_MAX + 300], buf[4096];
+	struct dirent *e;
+	double mb = 0;
+	DIR *d = opendir(conf->procfs);
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		unsigned long uid;
+		const char *p;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    strspn(e->d_name, "0123456789") != strlen(e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/status", conf->procfs,
+			 e->d_name);
+		if (host_read_small(path, buf, sizeof(buf)) < 0 ||
+		    !(p = strstr(buf, "\nUid:")) ||
+		    sscanf(p + 5, "%lu", &uid) != 1 ||
+		    uid < HOST_FIRST_USER_UID)
+			continue;
+		mb += isnan(host_meminfo_mb(buf, "VmRSS:"))
+			  ? 0
+			  : host_meminfo_mb(buf, "VmRSS:");
+	}
+	closedir(d);
+	return mb;
+}
+
 /*
  * MemAvailable, in MiB. Memory held by files in tmpfs (/dev/shm, a tmpfs
- * /tmp: meminfo's Shmem) is not available, but jobs left it there: when
- * the node would be healthy with it, a low reading cannot be judged.
+ * /tmp: meminfo's Shmem), or by the processes of other jobs on the node,
+ * is not available, but it is the jobs', not the node's: when the node
+ * would be healthy with it, a low reading cannot be judged.
  */
 static void host_meminfo(const struct probe_conf *conf,
 			 struct probe_report *rep)
 {
 	char path[PATH_MAX + 16], buf[8192];
-	double avail, shmem;
+	double avail, shmem, jobs = 0;
 	struct probe_reading *r;
 
 	snprintf(path, sizeof(path), "%s/meminfo", conf->procfs);
@@ -174,10 +216,15 @@ static void host_meminfo(const struct probe_conf *conf,
 	r = host_add(conf, rep, "mem_avail_mb", avail);
 	shmem = host_meminfo_mb(buf, "Shmem:");
 	if (isnan(shmem))
-		return;
-	host_add(conf, rep, "shmem_mb", shmem);
+		shmem = 0;
+	else
+		host_add(conf, rep, "shmem_mb", shmem);
+	if (r && avail < conf->mem_avail_warn_mb) {
+		jobs = host_jobs_mb(conf);
+		host_add(conf, rep, "jobs_mem_mb", jobs);
+	}
 	if (r && avail < conf->mem_avail_warn_mb &&
-	    avail + shmem >= conf->mem_avail_warn_mb)
+	    avail + shmem + jobs >= conf->mem_avail_warn_mb)
 		r->not_ours = true;
 }
 

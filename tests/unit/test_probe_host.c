@@ -148,6 +148,30 @@ static void test_user_filled(void **state)
 			 PROBE_UNJUDGED);
 }
 
+/*
+ * Memory held by another job's processes on the node (a user's, uid 1000
+ * and up) is the job's, not the node's: cannot be judged. Held by the
+ * system's own processes, the shortage is the node's.
+ */
+static void test_jobs_memory(void **state)
+{
+	put("proc/meminfo", "MemAvailable:      65536 kB\nShmem:   1024 kB\n");
+	put("proc/4242/status", "Name:\ttrain\nUid:\t0\t0\t0\t0\n"
+				"VmRSS:\t 8388608 kB\n");
+	probe_host(&conf, &rep);
+	assert_int_equal(probe_judge(&rep), PROBE_FAIL);
+	assert_int_equal(probe_find(&rep, "host", "mem_avail_mb")->verdict,
+			 PROBE_FAIL);
+	put("proc/4242/status", "Name:\ttrain\nUid:\t1000\t1000\t1000\t1000\n"
+				"VmRSS:\t 8388608 kB\n");
+	probe_report_init(&rep, "n1", PROBE_QUICK);
+	probe_host(&conf, &rep);
+	assert_true(value("host", "jobs_mem_mb") == 8192);
+	assert_int_equal(probe_judge(&rep), PROBE_UNJUDGED);
+	assert_int_equal(probe_find(&rep, "host", "mem_avail_mb")->verdict,
+			 PROBE_UNJUDGED);
+}
+
 /* after a job, its heat is shown but not judged */
 static void test_after_job(void **state)
 {
@@ -261,6 +285,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_filled, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_jobs_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_after_job, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_streak, setup, teardown),
 	    cmocka_unit_test(test_cpu_kat),

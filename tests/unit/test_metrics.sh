@@ -46,14 +46,18 @@ F=/usr/share/games/fortunes/fortunes
 if [ -r "$F" ]; then
 	"$BLD/trainer/sigma-train" prepare --train-out "$T/train.tok" \
 		--val-out "$T/val.tok" "$F" >/dev/null &&
-		"$BLD/trainer/sigma-train" --train "$T/train.tok" --preset small \
+		env -u SLURM_JOB_ID "$BLD/trainer/sigma-train" --train "$T/train.tok" --preset small \
 			--batch 4 --steps 4 --warmup 1 --threads 1 --log-every 2 \
 			--eval-every 0 --ckpt-dir "$T/ck" --ckpt-every 2 \
 			--metrics-textfile "$T/train.prom" >"$T/train.log" 2>&1 ||
 		{ bad "sigma-train failed"; tail -5 "$T/train.log"; }
 	check "sigma-train --metrics-textfile" "$T/train.prom"
-	grep -qx 'sigma_train_step 4' "$T/train.prom" ||
-		bad "sigma-train's textfile does not say step 4: $(grep step "$T/train.prom")"
+	grep -qx 'sigma_train_step{slurm_job="none"} 4' "$T/train.prom" ||
+		bad "sigma-train's textfile does not say step 4 of no job: $(grep step "$T/train.prom")"
+	# every series of the trainer's is its own: the sigma_train_ prefix,
+	# the job's label; none of the node's (sigma_probe_*, sigmad_*)
+	grep -v '^#' "$T/train.prom" | grep -v '^sigma_train_[a-z_]*{slurm_job="none"' &&
+		bad "sigma-train wrote a series not its own (above)"
 else
 	echo "skip: sigma-train's textfile ($F missing: fortunes-min)"
 fi

@@ -179,6 +179,10 @@ static int ctl_print_line(struct ctl_out *o, const char *line, size_t len)
 	case CMD_SPARES:
 		return ctl_print_view(o, line);
 	case CMD_HISTORY:
+		if (!strncmp(line, "# ", 2)) { /* sigmad's note, for people */
+			fprintf(stderr, "sigmactl: %s\n", line + 2);
+			return 0;
+		}
 		if (evlog_parse_line(line, len, &ev, err, sizeof(err))) {
 			fprintf(stderr, "sigmactl: history: %s\n", err);
 			return 1;

@@ -295,19 +295,14 @@ static void evlog_skip(const char *path, size_t lineno, const char *why,
 			   why);
 }
 
-int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
+/* the lines of f from where it stands, as evlog_read says */
+static int evlog_read_lines(const char *path, FILE *f, evlog_fn fn, void *arg,
+			    size_t *bad)
 {
 	char line[EVLOG_LINE_MAX + 2], why[160];
 	size_t nbad = 0, lineno = 0;
-	FILE *f;
 	int rc = 0;
 
-	f = fopen(path, "re");
-	if (!f) {
-		if (bad)
-			*bad = 0;
-		return errno == ENOENT ? 0 : -errno;
-	}
 	/* cleared first, so a '\n' found in it is one fgets read */
 	while (memset(line, 0, sizeof(line)), fgets(line, sizeof(line), f)) {
 		size_t len = strlen(line);
@@ -342,8 +337,42 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
 	}
 	if (!rc && ferror(f))
 		rc = -EIO;
-	fclose(f);
 	if (bad)
 		*bad = nbad;
+	return rc;
+}
+
+int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
+{
+	return evlog_read_tail(path, -1, fn, arg, bad, NULL);
+}
+
+int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
+		    size_t *bad, long *from)
+{
+	FILE *f = fopen(path, "re");
+	long start = 0;
+	int rc, ch;
+
+	if (from)
+		*from = 0;
+	if (!f) {
+		if (bad)
+			*bad = 0;
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (window >= 0 && fseek(f, 0, SEEK_END) == 0 && ftell(f) > window) {
+		start = ftell(f) - window;
+		/* from the first whole line: skip what precedes its start */
+		if (fseek(f, start - 1, SEEK_SET) == 0)
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+		if (from)
+			*from = ftell(f);
+	} else {
+		rewind(f);
+	}
+	rc = evlog_read_lines(path, f, fn, arg, bad);
+	fclose(f);
 	return rc;
 }

@@ -79,5 +79,13 @@ typedef int (*evlog_fn)(const struct evlog_event *ev, void *arg);
  * empty. Returns 0, fn's nonzero value, or -errno.
  */
 int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad);
+/*
+ * As evlog_read, but only the newest window bytes of path at most: from
+ * the first whole line in them (a bounded read, for requests answered in
+ * sigmad's loop). *from (may be NULL) gets the offset read from, 0 when
+ * the whole file fit.
+ */
+int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
+		    size_t *bad, long *from);
 
 #endif /* SIGMAD_EVENTLOG_H */

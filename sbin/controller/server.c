@@ -209,7 +209,16 @@ static void srv_cmd_history(const struct srv_call *k)
 			return;
 		}
 	}
-	int rc = evlog_read(ctl_event_log(k->c), history_fn, &h, NULL);
+	/* the newest SRV_HISTORY_WINDOW bytes only: the loop stays quick
+	 * however long the log has grown */
+	long from = 0;
+	int rc = evlog_read_tail(ctl_event_log(k->c), SRV_HISTORY_WINDOW,
+				 history_fn, &h, NULL, &from);
+
+	if (!rc && from > 0)
+		fprintf(k->out, "# history: the newest %ld KiB of the event "
+				"log (older events are in %s)\n",
+			SRV_HISTORY_WINDOW / 1024, ctl_event_log(k->c));
 	if (rc)
 		fprintf(k->out, "error: event log: %s\n",
 			strerror(rc < 0 ? -rc : EIO));

@@ -29,6 +29,8 @@
 #define SRV_CONN_MAX	  64
 #define SRV_CONN_PER_USER 8
 #define SRV_CONN_ADMIN	  8
+/* history reads the newest this many bytes of the event log at most */
+#define SRV_HISTORY_WINDOW (4L << 20)
 
 struct srv;
 

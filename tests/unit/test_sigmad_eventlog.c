@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -221,6 +222,62 @@ static void test_old_lines_and_errors(void **state)
 	assert_non_null(strstr(line, "\"text\":\"caf? down\"}"));
 }
 
+/* a counting reader: how many events, and the newest job id seen */
+struct tail_count {
+	int n;
+	uint32_t first, last;
+};
+
+static int tail_fn(const struct evlog_event *ev, void *arg)
+{
+	struct tail_count *t = arg;
+
+	if (!t->n++)
+		t->first = ev->job;
+	t->last = ev->job;
+	return 0;
+}
+
+/*
+ * A bounded read: the newest window bytes of a long log, from its first
+ * whole line, the newest event last; the whole file when it fits.
+ */
+static void test_read_tail(void **state)
+{
+	struct evlog log;
+	struct evlog_event ev = {0};
+	struct tail_count t = {0};
+	size_t bad = 99;
+	long from = -1;
+	struct stat st;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(evlog_open(&log, path), 0);
+	ev.time = 1700000000;
+	strcpy(ev.type, "relaunch");
+	strcpy(ev.text, "relaunched in its allocation by its launcher");
+	for (uint32_t j = 1; j <= 2000; j++) {
+		ev.job = j;
+		assert_int_equal(evlog_append(&log, &ev), 0);
+	}
+	evlog_close(&log);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(evlog_read_tail(path, 10000, tail_fn, &t, &bad, &from),
+			 0);
+	assert_int_equal(bad, 0); /* no line cut at the window's edge */
+	assert_true(t.n > 0 && t.n < 200);
+	assert_int_equal(t.last, 2000);
+	assert_int_equal(t.first, 2000 - t.n + 1);
+	assert_true(from > st.st_size - 10000 && from < st.st_size);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(evlog_read_tail(path, st.st_size + 1, tail_fn, &t,
+					 &bad, &from),
+			 0);
+	assert_int_equal(t.n, 2000);
+	assert_int_equal(from, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +285,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated_last_line),
 	    cmocka_unit_test(test_malformed_lines),
 	    cmocka_unit_test(test_old_lines_and_errors),
+	    cmocka_unit_test(test_read_tail),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -44,14 +44,23 @@ struct srv_conn {
 	size_t reply_len, sent;
 };
 
+/* one user's requests: a token bucket (SRV_RATE_BURST, SRV_RATE_PER_S) */
+struct srv_rate {
+	uid_t uid;
+	double tokens;
+	uint64_t at; /* ms of the last refill; 0: slot unused */
+};
+#define SRV_RATE_USERS 256
+
 struct srv {
 	int lfd;
 	char path[108];
 	uid_t slurm_user;
 	bool private_jobs;
 	struct srv_conn conn[SRV_CONN_MAX];
+	struct srv_rate rate[SRV_RATE_USERS];
 	/* turned away since the last report: logged once a minute at most */
-	unsigned long refused, expired, evicted;
+	unsigned long refused, expired, evicted, limited;
 	uint64_t reported;
 };
 
@@ -481,6 +490,38 @@ static void srv_accept(struct srv *s, uint64_t now)
 }
 
 /* the whole request is in: answer it into k->reply */
+/*
+ * One request of uid's may be answered now: its bucket refilled for the
+ * time since, less one token. A user not seen lately takes the slot of the
+ * one seen longest ago (a full bucket: a new user is never punished for
+ * another's flood).
+ */
+static bool srv_rate_take(struct srv *s, uid_t uid, uint64_t now)
+{
+	struct srv_rate *r = NULL, *oldest = &s->rate[0];
+
+	for (size_t i = 0; i < SRV_RATE_USERS && !r; i++) {
+		if (s->rate[i].at && s->rate[i].uid == uid)
+			r = &s->rate[i];
+		else if (s->rate[i].at < oldest->at)
+			oldest = &s->rate[i];
+	}
+	if (!r) {
+		r = oldest;
+		r->uid = uid;
+		r->tokens = SRV_RATE_BURST;
+		r->at = now;
+	}
+	r->tokens += (double)(now - r->at) / 1000.0 * SRV_RATE_PER_S;
+	if (r->tokens > SRV_RATE_BURST)
+		r->tokens = SRV_RATE_BURST;
+	r->at = now ? now : 1;
+	if (r->tokens < 1)
+		return false;
+	r->tokens -= 1;
+	return true;
+}
+
 static void srv_answer(struct srv *s, struct srv_conn *k, struct ctl *c,
 		       bool too_long)
 {
@@ -496,6 +537,13 @@ static void srv_answer(struct srv *s, struct srv_conn *k, struct ctl *c,
 	if (too_long) {
 		fprintf(out, "error: request longer than %d bytes\n",
 			SRV_REQ_MAX);
+	} else if (!srv_is_admin(s, k->uid) &&
+		   !srv_rate_take(s, k->uid, sigma_now_ms())) {
+		s->limited++;
+		fprintf(out,
+			"error: too many requests (%d a second after %d), "
+			"try again shortly\n",
+			SRV_RATE_PER_S, SRV_RATE_BURST);
 	} else {
 		sigma_escape(k->req, shown, sizeof(shown));
 		sigma_debug("request from uid %u: %s", (unsigned)k->uid,
@@ -560,13 +608,13 @@ static void srv_write(struct srv_conn *k)
 /* what clients were turned away, without letting them fill the log */
 static void srv_report(struct srv *s, uint64_t now)
 {
-	if ((!s->refused && !s->expired && !s->evicted) ||
+	if ((!s->refused && !s->expired && !s->evicted && !s->limited) ||
 	    now - s->reported < 60000)
 		return;
-	sigma_warn("socket: %lu connection(s) refused (more than %d open, or %d for one user), %lu dropped (no request within %d ms) and %lu closed to make room for a user holding fewer, since the last report",
+	sigma_warn("socket: %lu connection(s) refused (more than %d open, or %d for one user), %lu dropped (no request within %d ms), %lu closed to make room for a user holding fewer, and %lu request(s) over a user's rate, since the last report",
 		   s->refused, SRV_CONN_MAX, SRV_CONN_PER_USER, s->expired,
-		   SRV_DEADLINE_MS, s->evicted);
-	s->refused = s->expired = s->evicted = 0;
+		   SRV_DEADLINE_MS, s->evicted, s->limited);
+	s->refused = s->expired = s->evicted = s->limited = 0;
 	s->reported = now;
 }
 

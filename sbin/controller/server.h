@@ -29,6 +29,10 @@
 #define SRV_CONN_MAX	  64
 #define SRV_CONN_PER_USER 8
 #define SRV_CONN_ADMIN	  8
+/* a user other than root and SlurmUser is answered SRV_RATE_BURST
+ * requests at once, then SRV_RATE_PER_S a second */
+#define SRV_RATE_BURST 20
+#define SRV_RATE_PER_S 2
 /* history reads the newest this many bytes of the event log at most */
 #define SRV_HISTORY_WINDOW (4L << 20)
 

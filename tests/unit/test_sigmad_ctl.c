@@ -1339,6 +1339,41 @@ static void test_socket_fair(void **state)
 	ctl_destroy(c);
 }
 
+/*
+ * One user's flood of requests is cut to a rate (SRV_RATE_BURST at once,
+ * then SRV_RATE_PER_S a second): refused with a clear error well before
+ * twice the burst, while root is answered all along.
+ */
+static void test_socket_rate(void **state)
+{
+	struct ctl *c = NULL;
+	struct srv *srv = NULL;
+	char sock[160], reply[8192];
+	uid_t user = getuid() == 0 ? 2000 : getuid();
+	int answered = 0;
+
+	(void)state;
+	cluster_reset(true);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	assert_int_equal(srv_create(&srv, sock, 64030, true), 0);
+	for (int i = 0; i < 2 * SRV_RATE_BURST; i++) {
+		request(c, srv, user, "spares", reply, sizeof(reply));
+		if (strstr(reply, "too many requests"))
+			break;
+		assert_non_null(strstr(reply, "members"));
+		answered++;
+	}
+	assert_true(answered >= SRV_RATE_BURST);
+	assert_true(answered < 2 * SRV_RATE_BURST);
+	if (getuid() == 0) {
+		request(c, srv, 0, "spares", reply, sizeof(reply));
+		assert_non_null(strstr(reply, "members"));
+	}
+	srv_destroy(srv);
+	ctl_destroy(c);
+}
+
 /* alive and not a zombie waiting for whoever inherited it */
 static bool process_lives(pid_t pid)
 {
@@ -1524,6 +1559,7 @@ int main(void)
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),
 	    cmocka_unit_test(test_socket_fair),
+	    cmocka_unit_test(test_socket_rate),
 	    cmocka_unit_test(test_probe_async),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_view_index),

@@ -31,7 +31,11 @@ first_move() {
 SIGMA_TUNER_INJECT=slow:3:2 train --steps 60 --log-every 10 --tuner on \
 	> "$d/slow.out" 2>&1 || fail "slow rank: exit $?: $(tail -3 "$d/slow.out")"
 first_move "slow rank" "$d/slow.out"
-[ "$s3" -lt 8 ] && [ "$s0" -gt 8 ] || fail "slow rank: $line: rank 3 should get fewer than 8"
+# rank 3 gets fewer than its even 8 and fewer than every other rank (how
+# the rest is spread over them follows the others' measured pace, which
+# on two shared cores is noisy too)
+[ "$s3" -lt 8 ] && [ "$s3" -lt "$s0" ] && [ "$s3" -lt "$s1" ] && [ "$s3" -lt "$s2" ] ||
+	fail "slow rank: $line: rank 3 should get fewer than 8, and fewest"
 grep -q "^tuner: step [0-9]*: rank 3 slow" "$d/slow.out" || fail "slow rank: rank 3 not named"
 grep -q "tuner on slowest 3 " "$d/slow.out" || fail "slow rank: the progress line lacks the tuner"
 log "slow rank 3: $line (detected at step $at)"

@@ -431,16 +431,17 @@ static long ctl_job_node(struct ctl *c, const char *node, uint32_t job,
 int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
 		    bool admin, FILE *out)
 {
-	char reason[CTL_REASON_MAX];
+	char reason[CTL_REASON_MAX], why[320];
 	long i = ctl_job_node(c, node, job, uid, admin, true, out);
 	int rc;
 
 	if (i < 0)
 		return (int)i;
-	/* a job, or a user, takes few nodes out an hour (a node out of
-	 * service already is told so below, at no cost) */
+	/* a job, or a user, takes few nodes out an hour (a node the drain
+	 * decision leaves alone is told so below, at no cost) */
 	if (!admin &&
-	    !(c->view.nodes[i].flags & (CTL_N_DRAIN | CTL_N_DOWN)) &&
+	    ctl_drain_decide(&c->view.nodes[i], SIGMA_ASK_USER, why,
+			     sizeof(why)) == SIGMA_DRAIN_SET &&
 	    (ctl_reports(c, c->view.now, job, (uint32_t)uid, false) >=
 		 CTL_SUSPECT_PER_JOB_HOUR ||
 	     ctl_reports(c, c->view.now, job, (uint32_t)uid, true) >=

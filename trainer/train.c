@@ -72,7 +72,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	struct model *m = t->m;
 	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
 	long slice = (long)d->lp.dp * t->B;
-	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, t_step = now_ns();
+	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, cpu0, t_step = now_ns();
 	struct tuner_step rec = { .dp_index = r, .seqs = d->micro * b };
 	struct dist_overlap ovl0;
 	double slow;
@@ -96,11 +96,13 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	msg0 = comm_messages();
 	w0 = d->comm_ns;
 	t0 = now_ns();
+	cpu0 = tuner_inject_cpu_ns();
 	d->routed_on = true; /* the tokens of training steps only */
 	rc = dist_step(d, m, t->tok, t->tgt);
 	d->routed_on = false;
 	busy = now_ns() - t0 - (d->comm_ns - w0);
-	busy += tuner_inject_delay(slow, busy); /* computes that much longer */
+	/* does that much more work, as a slower chip would */
+	busy += tuner_inject_work(slow, tuner_inject_cpu_ns() - cpu0);
 	if (rc == 0)
 		rc = dist_forward_error(d);
 	red[0] = m->ce * d->weight;

@@ -144,13 +144,27 @@ void tuner_inject_at(struct tuner_inject *in, int rank, long step,
 	*link_ns = (uint64_t)(us * 1000.0);
 }
 
-uint64_t tuner_inject_delay(double factor, uint64_t ns)
+static uint64_t clock_ns(clockid_t id)
 {
-	uint64_t d = factor > 1.0 ? (uint64_t)((factor - 1.0) * (double)ns) : 0;
-	struct timespec ts = { (time_t)(d / 1000000000u),
-			       (long)(d % 1000000000u) };
+	struct timespec ts;
 
-	while (d && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tuner_inject_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+uint64_t tuner_inject_work(double factor, uint64_t cpu_ns)
+{
+	uint64_t want = factor > 1.0 ? (uint64_t)((factor - 1.0) * (double)cpu_ns) : 0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), end = tuner_inject_cpu_ns() + want;
+
+	if (!want)
+		return 0;
+	while (tuner_inject_cpu_ns() < end)
 		;
-	return d;
+	return clock_ns(CLOCK_MONOTONIC) - t0;
 }

@@ -9,9 +9,11 @@
  *
  * comes from SIGMA_TUNER_INJECT, or from the file SIGMA_TUNER_INJECT_FILE
  * names (read again whenever it changes, so a slowdown can start and stop
- * while the job runs; a missing file injects nothing). A slow rank sleeps
- * (FACTOR - 1) times its compute time after its forward and backward
- * passes: the time counts as compute, as a slower chip's would. A slow
+ * while the job runs; a missing file injects nothing). A slow rank works
+ * (FACTOR - 1) times the processor time of its forward and backward passes
+ * more, after them: the time counts as compute, as a slower chip's would,
+ * and on cores shared with other ranks it is slowed by them as the passes
+ * were (a sleep would hand them its core and hide the slowdown). A slow
  * link holds every message the rank sends to a peer USEC microseconds
  * (comm_inject_send_delay): the time counts as the call's.
  */
@@ -51,7 +53,10 @@ int tuner_inject_init(struct tuner_inject *in, char *err, size_t len);
  * it changed (a bad one is reported and injects nothing) */
 void tuner_inject_at(struct tuner_inject *in, int rank, long step,
 		     double *factor, uint64_t *link_ns);
-/* sleep (factor - 1) * ns; the nanoseconds slept */
-uint64_t tuner_inject_delay(double factor, uint64_t ns);
+/* this process's processor time so far, in ns */
+uint64_t tuner_inject_cpu_ns(void);
+/* spin until this process has used (factor - 1) * cpu_ns more processor
+ * time; the wall-clock nanoseconds that took */
+uint64_t tuner_inject_work(double factor, uint64_t cpu_ns);
 
 #endif /* SIGMA_TRAIN_TUNER_INJECT_H */

@@ -4,7 +4,8 @@
 #      bound (a full window, then ceil(W/2) + C summaries of K steps);
 #   1b. a rank whose messages are held 3 ms (a slow link) is named by the
 #      link probe and gets a smaller share within the same bound;
-#   2. a hiccup of 3 steps changes nothing;
+#   2. a hiccup of 3 steps changes nothing (above the band, which is
+#      set above the noise of shared cores);
 #   3. replayed uneven shares keep the loss within 1e-6 relative of even
 #      shares at every step;
 #   4. a replaying run stopped and resumed is bitwise the uninterrupted one.
@@ -52,9 +53,14 @@ first_move "slow link" "$d/link.out"
 grep '^tuner: step [0-9]*: rank [013] link slow' "$d/link.out" && fail "slow link: another rank's link named"
 log "slow link of rank 2: $line (detected at step $at)"
 
-# 2. a hiccup
-SIGMA_TUNER_INJECT=slow:1:3@30-32 train --steps 60 --log-every 10 --tuner on \
-	> "$d/hiccup.out" 2>&1 || fail "hiccup: exit $?: $(tail -3 "$d/hiccup.out")"
+# 2. a hiccup: 6x for 3 steps, one summary near 4.75x; the band is set
+# at 2.5x, above the noise of 4 ranks on 2 shared cores (ranks differ by
+# up to 1.8x in a summary there, and the default 1.25 is sometimes
+# crossed with nothing injected), below the hiccup's summary: only the
+# median keeps it from acting
+SIGMA_TUNER_INJECT=slow:1:6@30-32 train --steps 60 --log-every 10 --tuner on \
+	--tuner-slow 2.5 > "$d/hiccup.out" 2>&1 ||
+	fail "hiccup: exit $?: $(tail -3 "$d/hiccup.out")"
 grep '^tuner: ' "$d/hiccup.out" && fail "hiccup: the tuner acted"
 log "a 3-step hiccup on rank 1: nothing done"
 

@@ -23,6 +23,7 @@ void sigmad_config_init(struct sigmad_config *cfg)
 	cfg->metrics_interval_s = 60;
 	cfg->restart_delay_s = 5;
 	cfg->down_on_no_respond = true;
+	cfg->suspect_crashes = SIGMAD_DEFAULT_SUSPECT;
 	cfg->log_level = SIGMA_LOG_INFO;
 	sigma_site_caps_init(&cfg->caps);
 	policy_config_init(&cfg->policy);
@@ -166,6 +167,15 @@ static int config_key(const char *key, const char *value, void *arg, char *err,
 			    err, errlen, -rc,
 			    "%s: '%s' is not a count in [0, 100]", key, value);
 		cfg->policy.probe_retries = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "sigmad_suspect_crashes")) {
+		rc = sigma_parse_long(value, 1, 100, &v);
+		if (rc)
+			return sigma_set_err(
+			    err, errlen, -rc,
+			    "%s: '%s' is not a count in [1, 100]", key, value);
+		cfg->suspect_crashes = (int)v;
 		return 0;
 	}
 	if (!strcmp(key, "sigmad_proactive") ||

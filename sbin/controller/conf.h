@@ -30,6 +30,7 @@ struct sigmad_config {
 	int64_t poll_interval_s;	     /* sigmad_poll_interval */
 	int64_t restart_delay_s;	     /* sigmad_restart_delay */
 	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */
+	int suspect_crashes;		     /* sigmad_suspect_crashes */
 	int log_level;			     /* sigmad_log_level */
 	struct sigma_site_caps caps; /* sigmad_max_spares_per_job, ... */
 	struct policy_config policy; /* sigmad_cooldown, _warn_grace, ... */
@@ -38,6 +39,7 @@ struct sigmad_config {
 #define SIGMAD_DEFAULT_SOCKET	   "/run/sigma/sigmad.sock"
 #define SIGMAD_DEFAULT_STATE_DIR   "/var/lib/sigma/sigmad"
 #define SIGMAD_DEFAULT_RESERVATION "sigma_spares"
+#define SIGMAD_DEFAULT_SUSPECT	   3 /* failed steps before a suspect drain */
 #define SIGMAD_EVENT_LOG_NAME	   "events.jsonl"
 
 void sigmad_config_init(struct sigmad_config *cfg);

@@ -269,6 +269,21 @@ void ctl_slow_add(struct ctl *c, uint32_t job, const char *node)
 		ctl_list_add(l->slow, sizeof(l->slow), node);
 }
 
+const char *ctl_drained_nodes(const struct ctl *c, uint32_t job)
+{
+	const struct ctl_last *l = ctl_last_find(c, job);
+
+	return l ? l->drained : "";
+}
+
+void ctl_drained_add(struct ctl *c, uint32_t job, const char *node)
+{
+	struct ctl_last *l = ctl_last_of(c, job);
+
+	if (l)
+		ctl_list_add(l->drained, sizeof(l->drained), node);
+}
+
 int ctl_relaunches(const struct ctl *c, uint32_t job)
 {
 	const struct ctl_last *l = ctl_last_find(c, job);
@@ -386,9 +401,10 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		ctl_last_set(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "in_job")) {
 		ctl_in_job_tell(c, ev->job, ev->node);
-	} else if (!strcmp(ev->type, "drain") && ev->job &&
-		   !strncmp(ev->text, "sigma: suspect:", 15)) {
-		ctl_report_note(c, ev->time, ev->job, ev->uid);
+	} else if (!strcmp(ev->type, "drain") && ev->job) {
+		if (!strncmp(ev->text, "sigma: suspect:", 15))
+			ctl_report_note(c, ev->time, ev->job, ev->uid);
+		ctl_drained_add(c, ev->job, ev->node);
 		ctl_replay_step(c, ev);
 	} else if (!strcmp(ev->type, "slow")) {
 		ctl_slow_add(c, ev->job, ev->node);

@@ -295,6 +295,10 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 	struct evlog_event ev;
 	char why[320];
 
+	/* once a job: a drain that did not hold in Slurm is not redone at
+	 * every tick, nor logged again */
+	if (sigma_list_has(ctl_drained_nodes(c, job->id), node))
+		return;
 	if (ctl_drain_decide(n, SIGMA_ASK_JOB_FAILED, why, sizeof(why)) ==
 	    SIGMA_DRAIN_SET) {
 		/* not drained yet by the probe */
@@ -316,6 +320,7 @@ static void ctl_in_job_failed(struct ctl *c, const struct ctl_view *v,
 		    "job %u: %s failed (%s): drained; the job restarts itself",
 		    job->id, node, what);
 		ctl_log(c, &ev);
+		ctl_drained_add(c, job->id, node);
 	}
 }
 
@@ -335,15 +340,18 @@ void ctl_in_job_relaunched(struct ctl *c, const struct ctl_job *job,
 /*
  * The failed nodes of a running in-job job: those it runs on, and those
  * it ran on when sigmad last looked (with --no-kill, Slurm takes a failed
- * node out of the job; sigmad may have been down when it did).
+ * node out of the job; sigmad may have been down when it did). Of a job
+ * that has ended, only those its launcher moved off while it ran: a node
+ * that fails after the job is not the job's.
  */
 static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
 			      const struct ctl_job *job)
 {
+	bool ended = job->state == CTL_J_ENDED;
 	char tmp[CTL_LIST_MAX], *save = NULL, *tok;
 	const char *w;
 
-	for (size_t k = 0; k < job->nnodes; k++)
+	for (size_t k = 0; k < job->nnodes && !ended; k++)
 		if ((w = node_failed(&v->nodes[job->nodes[k]])))
 			ctl_in_job_failed(c, v, job, job->nodes[k], w);
 	sigma_strlcpy(tmp, ctl_last_nodes(c, job->id), sizeof(tmp));
@@ -353,6 +361,7 @@ static void ctl_detect_in_job(struct ctl *c, const struct ctl_view *v,
 
 		/* one a requeue excluded is of an attempt before this one */
 		if (i >= 0 && !sigma_list_has(job->exc_nodes, tok) &&
+		    (!ended || sigma_list_has(ctl_in_job_told(c, job->id), tok)) &&
 		    (w = node_failed(&v->nodes[i])))
 			ctl_in_job_failed(c, v, job, i, w);
 	}
@@ -438,7 +447,8 @@ static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
 		/*
 		 * an in-job job's launcher may have moved off a dead node
 		 * that slurmctld calls not responding only after the job
-		 * completed: drained for the job all the same
+		 * completed: drained for the job all the same (that node
+		 * only)
 		 */
 		if (ctl_job_just_ended(job, v->now) && restarts_in_job(job))
 			ctl_detect_in_job(c, v, job);

@@ -68,6 +68,8 @@ struct ctl_last {
 	/* nodes its own rank reported slow (sigmactl slow): an early warning
 	 * for this job alone */
 	char slow[CTL_LIST_MAX];
+	/* nodes sigmad drained for it, each once (its "drain" events) */
+	char drained[CTL_LIST_MAX];
 };
 
 /* the counters of sigmad's metrics, counted from the event log */
@@ -166,6 +168,9 @@ int ctl_reports(const struct ctl *c, int64_t now, uint32_t job, uint32_t uid,
 		bool by_user);
 /* the nodes job's rank reported slow, and one more */
 const char *ctl_slow_nodes(const struct ctl *c, uint32_t job);
+/* the nodes sigmad drained for job, and one more */
+const char *ctl_drained_nodes(const struct ctl *c, uint32_t job);
+void ctl_drained_add(struct ctl *c, uint32_t job, const char *node);
 void ctl_slow_add(struct ctl *c, uint32_t job, const char *node);
 /* the relaunches inside its allocation that job's launcher reported */
 int ctl_relaunches(const struct ctl *c, uint32_t job);

@@ -189,6 +189,133 @@ static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond,
 }
 
 /*
+ * cond selects the newest record of job in this cluster, through step and
+ * the lists steps and clusters (freed by the caller, the lists with
+ * slurm_list_destroy): 0, or -EIO.
+ */
+static int db_cond_job(uint32_t job, const slurm_conf_t *conf,
+		       slurm_selected_step_t *step, slurmdb_job_cond_t *cond,
+		       List *steps, List *clusters)
+{
+	memset(step, 0, sizeof(*step));
+	step->array_task_id = NO_VAL;
+	step->het_job_offset = NO_VAL;
+	step->step_id.job_id = job;
+	step->step_id.step_id = NO_VAL;
+	step->step_id.step_het_comp = NO_VAL;
+	memset(cond, 0, sizeof(*cond));
+	*steps = slurm_list_create(NULL); /* our memory: no destructor */
+	*clusters = slurm_list_create(NULL);
+	if (!*steps || !*clusters || !conf->cluster_name)
+		return -EIO;
+	slurm_list_append(*steps, step);
+	slurm_list_append(*clusters, conf->cluster_name);
+	cond->step_list = *steps;
+	cond->cluster_list = *clusters;
+	cond->db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
+	return 0;
+}
+
+/* step ended failed, and node was one of its nodes */
+static bool db_step_failed_on(const slurmdb_step_rec_t *st, const char *node)
+{
+	uint32_t base = st->state & JOB_STATE_BASE;
+	hostlist_t hl;
+	bool on;
+
+	/* the batch script, the extern and interactive steps are not launches */
+	if (st->step_id.step_id > SLURM_MAX_NORMAL_STEP_ID || !st->nodes)
+		return false;
+	/* a task killed by a signal (a crash) ends its step CANCELLED */
+	if (base != JOB_FAILED && base != JOB_CANCELLED &&
+	    base != JOB_NODE_FAIL && base != JOB_OOM)
+		return false;
+	hl = slurm_hostlist_create(st->nodes);
+	if (!hl)
+		return false;
+	on = slurm_hostlist_find(hl, node) >= 0;
+	slurm_hostlist_destroy(hl);
+	return on;
+}
+
+int ctl_slurm_failed_steps(uint32_t job, const char *node)
+{
+	slurm_selected_step_t step;
+	slurmdb_job_cond_t cond;
+	slurm_conf_t *conf = NULL;
+	List steps = NULL, clusters = NULL, jobs = NULL;
+	ListIterator it;
+	slurmdb_job_rec_t *rec;
+	slurmdb_step_rec_t *st;
+	void *db = NULL;
+	char id[16];
+	int n = -EIO;
+
+	snprintf(id, sizeof(id), "%u", job);
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
+		return ctl_slurm_fail("slurm_load_ctl_conf", id);
+	if (db_cond_job(job, conf, &step, &cond, &steps, &clusters))
+		goto out;
+	db = slurmdb_connection_get(NULL);
+	if (!db) {
+		sigma_warn("job %s: slurmdbd not reachable: no step records", id);
+		goto out;
+	}
+	jobs = slurmdb_jobs_get(db, &cond);
+	if (!jobs) {
+		ctl_slurm_fail("slurmdb_jobs_get", id);
+		goto out;
+	}
+	n = 0;
+	/* without JOBCOND_FLAG_DUP: one record, the running attempt's */
+	it = slurm_list_iterator_create(jobs);
+	rec = it ? slurm_list_next(it) : NULL;
+	if (it)
+		slurm_list_iterator_destroy(it);
+	it = rec && rec->steps ? slurm_list_iterator_create(rec->steps) : NULL;
+	while (it && (st = slurm_list_next(it)))
+		n += db_step_failed_on(st, node);
+	if (it)
+		slurm_list_iterator_destroy(it);
+out:
+	if (jobs)
+		slurm_list_destroy(jobs);
+	if (db)
+		slurmdb_connection_close(&db);
+	if (steps)
+		slurm_list_destroy(steps);
+	if (clusters)
+		slurm_list_destroy(clusters);
+	slurm_free_ctl_conf(conf);
+	return n;
+}
+
+long ctl_slurm_other_job(const char *node, uint32_t uid)
+{
+	job_info_msg_t *msg = NULL;
+	long other = 0;
+
+	if (slurm_load_jobs((time_t)0, &msg, SHOW_ALL) != SLURM_SUCCESS)
+		return ctl_slurm_fail("slurm_load_jobs", node);
+	for (uint32_t i = 0; i < msg->record_count && !other; i++) {
+		const slurm_job_info_t *j = &msg->job_array[i];
+		uint32_t base = j->job_state & JOB_STATE_BASE;
+		hostlist_t hl;
+
+		if (j->user_id == uid || !j->nodes ||
+		    (base != JOB_RUNNING && base != JOB_SUSPENDED))
+			continue;
+		hl = slurm_hostlist_create(j->nodes);
+		if (hl && slurm_hostlist_find(hl, node) >= 0)
+			other = (long)j->job_id;
+		if (hl)
+			slurm_hostlist_destroy(hl);
+	}
+	slurm_free_job_info_msg(msg);
+	return other;
+}
+
+/*
  * slurmctld refuses to change a job that has finished (a give-up is often
  * decided just after the job ended): write its accounting record instead,
  * as `sacctmgr modify job where jobid=ID set AdminComment=TEXT` does, so
@@ -209,29 +336,15 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 
 	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_load_ctl_conf", id);
-	memset(&step, 0, sizeof(step));
-	step.array_task_id = NO_VAL;
-	step.het_job_offset = NO_VAL;
-	step.step_id.job_id = job;
-	step.step_id.step_id = NO_VAL;
-	step.step_id.step_het_comp = NO_VAL;
-	memset(&cond, 0, sizeof(cond));
 	memset(&rec, 0, sizeof(rec));
 	rec.array_task_id = NO_VAL;
 	rec.derived_ec = NO_VAL;
 	rec.lft = NO_VAL;
 	rec.resvid = NO_VAL;
 	rec.admin_comment = (char *)text;
-	steps = slurm_list_create(NULL); /* our memory: no destructor */
-	clusters = slurm_list_create(NULL);
-	if (!steps || !clusters || !conf->cluster_name)
+	if (db_cond_job(job, conf, &step, &cond, &steps, &clusters))
 		goto out;
-	slurm_list_append(steps, &step);
-	slurm_list_append(clusters, conf->cluster_name);
-	cond.step_list = steps;
-	cond.cluster_list = clusters;
 	cond.flags = JOBCOND_FLAG_NO_STEP;
-	cond.db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
 	db = slurmdb_connection_get(NULL);
 	if (!db) {
 		sigma_debug("job %s: slurmdbd not reachable: account later", id);

@@ -53,6 +53,18 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,
  */
 int ctl_slurm_admin_comment(uint32_t job, const char *text);
 int ctl_slurm_signal(uint32_t job, int sig);
+/*
+ * How many of job's ended steps Slurm's accounting records as failed with
+ * node among their nodes (FAILED; CANCELLED, as a step a task's signal
+ * ended is; NODE_FAIL; OUT_OF_MEMORY): >= 0, or a
+ * negative errno when slurmdbd cannot be asked.
+ */
+int ctl_slurm_failed_steps(uint32_t job, const char *node);
+/*
+ * A running job on node whose owner is not uid: its id, 0 when there is
+ * none, or a negative errno when slurmctld cannot be asked.
+ */
+long ctl_slurm_other_job(const char *node, uint32_t uid);
 /* SlurmUser's uid and PrivateData=jobs from slurmctld's configuration. */
 int ctl_slurm_user(uint32_t *uid, bool *private_jobs);
 

@@ -46,6 +46,8 @@ struct fnode {
 	unsigned flags;
 	char reason[CTL_REASON_MAX];
 	int64_t reason_time;
+	int failed_steps; /* the job's ended steps that failed here */
+	uint32_t other_job; /* another user's job running here, 0 none */
 };
 
 struct fjob {
@@ -273,6 +275,21 @@ int ctl_slurm_admin_comment(uint32_t job, const char *text)
 	return 0;
 }
 
+int ctl_slurm_failed_steps(uint32_t job, const char *node)
+{
+	int i = fnode_idx(node);
+
+	return job == M.job.id && i >= 0 ? M.n[i].failed_steps : 0;
+}
+
+long ctl_slurm_other_job(const char *node, uint32_t uid)
+{
+	int i = fnode_idx(node);
+
+	(void)uid;
+	return i >= 0 ? (long)M.n[i].other_job : 0;
+}
+
 int ctl_slurm_signal(uint32_t job, int sig)
 {
 	if (M.job.state != CTL_J_RUNNING || !op())
@@ -367,6 +384,7 @@ static void cluster_reset(bool exits_on_usr1)
 	for (int i = 0; i < NNODES; i++) {
 		snprintf(M.n[i].name, sizeof(M.n[i].name), "n%d", i + 1);
 		M.n[i].flags = i < 4 ? CTL_N_BUSY : CTL_N_IDLE;
+		M.n[i].failed_steps = 3; /* what a suspect report needs */
 	}
 	M.job.id = 7;
 	M.job.uid = 1000;
@@ -919,6 +937,97 @@ static void test_admin_drain_stands(void **state)
 	assert_int_equal(M.requeues, 1);
 	assert_int_equal(M.drains[3], 0);
 	assert_string_equal(M.n[3].reason, nhc);
+}
+
+/*
+ * sigmad drains a failed node of an in-job job once: should the drain not
+ * hold in Slurm (the node returned by someone, slurmd restarted), the
+ * node is not drained again for that job at every tick, nor logged so.
+ */
+static void test_in_job_drain_once(void **state)
+{
+	struct ctl *c = NULL;
+
+	(void)state;
+	c = in_job_start(true);
+	M.n[1].flags |= CTL_N_DOWN | CTL_N_NO_RESPOND;
+	strcpy(M.n[1].reason, "Not responding");
+	ticks(c, 2);
+	assert_int_equal(M.drains[1], 1);
+	for (int k = 0; k < 5; k++) {
+		M.n[1].flags &= ~(unsigned)CTL_N_DRAIN; /* did not hold */
+		ticks(c, 1);
+	}
+	assert_int_equal(M.drains[1], 1);
+	assert_int_equal(logged_at("drain", 1), 1);
+	ctl_destroy(c);
+	/* nor after sigmad restarts */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 3);
+	assert_int_equal(M.drains[1], 1);
+	ctl_destroy(c);
+}
+
+/*
+ * A node that fails after an in-job job ended is not the job's: sigmad
+ * drains it for the job only when the job's launcher moved off it
+ * (its relaunch report) before the job ended.
+ */
+static void test_in_job_ended_not_blamed(void **state)
+{
+	struct ctl *c = NULL;
+
+	(void)state;
+	c = in_job_start(true);
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED; /* COMPLETED */
+	M.job.end = M.now;
+	ticks(c, 2);
+	M.n[0].flags |= CTL_N_DOWN | CTL_N_NO_RESPOND;
+	strcpy(M.n[0].reason, "Not responding");
+	ticks(c, 3);
+	ctl_destroy(c);
+	assert_int_equal(M.drains[0], 0);
+	assert_int_equal(logged_at("drain", 1), 0);
+}
+
+/*
+ * sigmad drains a suspect at a user's word only on its own count: Slurm's
+ * records of the job's steps that failed with the node among theirs (3,
+ * sigmad_suspect_crashes), and never a node another user's job runs on.
+ */
+static void test_suspect_verified(void **state)
+{
+	struct ctl *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	c = in_job_start(true);
+	M.n[0].failed_steps = 0; /* a report with no crash behind it */
+	M.n[1].failed_steps = 2;
+	M.n[2].other_job = 99; /* shared with another user's job */
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), -EPERM);
+	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), -EPERM);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 1000, false, out), -EPERM);
+	assert_int_equal(M.drains[0] + M.drains[1] + M.drains[2], 0);
+	fflush(out);
+	assert_non_null(strstr(text, "Slurm records 0 failed steps of the job on n1, "
+				     "sigmad drains at 3"));
+	assert_non_null(strstr(text, "Slurm records 2 failed steps"));
+	assert_non_null(strstr(text, "job 99 of another user runs on n3"));
+	/* the third crash recorded: drained */
+	M.n[1].failed_steps = 3;
+	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), 0);
+	assert_int_equal(M.drains[1], 1);
+	/* an admin's word needs no count */
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 0, true, out), 0);
+	assert_int_equal(M.drains[0], 1);
+	ctl_destroy(c);
+	fclose(out);
+	free(text);
 }
 
 /*
@@ -1590,6 +1699,9 @@ int main(void)
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_admin_drain_stands),
+	    cmocka_unit_test(test_in_job_drain_once),
+	    cmocka_unit_test(test_in_job_ended_not_blamed),
+	    cmocka_unit_test(test_suspect_verified),
 	    cmocka_unit_test(test_suspect_caps),
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),

@@ -24,6 +24,7 @@ void sigmad_config_init(struct sigmad_config *cfg)
 	cfg->restart_delay_s = 5;
 	cfg->down_on_no_respond = true;
 	cfg->suspect_crashes = SIGMAD_DEFAULT_SUSPECT;
+	cfg->event_log_max = (int64_t)SIGMAD_DEFAULT_LOG_MAX_MB << 20;
 	cfg->log_level = SIGMA_LOG_INFO;
 	sigma_site_caps_init(&cfg->caps);
 	policy_config_init(&cfg->policy);
@@ -167,6 +168,16 @@ static int config_key(const char *key, const char *value, void *arg, char *err,
 			    err, errlen, -rc,
 			    "%s: '%s' is not a count in [0, 100]", key, value);
 		cfg->policy.probe_retries = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "sigmad_event_log_max")) {
+		rc = sigma_parse_long(value, 1, 65536, &v);
+		if (rc)
+			return sigma_set_err(
+			    err, errlen, -rc,
+			    "%s: '%s' is not a size in MiB in [1, 65536]", key,
+			    value);
+		cfg->event_log_max = (int64_t)v << 20;
 		return 0;
 	}
 	if (!strcmp(key, "sigmad_suspect_crashes")) {

@@ -31,6 +31,7 @@ struct sigmad_config {
 	int64_t restart_delay_s;	     /* sigmad_restart_delay */
 	bool down_on_no_respond;	     /* sigmad_down_on_no_respond */
 	int suspect_crashes;		     /* sigmad_suspect_crashes */
+	int64_t event_log_max;		     /* sigmad_event_log_max (MiB), bytes */
 	int log_level;			     /* sigmad_log_level */
 	struct sigma_site_caps caps; /* sigmad_max_spares_per_job, ... */
 	struct policy_config policy; /* sigmad_cooldown, _warn_grace, ... */
@@ -40,6 +41,7 @@ struct sigmad_config {
 #define SIGMAD_DEFAULT_STATE_DIR   "/var/lib/sigma/sigmad"
 #define SIGMAD_DEFAULT_RESERVATION "sigma_spares"
 #define SIGMAD_DEFAULT_SUSPECT	   3 /* failed steps before a suspect drain */
+#define SIGMAD_DEFAULT_LOG_MAX_MB  64 /* the event log is compacted past it */
 #define SIGMAD_EVENT_LOG_NAME	   "events.jsonl"
 
 void sigmad_config_init(struct sigmad_config *cfg);

@@ -384,6 +384,13 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 {
 	struct ctl *c = arg;
 
+	/* a compacted log's counters: all it had counted (ctl_log_compact) */
+	if (!strcmp(ev->type, "counts")) {
+		if (ctl_counts_parse(&c->counts, ev->text))
+			sigma_warn("event log: a counts line that does not parse: "
+				   "the counters count from the next line");
+		return 0;
+	}
 	if (!strcmp(ev->type, "decide")) {
 		int rc = ctl_replay_decide(c, ev);
 
@@ -564,6 +571,84 @@ const char *ctl_event_log(const struct ctl *c)
 	return c->log_path;
 }
 
+/* ---- compaction ------------------------------------------------------------ */
+
+#define CTL_LOG_ARCHIVES 4 /* events.jsonl.1 to .4 */
+
+struct keep_arg {
+	const struct ctl *c;
+	const struct ctl_view *v;
+};
+
+/* a recovery of job is open, or its account still to be written */
+static bool ctl_job_has_live_rec(const struct ctl *c, uint32_t job)
+{
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].job == job &&
+		    (!c->recs[i].complete || c->recs[i].verify > 0))
+			return true;
+	return false;
+}
+
+/*
+ * What the state replayed at start needs: every event of a job slurmctld
+ * still knows or a recovery still holds (a job's events replay into its
+ * own records only), the spare pool's changes, and the last hour's
+ * suspect drains (the hourly caps). What goes is history, kept in the
+ * archives, and counted in the counts line.
+ */
+static bool ctl_keep(const struct evlog_event *ev, void *arg)
+{
+	const struct keep_arg *k = arg;
+
+	if (!strcmp(ev->type, "spare_add") || !strcmp(ev->type, "spare_remove"))
+		return true;
+	if (!strcmp(ev->type, "counts") || !ev->job)
+		return false;
+	if (ctl_view_job(k->v, ev->job) ||
+	    ctl_job_has_live_rec(k->c, ev->job))
+		return true;
+	return !strcmp(ev->type, "drain") &&
+	       !strncmp(ev->text, "sigma: suspect:", 15) &&
+	       k->v->now - ev->time < 3600;
+}
+
+/*
+ * Past sigmad_event_log_max, compact the event log with the look v just
+ * taken (it names the jobs slurmctld knows). A failure (a full disk) is
+ * logged, and the log goes on as it was: nothing decided is lost.
+ */
+static void ctl_log_compact(struct ctl *c, const struct ctl_view *v)
+{
+	long long size = evlog_size(&c->log), after;
+	struct keep_arg k = {c, v};
+	struct evlog_event tail;
+	int rc;
+
+	if (size < 0 || size <= c->cfg.event_log_max)
+		return;
+	ctl_ev_init(&tail, "counts");
+	if (ctl_counts_format(&c->counts, tail.text, sizeof(tail.text)) < 0) {
+		sigma_warn("event log: the counters do not fit a line: not "
+			   "compacted");
+		return;
+	}
+	rc = evlog_compact(&c->log, ctl_keep, &k, &tail, CTL_LOG_ARCHIVES);
+	if (rc) {
+		sigma_error("event log %s: not compacted: %s", c->log_path,
+			    strerror(-rc));
+		return;
+	}
+	after = evlog_size(&c->log);
+	sigma_info("event log %s: compacted from %lld to %lld bytes; the old "
+		   "one is %s.1",
+		   c->log_path, size, after, c->log_path);
+	if (after > c->cfg.event_log_max / 2)
+		sigma_warn("event log %s: the state alone takes %lld bytes, "
+			   "more than half of sigmad_event_log_max",
+			   c->log_path, after);
+}
+
 int ctl_tick(struct ctl *c)
 {
 	struct ctl_view v;
@@ -585,6 +670,7 @@ int ctl_tick(struct ctl *c)
 	}
 	ctl_repair(c, &v);
 	ctl_remember_nodes(c, &v);
+	ctl_log_compact(c, &v);
 	ctl_view_free(&c->view);
 	c->view = v;
 	ctl_metrics_tick(c, v.now);

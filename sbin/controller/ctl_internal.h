@@ -236,6 +236,13 @@ void ctl_repair(struct ctl *c, struct ctl_view *v);
 
 /* count ev (appended now, or replayed at start) */
 void ctl_metrics_count(struct ctl *c, const struct evlog_event *ev);
+/*
+ * The counters as the text of a "counts" event, which a compacted event log
+ * ends with (ctl_log_compact): its length, or -ENOSPC. Parsed back, they
+ * replace the counters: 0, or -EINVAL.
+ */
+int ctl_counts_format(const struct ctl_counts *k, char *buf, size_t size);
+int ctl_counts_parse(struct ctl_counts *k, const char *text);
 /* the metrics file's text into buf: its length, or -ENOSPC */
 int ctl_metrics_format(struct ctl *c, char *buf, size_t size);
 /* write the file when it changed or is due (sigmad_metrics_dir set) */

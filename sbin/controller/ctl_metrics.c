@@ -47,6 +47,65 @@ static void count_duration(struct ctl_counts *k, double s)
 	k->duration_sum += s;
 }
 
+/* every counter in a fixed order: what ctl_counts_format writes */
+#define COUNTS_N (2 * CTL_VERDICTS + CTL_DRAIN_CLASSES + CTL_DURATION_BUCKETS + 1)
+
+static uint64_t *counts_at(struct ctl_counts *k, int i)
+{
+	if (i < 2 * CTL_VERDICTS)
+		return &k->recoveries[i / CTL_VERDICTS][i % CTL_VERDICTS];
+	i -= 2 * CTL_VERDICTS;
+	if (i < CTL_DRAIN_CLASSES)
+		return &k->drains[i];
+	i -= CTL_DRAIN_CLASSES;
+	if (i < CTL_DURATION_BUCKETS)
+		return &k->duration_le[i];
+	return &k->duration_count;
+}
+
+int ctl_counts_format(const struct ctl_counts *k, char *buf, size_t size)
+{
+	struct ctl_counts tmp = *k;
+	size_t n = 0;
+	int w;
+
+	for (int i = 0; i < COUNTS_N; i++) {
+		w = snprintf(buf + n, size - n, "%llu ",
+			     (unsigned long long)*counts_at(&tmp, i));
+		if (w < 0 || (size_t)w >= size - n)
+			return -ENOSPC;
+		n += (size_t)w;
+	}
+	w = snprintf(buf + n, size - n, "%.17g", k->duration_sum);
+	if (w < 0 || (size_t)w >= size - n)
+		return -ENOSPC;
+	return (int)(n + (size_t)w);
+}
+
+int ctl_counts_parse(struct ctl_counts *k, const char *text)
+{
+	struct ctl_counts tmp;
+	const char *p = text;
+	char *end;
+
+	memset(&tmp, 0, sizeof(tmp));
+	for (int i = 0; i < COUNTS_N; i++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		*counts_at(&tmp, i) = strtoull(p, &end, 10);
+		if (errno || *end != ' ')
+			return -EINVAL;
+		p = end + 1;
+	}
+	errno = 0;
+	tmp.duration_sum = strtod(p, &end);
+	if (errno || *end || end == p || !(tmp.duration_sum >= 0))
+		return -EINVAL;
+	*k = tmp;
+	return 0;
+}
+
 void ctl_metrics_count(struct ctl *c, const struct evlog_event *ev)
 {
 	struct ctl_counts *k = &c->counts;

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -374,5 +375,144 @@ int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
 	}
 	rc = evlog_read_lines(path, f, fn, arg, bad);
 	fclose(f);
+	return rc;
+}
+
+/* ---- compaction ------------------------------------------------------------ */
+
+long long evlog_size(const struct evlog *log)
+{
+	struct stat st;
+
+	if (log->fd < 0)
+		return -EBADF;
+	if (fstat(log->fd, &st) < 0)
+		return -errno;
+	return (long long)st.st_size;
+}
+
+struct compact_arg {
+	FILE *out;
+	evlog_keep_fn keep;
+	void *arg;
+	int err;
+};
+
+static int compact_write(FILE *out, const struct evlog_event *ev)
+{
+	char line[EVLOG_LINE_MAX];
+	int n = evlog_format(ev, line, sizeof(line));
+
+	if (n < 0)
+		return n;
+	return fwrite(line, 1, (size_t)n, out) == (size_t)n ? 0 : -EIO;
+}
+
+static int compact_fn(const struct evlog_event *ev, void *arg)
+{
+	struct compact_arg *a = arg;
+
+	if (!a->keep(ev, a->arg))
+		return 0;
+	a->err = compact_write(a->out, ev);
+	return a->err;
+}
+
+/* fsync the directory that holds path, so its renames are on disk */
+static int sync_dir(const char *path)
+{
+	char dir[sizeof(((struct evlog *)0)->path)];
+	int fd, rc = 0;
+
+	sigma_strlcpy(dir, path, sizeof(dir));
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* PATH.k for k > 0, PATH.new for k < 0, into buf */
+static int archive_name(const char *path, int k, char *buf, size_t size)
+{
+	int n = k < 0 ? snprintf(buf, size, "%s.new", path)
+		      : snprintf(buf, size, "%s.%d", path, k);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* the kept events and tail into tmp, on disk */
+static int compact_into(struct evlog *log, const char *tmp, evlog_keep_fn keep,
+			void *arg, const struct evlog_event *tail)
+{
+	struct compact_arg a = {NULL, keep, arg, 0};
+	int fd, rc;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		return -errno;
+	a.out = fdopen(fd, "w");
+	if (!a.out) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = evlog_read(log->path, compact_fn, &a, NULL);
+	if (!rc && tail)
+		rc = compact_write(a.out, tail);
+	if (!rc && fflush(a.out) != 0)
+		rc = -errno;
+	if (!rc && fdatasync(fd) < 0)
+		rc = -errno;
+	if (fclose(a.out) != 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
+int evlog_compact(struct evlog *log, evlog_keep_fn keep, void *arg,
+		  const struct evlog_event *tail, int archives)
+{
+	char tmp[sizeof(log->path) + 8], from[sizeof(tmp)], to[sizeof(tmp)];
+	int fd, rc;
+
+	if (log->fd < 0)
+		return -EBADF;
+	rc = archive_name(log->path, -1, tmp, sizeof(tmp));
+	if (!rc)
+		rc = compact_into(log, tmp, keep, arg, tail);
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	/* PATH.k -> PATH.k+1, the oldest dropped; then PATH is also PATH.1 */
+	for (int k = archives; k >= 1 && !rc; k--) {
+		rc = archive_name(log->path, k, from, sizeof(from));
+		if (!rc)
+			rc = archive_name(log->path, k + 1, to, sizeof(to));
+		if (!rc && k == archives)
+			(void)unlink(from);
+		else if (!rc && rename(from, to) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	if (!rc && archives > 0) {
+		rc = archive_name(log->path, 1, to, sizeof(to));
+		if (!rc && link(log->path, to) < 0)
+			rc = -errno;
+	}
+	if (!rc && rename(tmp, log->path) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	(void)sync_dir(log->path);
+	/* appends go to the new file, or fail and say so: never the old one */
+	fd = open(log->path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	rc = fd < 0 ? -errno : 0;
+	close(log->fd);
+	log->fd = fd;
 	return rc;
 }

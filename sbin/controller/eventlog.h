@@ -88,4 +88,22 @@ int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad);
 int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
 		    size_t *bad, long *from);
 
+/* the log file's size in bytes, or -errno */
+long long evlog_size(const struct evlog *log);
+
+/* Called for each event a compaction reads: true keeps it. */
+typedef bool (*evlog_keep_fn)(const struct evlog_event *ev, void *arg);
+
+/*
+ * Compact the log: a new file holds the events keep() keeps, in their
+ * order, then tail (may be NULL), and takes the log's place. The old file
+ * becomes PATH.1 (PATH.1 becomes PATH.2, and so on; PATH.<archives> is
+ * dropped). Every step is a link(2) or a rename(2) after the new file is
+ * on disk, so a crash at any point leaves PATH the old log or the new one,
+ * never neither. log is reopened on the new file. 0, or -errno with the
+ * log left as it was (a full disk, say).
+ */
+int evlog_compact(struct evlog *log, evlog_keep_fn keep, void *arg,
+		  const struct evlog_event *tail, int archives);
+
 #endif /* SIGMAD_EVENTLOG_H */

@@ -141,6 +141,8 @@ static int history_fn(const struct evlog_event *ev, void *arg)
 
 	if (!h->all && (!ev->job || ev->uid != h->uid))
 		return 0;
+	if (!strcmp(ev->type, "counts"))
+		return 0; /* a compacted log's counters, not an event */
 	if (h->job && ev->job != h->job)
 		return 0;
 	if (h->node && !strstr(ev->node, h->node) &&

@@ -32,6 +32,7 @@
 
 #include "conf.h"
 #include "ctl.h"
+#include "ctl_internal.h" /* the metrics text */
 #include "eventlog.h"
 #include "proc.h"
 #include "server.h"
@@ -75,6 +76,7 @@ static struct {
 	bool crashed;
 	int requeues, signals, comments, drains[NNODES];
 	int requeue_refusals; /* slurmctld refuses this many requeues */
+	int enospc; /* the event log's disk is full for this many appends */
 } M;
 
 /* Spend one operation; false once crashed (the operation does not happen). */
@@ -91,6 +93,10 @@ int __real_evlog_append(struct evlog *log, const struct evlog_event *ev);
 int __wrap_evlog_append(struct evlog *log, const struct evlog_event *ev);
 int __wrap_evlog_append(struct evlog *log, const struct evlog_event *ev)
 {
+	if (M.enospc > 0) {
+		M.enospc--;
+		return -ENOSPC;
+	}
 	if (!op())
 		return -EIO;
 	return __real_evlog_append(log, ev);
@@ -991,6 +997,144 @@ static void test_in_job_ended_not_blamed(void **state)
 	assert_int_equal(logged_at("drain", 1), 0);
 }
 
+/* the metrics file's text and the status reply of c, into buf */
+static void state_text(struct ctl *c, char *buf, size_t size)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	int n = ctl_metrics_format(c, buf, size);
+
+	assert_true(n > 0);
+	assert_non_null(out);
+	ctl_cmd_status(c, out, 0, true);
+	fclose(out);
+	/* the status line but its "now" */
+	assert_non_null(strstr(text, "\"jobs\""));
+	assert_true((size_t)n + len < size);
+	strcat(buf, strstr(text, "\"jobs\""));
+	free(text);
+}
+
+/*
+ * Past sigmad_event_log_max the event log is compacted: the history of
+ * jobs slurmctld forgot goes to events.jsonl.1, what the state needs
+ * stays, and a sigmad started on the compacted log has the same state
+ * (its metrics counters and its status) as the one that compacted it.
+ */
+static void test_log_compact(void **state)
+{
+	static char before[1 << 16], after[1 << 16];
+	char old[sizeof(log_path) + 4];
+	struct evlog log;
+	struct evlog_event ev;
+	struct ctl *c = NULL;
+	struct stat st;
+	FILE *out = fopen("/dev/null", "w");
+
+	(void)state;
+	c = in_job_start(true);
+	/* an in-job job's state: a relaunch counted, a suspect drained */
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 1000, false, out), 0);
+	ctl_destroy(c);
+	/* two thousand recoveries of jobs slurmctld forgot long ago */
+	assert_int_equal(evlog_open(&log, log_path), 0);
+	for (uint32_t j = 0; j < 2000; j++) {
+		memset(&ev, 0, sizeof(ev));
+		ev.time = M.now - 86400;
+		ev.job = 5000 + j;
+		ev.attempt = 2;
+		strcpy(ev.type, "decide");
+		strcpy(ev.verdict, policy_verdict_name(POLICY_REQUEUE));
+		strcpy(ev.kind, "failure");
+		strcpy(ev.node, "n9");
+		assert_int_equal(evlog_append(&log, &ev), 0);
+		strcpy(ev.type, "complete");
+		ev.time += 30;
+		assert_int_equal(evlog_append(&log, &ev), 0);
+	}
+	evlog_close(&log);
+	cfg.event_log_max = 64 << 10;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	state_text(c, before, sizeof(before));
+	assert_non_null(strstr(before, "sigma_recoveries_total{kind=\"failure\",verdict=\"requeue\"} 2000"));
+	ticks(c, 1); /* compacted */
+	ctl_destroy(c);
+	assert_int_equal(stat(log_path, &st), 0);
+	assert_true(st.st_size < 4096);
+	snprintf(old, sizeof(old), "%s.1", log_path);
+	assert_int_equal(stat(old, &st), 0);
+	assert_true(st.st_size > 64 << 10);
+	/* a sigmad started on it */
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	state_text(c, after, sizeof(after));
+	assert_string_equal(before, after);
+	/* and the state still acts: the job's relaunch is counted once, its
+	 * suspect drain is in the hourly caps */
+	ticks(c, 1);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	assert_int_equal(logged_at("relaunch", 1), 1);
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n4", 7, 1000, false, out), -EBUSY);
+	ctl_destroy(c);
+	fclose(out);
+	cfg.event_log_max = (int64_t)SIGMAD_DEFAULT_LOG_MAX_MB << 20;
+	unlink(old);
+}
+
+/*
+ * A full disk under the state directory loses no decision: while the
+ * event log cannot take a line sigmad decides nothing (a decision is on
+ * disk before it is acted on), and once it can, the job is recovered,
+ * once. A compaction that cannot write its new file leaves the log as it
+ * was, and sigmad appends to it still.
+ */
+static void test_full_disk(void **state)
+{
+	char tmp[sizeof(log_path) + 8];
+	struct ctl *c = NULL;
+	struct stat st0, st1;
+
+	(void)state;
+	cluster_reset(true);
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.enospc = 1000;
+	M.n[3].flags |= CTL_N_DOWN;
+	strcpy(M.n[3].reason, "Not responding");
+	ticks(c, 5);
+	assert_int_equal(M.requeues, 0);
+	assert_int_equal(logged("decide"), 0);
+	M.enospc = 0;
+	ticks(c, 8);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(logged("decide"), 1);
+	ctl_destroy(c);
+
+	/* the compaction's new file cannot be written */
+	snprintf(tmp, sizeof(tmp), "%s.new", log_path);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	assert_int_equal(stat(log_path, &st0), 0);
+	cfg.event_log_max = 1;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 3);
+	{
+		FILE *out = fopen("/dev/null", "w");
+
+		assert_non_null(out);
+		assert_int_equal(ctl_cmd_spare_add(c, "n4", 0, out), 0);
+		fclose(out);
+	}
+	ctl_destroy(c);
+	cfg.event_log_max = (int64_t)SIGMAD_DEFAULT_LOG_MAX_MB << 20;
+	assert_int_equal(stat(log_path, &st1), 0);
+	assert_int_equal(st0.st_ino, st1.st_ino);
+	assert_true(st1.st_size > st0.st_size); /* appended still */
+	assert_int_equal(logged("decide"), 1);
+	assert_int_equal(rmdir(tmp), 0);
+}
+
 /*
  * sigmad drains a suspect at a user's word only on its own count: Slurm's
  * records of the job's steps that failed with the node among theirs (3,
@@ -1700,6 +1844,8 @@ int main(void)
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_admin_drain_stands),
 	    cmocka_unit_test(test_in_job_drain_once),
+	    cmocka_unit_test(test_log_compact),
+	    cmocka_unit_test(test_full_disk),
 	    cmocka_unit_test(test_in_job_ended_not_blamed),
 	    cmocka_unit_test(test_suspect_verified),
 	    cmocka_unit_test(test_suspect_caps),

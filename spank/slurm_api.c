@@ -3,7 +3,8 @@
  * the API drifts between Slurm releases, and the unit tests replace this
  * file. The symbols come from the Slurm process that loaded the plugin
  * (slurmd and slurmstepd link libslurmfull), so sigma.so does not link
- * libslurm itself.
+ * libslurm itself. What differs between Slurm releases is bridged in
+ * slurm_compat.h.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "sigma.h"
+#include "slurm_compat.h"
 #include "sigma_spank.h"
 
 int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
@@ -28,8 +30,8 @@ int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
 	*name = NULL;
 	if (unprotected)
 		*unprotected = NULL;
-	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
-		rc = slurm_get_errno();
+	if (slurm_compat_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
+		rc = errno;
 		return rc > 0 ? -rc : -EIO;
 	}
 	if (!msg || msg->record_count < 1) {
@@ -57,10 +59,10 @@ int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text)
 	int rc;
 
 	slurm_init_job_desc_msg(&desc);
-	desc.job_id = job_id;
+	slurm_compat_job_desc_id(&desc, job_id);
 	desc.admin_comment = (char *)text;
 	if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-		rc = slurm_get_errno();
+		rc = errno;
 		return rc > 0 ? -rc : -EIO;
 	}
 	return 0;
@@ -68,7 +70,7 @@ int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text)
 
 bool sigma_slurm_is_first_node(const char *list, const char *node)
 {
-	hostlist_t hl;
+	slurm_compat_hostlist_t *hl;
 	char *first;
 	bool yes;
 
@@ -94,7 +96,7 @@ int sigma_slurm_node_now(const char *node, bool *drained, bool *down,
 	*reason = '\0';
 	if (slurm_load_node_single(&msg, (char *)node, SHOW_ALL) !=
 	    SLURM_SUCCESS) {
-		rc = slurm_get_errno();
+		rc = errno;
 		return rc > 0 ? -rc : -EIO;
 	}
 	if (!msg || msg->record_count < 1) {
@@ -118,10 +120,9 @@ int sigma_slurm_drain(const char *node, const char *reason)
 	slurm_init_update_node_msg(&msg);
 	msg.node_names = (char *)node;
 	msg.node_state = NODE_STATE_DRAIN;
-	msg.reason = (char *)reason;
-	msg.reason_uid = 0;
+	slurm_compat_node_reason(&msg, (char *)reason, 0);
 	if (slurm_update_node(&msg) != SLURM_SUCCESS) {
-		rc = slurm_get_errno();
+		rc = errno;
 		return rc > 0 ? -rc : -EIO;
 	}
 	return 0;

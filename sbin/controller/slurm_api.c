@@ -1,6 +1,7 @@
 /*
  * slurm_api.c - the controller's only libslurm file (see slurm_api.h).
- * The poll's reading of the cluster is slurm_poll.c.
+ * The poll's reading of the cluster is slurm_poll.c; what differs between
+ * Slurm releases is bridged in slurm_compat.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,10 +18,11 @@
 #include "sigma.h"
 #include "contract.h"
 #include "slurm_api.h"
+#include "slurm_compat.h"
 
 int ctl_slurm_fail(const char *what, const char *obj)
 {
-	int e = slurm_get_errno();
+	int e = errno;
 
 	sigma_error("%s %s: %s (slurm errno %d)", what, obj, slurm_strerror(e),
 		    e);
@@ -42,7 +44,7 @@ void ctl_slurm_fini(void)
 int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
 		     void *arg)
 {
-	hostlist_t hl;
+	slurm_compat_hostlist_t *hl;
 	char *h;
 	int rc = 0;
 
@@ -67,10 +69,8 @@ static int update_node(const char *node, uint32_t state, const char *reason)
 	slurm_init_update_node_msg(&m);
 	m.node_names = (char *)node;
 	m.node_state = state;
-	if (reason) {
-		m.reason = (char *)reason;
-		m.reason_uid = getuid();
-	}
+	if (reason)
+		slurm_compat_node_reason(&m, (char *)reason, getuid());
 	ctl_slurm_poll_changed(); /* read the nodes whole at the next poll */
 	if (slurm_update_node(&m) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_update_node", node);
@@ -131,7 +131,7 @@ int ctl_slurm_requeue(uint32_t job)
 	char id[16];
 
 	snprintf(id, sizeof(id), "%u", job);
-	if (slurm_requeue(job, 0) != SLURM_SUCCESS)
+	if (slurm_compat_requeue(job, 0) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_requeue", id);
 	return 0;
 }
@@ -143,14 +143,14 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
 
 	snprintf(id, sizeof(id), "%u", job);
 	slurm_init_job_desc_msg(&j);
-	j.job_id = job;
+	slurm_compat_job_desc_id(&j, job);
 	if (exc_nodes && *exc_nodes)
 		j.exc_nodes = (char *)exc_nodes;
 	if (slurm_update_job(&j) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_update_job(exc_nodes)", id);
 	/* begin_time alone, after exc_nodes: never earlier than now + 1 s */
 	slurm_init_job_desc_msg(&j);
-	j.job_id = job;
+	slurm_compat_job_desc_id(&j, job);
 	j.begin_time = (time_t)begin;
 	if (slurm_update_job(&j) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_update_job(begin_time)", id);
@@ -165,8 +165,8 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
 static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond,
 			       const char *text, bool *has)
 {
-	List jobs = slurmdb_jobs_get(db, cond);
-	ListIterator it;
+	list_t *jobs = slurmdb_jobs_get(db, cond);
+	list_itr_t *it;
 	slurmdb_job_rec_t *rec;
 	bool ended = false;
 
@@ -195,7 +195,7 @@ static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond,
  */
 static int db_cond_job(uint32_t job, const slurm_conf_t *conf,
 		       slurm_selected_step_t *step, slurmdb_job_cond_t *cond,
-		       List *steps, List *clusters)
+		       list_t **steps, list_t **clusters)
 {
 	memset(step, 0, sizeof(*step));
 	step->array_task_id = NO_VAL;
@@ -220,7 +220,7 @@ static int db_cond_job(uint32_t job, const slurm_conf_t *conf,
 static bool db_step_failed_on(const slurmdb_step_rec_t *st, const char *node)
 {
 	uint32_t base = st->state & JOB_STATE_BASE;
-	hostlist_t hl;
+	slurm_compat_hostlist_t *hl;
 	bool on;
 
 	/* the batch script, the extern and interactive steps are not launches */
@@ -243,8 +243,8 @@ int ctl_slurm_failed_steps(uint32_t job, const char *node)
 	slurm_selected_step_t step;
 	slurmdb_job_cond_t cond;
 	slurm_conf_t *conf = NULL;
-	List steps = NULL, clusters = NULL, jobs = NULL;
-	ListIterator it;
+	list_t *steps = NULL, *clusters = NULL, *jobs = NULL;
+	list_itr_t *it;
 	slurmdb_job_rec_t *rec;
 	slurmdb_step_rec_t *st;
 	void *db = NULL;
@@ -286,7 +286,7 @@ out:
 		slurm_list_destroy(steps);
 	if (clusters)
 		slurm_list_destroy(clusters);
-	slurm_free_ctl_conf(conf);
+	slurm_compat_free_conf(conf);
 	return n;
 }
 
@@ -300,7 +300,7 @@ long ctl_slurm_other_job(const char *node, uint32_t uid)
 	for (uint32_t i = 0; i < msg->record_count && !other; i++) {
 		const slurm_job_info_t *j = &msg->job_array[i];
 		uint32_t base = j->job_state & JOB_STATE_BASE;
-		hostlist_t hl;
+		slurm_compat_hostlist_t *hl;
 
 		if (j->user_id == uid || !j->nodes ||
 		    (base != JOB_RUNNING && base != JOB_SUSPENDED))
@@ -330,17 +330,13 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 	slurmdb_job_rec_t rec;
 	slurm_conf_t *conf = NULL;
 	void *db = NULL;
-	List steps = NULL, clusters = NULL, ret = NULL;
+	list_t *steps = NULL, *clusters = NULL, *ret = NULL;
 	bool has = false;
 	int rc = -EIO;
 
 	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_load_ctl_conf", id);
-	memset(&rec, 0, sizeof(rec));
-	rec.array_task_id = NO_VAL;
-	rec.derived_ec = NO_VAL;
-	rec.lft = NO_VAL;
-	rec.resvid = NO_VAL;
+	slurm_compat_job_rec_init(&rec);
 	rec.admin_comment = (char *)text;
 	if (db_cond_job(job, conf, &step, &cond, &steps, &clusters))
 		goto out;
@@ -381,7 +377,7 @@ out:
 		slurm_list_destroy(steps);
 	if (clusters)
 		slurm_list_destroy(clusters);
-	slurm_free_ctl_conf(conf);
+	slurm_compat_free_conf(conf);
 	return rc;
 }
 
@@ -392,11 +388,11 @@ int ctl_slurm_admin_comment(uint32_t job, const char *text)
 
 	snprintf(id, sizeof(id), "%u", job);
 	slurm_init_job_desc_msg(&j);
-	j.job_id = job;
+	slurm_compat_job_desc_id(&j, job);
 	j.admin_comment = (char *)text;
 	if (slurm_update_job(&j) == SLURM_SUCCESS)
 		return 0;
-	if (slurm_get_errno() == ESLURM_JOB_FINISHED)
+	if (errno == ESLURM_JOB_FINISHED)
 		return slurm_admin_comment_db(job, text, id);
 	return ctl_slurm_fail("slurm_update_job(admin_comment)", id);
 }
@@ -406,7 +402,8 @@ int ctl_slurm_signal(uint32_t job, int sig)
 	char id[16];
 
 	snprintf(id, sizeof(id), "%u", job);
-	if (slurm_kill_job(job, (uint16_t)sig, KILL_FULL_JOB) != SLURM_SUCCESS)
+	if (slurm_compat_kill_job(job, (uint16_t)sig, KILL_FULL_JOB) !=
+	    SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_kill_job", id);
 	return 0;
 }
@@ -419,6 +416,6 @@ int ctl_slurm_user(uint32_t *uid, bool *private_jobs)
 		return ctl_slurm_fail("slurm_load_ctl_conf", "(SlurmUser)");
 	*uid = conf->slurm_user_id;
 	*private_jobs = (conf->private_data & PRIVATE_DATA_JOBS) != 0;
-	slurm_free_ctl_conf(conf);
+	slurm_compat_free_conf(conf);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "sigma.h"
 #include "contract.h"
 #include "slurm_api.h"
+#include "slurm_compat.h"
 
 /* share of the wall time one table's reads may take of slurmctld */
 #define POLL_BUDGET 0.005
@@ -100,7 +101,7 @@ static int whole_read(int rc, const char *what, struct table_cost *tc,
 						    : ms;
 		return 1;
 	}
-	if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+	if (errno == SLURM_NO_CHANGE_IN_DATA) {
 		cache.unchanged++;
 		return 0;
 	}
@@ -360,9 +361,9 @@ static int jobs_refresh(struct ctl_view *v)
 
 		if (!c)
 			continue;
-		if (slurm_load_job(&one, cache.watch_jobs[w], SHOW_ALL) !=
-		    SLURM_SUCCESS) {
-			if (slurm_get_errno() != ESLURM_INVALID_JOB_ID) {
+		if (slurm_compat_load_job(&one, cache.watch_jobs[w],
+					  SHOW_ALL) != SLURM_SUCCESS) {
+			if (errno != ESLURM_INVALID_JOB_ID) {
 				cache.failed++;
 				continue;
 			}

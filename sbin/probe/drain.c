@@ -1,7 +1,8 @@
 /*
  * drain.c - the probe's only libslurm calls (sigma-probe --drain): read the
  * node's state and reason, and drain or resume it as sigma's one drain
- * decision (lib/drain.c) says. libslurm's API drifts between releases; it stays in this file.
+ * decision (lib/drain.c) says. libslurm's API drifts between releases; it stays
+ * in this file, and what differs is bridged in slurm_compat.h.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 
 #include "sigma.h"
 #include "probe.h"
+#include "slurm_compat.h"
 
 /* Slurm keeps reasons short in its displays; keep ours well within */
 #define DRAIN_REASON_MAX 250
@@ -35,7 +37,7 @@ static enum sigma_drain_ask drain_ask(int verdict)
 
 static int drain_errno(void)
 {
-	int e = slurm_get_errno();
+	int e = errno;
 
 	return e > 0 ? -e : -EIO;
 }
@@ -83,8 +85,7 @@ int probe_drain(const struct probe_conf *conf, const char *node, int level,
 	if (action == SIGMA_DRAIN_SET) {
 		sigma_strlcpy(text, reason, sizeof(text));
 		upd.node_state = NODE_STATE_DRAIN;
-		upd.reason = text;
-		upd.reason_uid = getuid();
+		slurm_compat_node_reason(&upd, text, getuid());
 	} else {
 		upd.node_state = NODE_RESUME;
 	}

@@ -97,6 +97,16 @@ int ckpt_read(const char *path, struct model *m, struct ckpt_state *st,
  */
 int ckpt_read_weights(const char *path, struct model *m, char *err,
 		      size_t len);
+/*
+ * The same weights into out (m->nparams floats, host memory), m itself
+ * untouched: what the reader of a file from elsewhere hands back
+ * (untrusted.h). A file with no seal is taken.
+ */
+int ckpt_read_weights_host(const char *path, const struct model *m, float *out,
+			   char *err, size_t len);
+/* Weights read by ckpt_read_weights_host into m (moments zeroed): 0, or
+ * -EBADMSG when one is not finite. */
+int ckpt_load_weights(struct model *m, const float *w);
 
 /*
  * Load the newest valid checkpoint of dir, refusing bad ones with a

@@ -851,7 +851,8 @@ static int read_file(const char *path, enum seal_need need, bool *sealed,
 	if (rc)
 		goto out;
 	if (out) {
-		*st = tmp;
+		if (st)
+			*st = tmp;
 		goto out;
 	}
 	/* all of it is good: only now touch the model */
@@ -889,6 +890,24 @@ int ckpt_read_weights(const char *path, struct model *m, char *err,
 		sigma_info("%s has no seal: a file from elsewhere; its attributes and tensors are checked, its bytes as a whole are not",
 			   path);
 	return rc;
+}
+
+int ckpt_read_weights_host(const char *path, const struct model *m, float *out,
+			   char *err, size_t len)
+{
+	/* with out, read_file reads only m's layout */
+	return read_file(path, SEAL_IF_PRESENT, NULL, (struct model *)m, NULL,
+			 out, err, len);
+}
+
+int ckpt_load_weights(struct model *m, const float *w)
+{
+	for (size_t i = 0; i < m->nparams; i++)
+		if (!isfinite(w[i]))
+			return -EBADMSG;
+	m->ops->from_host(m->params, w, sizeof(float) * m->nparams);
+	model_moments_load(m, NULL, NULL);
+	return 0;
 }
 
 int ckpt_read_stage(const char *path, const struct model *m, float *stage,

@@ -44,7 +44,9 @@ void train_usage(FILE *f)
 		"                        (automatic when SIGMA_ATTEMPT or SLURM_RESTART_COUNT > 0)\n"
 		"  --new-run             start a new run where another run's checkpoints are\n"
 		"                        (they move to DIR/run-ID); without it that is refused\n"
-		"  --init-from FILE      start from the weights of a checkpoint\n"
+		"  --init-from FILE      start from the weights of a checkpoint (sealed)\n"
+		"  --init-from-untrusted FILE  from those of a file from elsewhere (no\n"
+		"                        seal), read in a process of its own\n"
 		"  --stop-at N           after step N, checkpoint and exit 75 as on SIGUSR1\n"
 		"Model (default: --preset demo):\n"
 		"  --preset small|demo|large  shapes of docs/model.md (large: only\n"
@@ -257,6 +259,7 @@ static const struct opt_def opt_table[] = {
 	{ "resume", K_FN, 0, 0, 0, 0, 0, NULL, set_resume }, /* no value */
 	FLAG("new-run", new_run),
 	PATH("init-from", init_from),
+	PATH("init-from-untrusted", init_untrusted),
 	STEPS("stop-at", stop_at, 1),
 	/* model */
 	{ "preset", K_PRESET, 0, 0, 0, 0, 0, NULL, NULL },
@@ -533,6 +536,10 @@ static int opts_check(struct train_opts *o)
 	if (o->ckpt_diff_every > 0 && !*o->ckpt_dir) {
 		sigma_error("--ckpt-diff-every %ld needs a checkpoint directory (--ckpt-dir or SIGMA_CKPT_DIR)",
 			    o->ckpt_diff_every);
+		return -EINVAL;
+	}
+	if (*o->init_from && *o->init_untrusted) {
+		sigma_error("--init-from and --init-from-untrusted: give one");
 		return -EINVAL;
 	}
 	if (o->optim.warmup > o->optim.steps) {

@@ -41,6 +41,7 @@ struct train_opts {
 	char metrics_path[PATH_MAX];
 	char metrics_textfile[PATH_MAX]; /* rank 0's Prometheus textfile */
 	char init_from[PATH_MAX];
+	char init_untrusted[PATH_MAX]; /* --init-from-untrusted (untrusted.h) */
 	long stop_at; /* 0: never; else stop as on SIGUSR1 after this step */
 	bool resume;
 	bool resume_flag; /* --resume itself (not implied by an attempt) */

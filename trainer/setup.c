@@ -22,9 +22,11 @@
 #include "membudget.h"
 #include "resume.h"
 #include "run.h"
+#include "seal.h"
 #include "select.h"
 #include "train.h"
 #include "tuner_warn.h"
+#include "untrusted.h"
 
 #include <xxhash.h>
 
@@ -198,15 +200,33 @@ static int setup_model(struct trainer *t)
 	return 0;
 }
 
+/* the weights of --init-from (a sealed file) or --init-from-untrusted
+ * (any, read in a child: untrusted.h) into t->m */
+static int read_init(struct trainer *t, const char *path, char *err,
+		     size_t len)
+{
+	uint64_t hash, size;
+
+	if (*t->o->init_untrusted)
+		return untrusted_read_weights(path, t->m, err, len);
+	if (seal_peek(path, &hash, &size, err, len) == -ENOENT)
+		return sigma_set_err(
+		    err, len, EBADMSG,
+		    "%s has no seal: a file from elsewhere is read only with "
+		    "--init-from-untrusted FILE, in a process of its own "
+		    "(docs/checkpoint-format.md)",
+		    path);
+	return ckpt_read_weights(path, t->m, err, len);
+}
+
 /* --init-from: rank 0 reads the weights, every rank gets them; a model
  * in parts: every rank reads its rows */
-static int setup_init_from(struct trainer *t)
+static int setup_init_from(struct trainer *t, const char *path)
 {
 	struct dist *d = t->d;
 	char err[1024];
 	int rc = d->rank == 0 || t->m->sharded
-			 ? ckpt_read_weights(t->o->init_from, t->m, err,
-					     sizeof(err))
+			 ? read_init(t, path, err, sizeof(err))
 			 : 0;
 
 	if (t->m->sharded) {
@@ -229,7 +249,7 @@ static int setup_init_from(struct trainer *t)
 				    : "rank 0 could not read the file");
 		return exit_code_of(rc, PHASE_INIT_FROM);
 	}
-	printf("weights from %s\n", t->o->init_from);
+	printf("weights from %s\n", path);
 	return 0;
 }
 
@@ -579,7 +599,9 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	if ((code = setup_data(t)) || (code = setup_model(t)))
 		return code;
 	setup_state(t);
-	if (*o->init_from && (code = setup_init_from(t)))
+	if ((*o->init_from || *o->init_untrusted) &&
+	    (code = setup_init_from(t, *o->init_from ? o->init_from
+						     : o->init_untrusted)))
 		return code;
 	if ((code = setup_run(t)))
 		return code;

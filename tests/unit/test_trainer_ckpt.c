@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@
 #include "ckpt.h"
 #include "seal.h"
 #include "model.h"
+#include "untrusted.h"
 
 static char dir[64];
 
@@ -204,6 +206,64 @@ static bool first_dataset(hid_t g, char *ds)
 			return true;
 		}
 	}
+}
+
+/* H5Fopen, crashing when told to: libhdf5 on hostile bytes */
+static volatile int h5_crash;
+hid_t __real_H5Fopen(const char *name, unsigned flags, hid_t fapl);
+hid_t __wrap_H5Fopen(const char *name, unsigned flags, hid_t fapl);
+hid_t __wrap_H5Fopen(const char *name, unsigned flags, hid_t fapl)
+{
+	if (h5_crash)
+		raise(SIGSEGV);
+	return __real_H5Fopen(name, flags, fapl);
+}
+
+/*
+ * --init-from-untrusted: a file with no seal is parsed in a child, whose
+ * weights come back whole; a reader that crashes on the file is one
+ * child's death, told, and the model stays as it was.
+ */
+static void test_init_untrusted(void **state)
+{
+	struct model *a = small(64), *b = small(64), *c = small(64);
+	struct ckpt_state st;
+	char p[PATH_MAX], sp[PATH_MAX + 8], err[1024], ck[PATH_MAX];
+	float before;
+
+	(void)state;
+	path_of(ck, "untrusted");
+	fill_state(a, &st, 8);
+	assert_int_equal(ckpt_write(ck, a, &st, p, sizeof(p), err, sizeof(err)),
+			 0);
+	snprintf(sp, sizeof(sp), "%s.seal", p);
+	assert_int_equal(unlink(sp), 0);
+	assert_int_equal(untrusted_read_weights(p, b, err, sizeof(err)), 0);
+	assert_memory_equal(a->params, b->params, sizeof(float) * a->nparams);
+	assert_true(b->v[100] == 0.0f);
+
+	h5_crash = 1;
+	before = c->params[0];
+	assert_int_equal(untrusted_read_weights(p, c, err, sizeof(err)),
+			 -EBADMSG);
+	h5_crash = 0;
+	assert_non_null(strstr(err, "the reader died of signal 11"));
+	assert_non_null(strstr(err, p));
+	assert_true(c->params[0] == before);
+
+	/* not a checkpoint: the reader says why */
+	{
+		FILE *f = fopen(sp, "w");
+
+		assert_non_null(f);
+		fputs("not a checkpoint\n", f);
+		fclose(f);
+	}
+	assert_int_equal(untrusted_read_weights(sp, c, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "not an HDF5 file"));
+	assert_true(c->params[0] == before);
+	model_destroy(a), model_destroy(b), model_destroy(c);
 }
 
 /*
@@ -700,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_ckpt_round_trip),
 		cmocka_unit_test(test_ckpt_damage_and_fallback),
 		cmocka_unit_test(test_ckpt_hostile_attribute),
+		cmocka_unit_test(test_init_untrusted),
 		cmocka_unit_test(test_ckpt_storage_elsewhere),
 		cmocka_unit_test(test_seal_blocks),
 		cmocka_unit_test(test_ckpt_seal),

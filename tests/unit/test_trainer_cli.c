@@ -306,11 +306,21 @@ static void test_bad_checkpoints(void **state)
 			 0);
 	assert_int_equal(train_cli_run("test -f F/ckpt-00000005.h5 && ! test -e F/ckpt-00000002.h5 && ! test -e E"),
 			 0);
-	/* --init-from a file that is not a checkpoint */
+	/* --init-from a file with no seal: refused before libhdf5 reads it;
+	 * --init-from-untrusted reads it, in a child, and finds it is no
+	 * checkpoint */
 	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 5 --init-from train.tok",
 			     prog),
 			 65);
+	assert_true(train_cli_out_has("train.tok has no seal: a file from elsewhere is read only with --init-from-untrusted"));
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 5 --init-from-untrusted train.tok",
+			     prog),
+			 65);
 	assert_true(train_cli_out_has("not an HDF5 file"));
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 5 --init-from E/x.h5 --init-from-untrusted train.tok",
+			     prog),
+			 64);
+	assert_true(train_cli_out_has("--init-from and --init-from-untrusted: give one"));
 }
 
 /* until path holds a training step's line (the signal handlers are in

@@ -34,8 +34,18 @@ sigmad_fresh() {
 # job_nodes JOB: the job's nodes, one a line
 job_nodes() { scontrol show hostnames "$(jfield "$1" NodeList)" 2>/dev/null; }
 job_on() { job_nodes "$1" | grep -qx "$2"; }
-# running_without JOB NODE: running, and not on NODE
-running_without() { is_state "$1" RUNNING && ! job_on "$1" "$2"; }
+# running_without JOB NODE: running, and not on NODE. State and nodes come
+# from one `scontrol show job`: two reads can straddle the job's exit and
+# requeue, and a node list read after the state (empty, or "(null)" once
+# the job left) would pass for "not on NODE".
+running_without() {
+	local rec state nodes
+	rec=$(scontrol show job "$1" 2>/dev/null) || return 1
+	state=$(echo "$rec" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	nodes=$(echo "$rec" | tr ' ' '\n' | sed -n 's/^NodeList=//p' | head -1)
+	[ "$state" = RUNNING ] && [ -n "$nodes" ] && [ "$nodes" != "(null)" ] || return 1
+	! scontrol show hostnames "$nodes" 2>/dev/null | grep -qx "$2"
+}
 
 # The test job: loops printing its step; on SIGUSR1 it says so and exits
 # 75 (checkpoint written, requeue me), as sigma-train does. With IGNORE=1

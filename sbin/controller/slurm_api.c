@@ -189,31 +189,55 @@ static bool slurm_db_job_ended(void *db, slurmdb_job_cond_t *cond,
 }
 
 /*
- * cond selects the newest record of job in this cluster, through step and
- * the lists steps and clusters (freed by the caller, the lists with
- * slurm_list_destroy): 0, or -EIO.
+ * A query of one job's newest accounting record in this cluster: the
+ * configuration, the condition with the lists it points into, and the
+ * connection to slurmdbd. It stays where the caller put it (cond points
+ * at step). db_job_close frees it, whatever db_job_open returned.
  */
-static int db_cond_job(uint32_t job, const slurm_conf_t *conf,
-		       slurm_selected_step_t *step, slurmdb_job_cond_t *cond,
-		       list_t **steps, list_t **clusters)
+struct db_job {
+	slurm_conf_t *conf;
+	slurm_selected_step_t step;
+	slurmdb_job_cond_t cond;
+	list_t *steps, *clusters; /* our memory: no destructors */
+	void *db;
+};
+
+/* 0 ready; 1 slurmdbd is not reachable; -EIO (said) no query to make */
+static int db_job_open(struct db_job *q, uint32_t job, const char *id)
 {
-	memset(step, 0, sizeof(*step));
-	step->array_task_id = NO_VAL;
-	step->het_job_offset = NO_VAL;
-	step->step_id.job_id = job;
-	step->step_id.step_id = NO_VAL;
-	step->step_id.step_het_comp = NO_VAL;
-	memset(cond, 0, sizeof(*cond));
-	*steps = slurm_list_create(NULL); /* our memory: no destructor */
-	*clusters = slurm_list_create(NULL);
-	if (!*steps || !*clusters || !conf->cluster_name)
-		return -EIO;
-	slurm_list_append(*steps, step);
-	slurm_list_append(*clusters, conf->cluster_name);
-	cond->step_list = *steps;
-	cond->cluster_list = *clusters;
-	cond->db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
-	return 0;
+	memset(q, 0, sizeof(*q));
+	if (slurm_load_ctl_conf((time_t)0, &q->conf) != SLURM_SUCCESS) {
+		q->conf = NULL;
+		return ctl_slurm_fail("slurm_load_ctl_conf", id);
+	}
+	q->step.array_task_id = NO_VAL;
+	q->step.het_job_offset = NO_VAL;
+	q->step.step_id.job_id = job;
+	q->step.step_id.step_id = NO_VAL;
+	q->step.step_id.step_het_comp = NO_VAL;
+	q->steps = slurm_list_create(NULL);
+	q->clusters = slurm_list_create(NULL);
+	if (!q->steps || !q->clusters || !q->conf->cluster_name)
+		return ctl_slurm_fail("the accounting query", id);
+	slurm_list_append(q->steps, &q->step);
+	slurm_list_append(q->clusters, q->conf->cluster_name);
+	q->cond.step_list = q->steps;
+	q->cond.cluster_list = q->clusters;
+	q->cond.db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
+	q->db = slurmdb_connection_get(NULL);
+	return q->db ? 0 : 1;
+}
+
+static void db_job_close(struct db_job *q)
+{
+	if (q->db)
+		slurmdb_connection_close(&q->db);
+	if (q->steps)
+		slurm_list_destroy(q->steps);
+	if (q->clusters)
+		slurm_list_destroy(q->clusters);
+	if (q->conf)
+		slurm_compat_free_conf(q->conf);
 }
 
 /* step ended failed, and node was one of its nodes */
@@ -240,28 +264,21 @@ static bool db_step_failed_on(const slurmdb_step_rec_t *st, const char *node)
 
 int ctl_slurm_failed_steps(uint32_t job, const char *node)
 {
-	slurm_selected_step_t step;
-	slurmdb_job_cond_t cond;
-	slurm_conf_t *conf = NULL;
-	list_t *steps = NULL, *clusters = NULL, *jobs = NULL;
+	struct db_job q;
+	list_t *jobs = NULL;
 	list_itr_t *it;
 	slurmdb_job_rec_t *rec;
 	slurmdb_step_rec_t *st;
-	void *db = NULL;
 	char id[16];
-	int n = -EIO;
+	int n = -EIO, rc;
 
 	snprintf(id, sizeof(id), "%u", job);
-	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
-		return ctl_slurm_fail("slurm_load_ctl_conf", id);
-	if (db_cond_job(job, conf, &step, &cond, &steps, &clusters))
-		goto out;
-	db = slurmdb_connection_get(NULL);
-	if (!db) {
+	rc = db_job_open(&q, job, id);
+	if (rc == 1)
 		sigma_warn("job %s: slurmdbd not reachable: no step records", id);
+	if (rc)
 		goto out;
-	}
-	jobs = slurmdb_jobs_get(db, &cond);
+	jobs = slurmdb_jobs_get(q.db, &q.cond);
 	if (!jobs) {
 		ctl_slurm_fail("slurmdb_jobs_get", id);
 		goto out;
@@ -280,13 +297,7 @@ int ctl_slurm_failed_steps(uint32_t job, const char *node)
 out:
 	if (jobs)
 		slurm_list_destroy(jobs);
-	if (db)
-		slurmdb_connection_close(&db);
-	if (steps)
-		slurm_list_destroy(steps);
-	if (clusters)
-		slurm_list_destroy(clusters);
-	slurm_compat_free_conf(conf);
+	db_job_close(&q);
 	return n;
 }
 
@@ -325,45 +336,37 @@ long ctl_slurm_other_job(const char *node, uint32_t uid)
 static int slurm_admin_comment_db(uint32_t job, const char *text,
 				  const char *id)
 {
-	slurm_selected_step_t step;
-	slurmdb_job_cond_t cond;
+	struct db_job q;
 	slurmdb_job_rec_t rec;
-	slurm_conf_t *conf = NULL;
-	void *db = NULL;
-	list_t *steps = NULL, *clusters = NULL, *ret = NULL;
+	list_t *ret = NULL;
 	bool has = false;
-	int rc = -EIO;
+	int rc;
 
-	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
-		return ctl_slurm_fail("slurm_load_ctl_conf", id);
 	slurm_compat_job_rec_init(&rec);
 	rec.admin_comment = (char *)text;
-	if (db_cond_job(job, conf, &step, &cond, &steps, &clusters))
-		goto out;
-	cond.flags = JOBCOND_FLAG_NO_STEP;
-	db = slurmdb_connection_get(NULL);
-	if (!db) {
+	rc = db_job_open(&q, job, id);
+	if (rc == 1)
 		sigma_debug("job %s: slurmdbd not reachable: account later", id);
-		rc = 1;
+	if (rc)
 		goto out;
-	}
-	if (!slurm_db_job_ended(db, &cond, text, &has)) {
+	q.cond.flags = JOBCOND_FLAG_NO_STEP;
+	rc = 1;
+	if (!slurm_db_job_ended(q.db, &q.cond, text, &has)) {
 		sigma_debug("job %s: its end is not recorded yet: account later",
 			    id);
-		rc = 1;
 		goto out;
 	}
-	if (has) {
-		rc = 0; /* there already: written before, and kept */
-		goto out;
-	}
-	ret = slurmdb_job_modify(db, &cond, &rec);
+	rc = 0;
+	if (has)
+		goto out; /* there already: written before, and kept */
+	rc = -EIO;
+	ret = slurmdb_job_modify(q.db, &q.cond, &rec);
 	if (!ret || slurm_list_count(ret) == 0) {
 		ctl_slurm_fail("slurmdb_job_modify(admin_comment)", id);
-		slurmdb_connection_commit(db, false);
+		slurmdb_connection_commit(q.db, false);
 		goto out;
 	}
-	if (slurmdb_connection_commit(db, true) != SLURM_SUCCESS) {
+	if (slurmdb_connection_commit(q.db, true) != SLURM_SUCCESS) {
 		ctl_slurm_fail("slurmdb_connection_commit", id);
 		goto out;
 	}
@@ -371,13 +374,7 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 out:
 	if (ret)
 		slurm_list_destroy(ret);
-	if (db)
-		slurmdb_connection_close(&db);
-	if (steps)
-		slurm_list_destroy(steps);
-	if (clusters)
-		slurm_list_destroy(clusters);
-	slurm_compat_free_conf(conf);
+	db_job_close(&q);
 	return rc;
 }
 

@@ -89,14 +89,12 @@ static int write_all(int fd, const void *buf, size_t len)
 int sigma_file_write_atomic(const char *path, const void *buf, size_t len,
 			    mode_t mode)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	int fd, dfd, rc;
+	char tmp[PATH_MAX];
+	int fd, rc;
 
 	rc = sigma_snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
 	if (rc < 0)
 		return rc;
-	if (sigma_strlcpy(dir, path, sizeof(dir)) >= sizeof(dir))
-		return -ENAMETOOLONG;
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		return -errno;
@@ -114,12 +112,29 @@ int sigma_file_write_atomic(const char *path, const void *buf, size_t len,
 		return rc;
 	}
 	/* the rename is durable only once the directory is synced */
-	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	(void)sigma_fsync_dir_of(path);
 	return 0;
+}
+
+int sigma_fsync_path(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int sigma_fsync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+
+	if (sigma_strlcpy(dir, path, sizeof(dir)) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	return sigma_fsync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
 }
 
 bool sigma_file_is_trusted(const char *path, uid_t uid, char *err,

@@ -171,6 +171,12 @@ int sigma_file_write_atomic(const char *path, const void *buf, size_t len,
  */
 bool sigma_file_is_trusted(const char *path, uid_t uid, char *err,
 			   size_t errlen);
+/* open path with flags (O_RDONLY, or with O_DIRECTORY) and fsync it: 0 or
+ * -errno */
+int sigma_fsync_path(const char *path, int flags);
+/* fsync the directory that holds path (a rename in it is then durable):
+ * 0 or -errno */
+int sigma_fsync_dir_of(const char *path);
 /* mkdir -p; existing directories are fine. */
 int sigma_mkdir_p(const char *path, mode_t mode);
 /*

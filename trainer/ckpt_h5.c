@@ -139,18 +139,6 @@ int ckpt_h5_create_tmp(struct ckpt_ctx *c, const char *dir, const char *final,
 	return rc;
 }
 
-static int fsync_path(const char *path, int flags)
-{
-	int fd = open(path, flags | O_CLOEXEC), rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /* clear S_IWGRP and S_IWOTH of path; -1 with errno on failure */
 static int chmod_no_write_others(const char *path)
 {
@@ -178,7 +166,7 @@ int ckpt_h5_publish(struct ckpt_ctx *c, int64_t *f, const char *dir,
 	if (H5Fclose(*f) < 0)
 		return ckpt_fail(c, EIO, "cannot close");
 	*f = -1;
-	rc = fsync_path(c->path, O_RDONLY);
+	rc = sigma_fsync_path(c->path, O_RDONLY);
 	if (rc)
 		return ckpt_fail(c, -rc, "fsync: %s", strerror(-rc));
 	rc = stale(dir, st, c->err, c->len);
@@ -199,7 +187,7 @@ int ckpt_h5_publish(struct ckpt_ctx *c, int64_t *f, const char *dir,
 		seal_remove(final);
 		return rc;
 	}
-	rc = fsync_path(dir, O_RDONLY | O_DIRECTORY);
+	rc = sigma_fsync_path(dir, O_RDONLY | O_DIRECTORY);
 	if (rc) {
 		c->path = dir;
 		return ckpt_fail(c, -rc, "fsync of the directory: %s",

@@ -8,7 +8,6 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -419,21 +418,6 @@ static int compact_fn(const struct evlog_event *ev, void *arg)
 }
 
 /* fsync the directory that holds path, so its renames are on disk */
-static int sync_dir(const char *path)
-{
-	char dir[sizeof(((struct evlog *)0)->path)];
-	int fd, rc = 0;
-
-	sigma_strlcpy(dir, path, sizeof(dir));
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /* PATH.k for k > 0, PATH.new for k < 0, into buf */
 static int archive_name(const char *path, int k, char *buf, size_t size)
 {
@@ -508,7 +492,7 @@ int evlog_compact(struct evlog *log, evlog_keep_fn keep, void *arg,
 		unlink(tmp);
 		return rc;
 	}
-	(void)sync_dir(log->path);
+	(void)sigma_fsync_dir_of(log->path);
 	/* appends go to the new file, or fail and say so: never the old one */
 	fd = open(log->path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 	rc = fd < 0 ? -errno : 0;

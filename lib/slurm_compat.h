@@ -25,6 +25,25 @@
 	(SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(a, b, 0))
 
 /*
+ * A plugin's RPCs: since 23.11 libslurm authenticates messages through its
+ * hash plugins. slurmd and slurmstepd load them for their own work, but
+ * not in the process that runs SPANK's job prolog and epilog, where an RPC
+ * then dies with "fatal: No hash plugins loaded" and the prolog fails.
+ * slurm_init() loads them, once; before 23.11 nothing is needed.
+ */
+static inline void slurm_compat_rpc_ready(void)
+{
+#if SLURM_COMPAT_AT_LEAST(23, 11)
+	static int done;
+
+	if (!done) {
+		slurm_init(NULL);
+		done = 1;
+	}
+#endif
+}
+
+/*
  * Lists: 23.02 named them list_t and list_itr_t, 24.11 removed List and
  * ListIterator (the pointer typedefs). The adapters use the new names.
  */

@@ -30,6 +30,7 @@ int sigma_slurm_job_info(uint32_t job_id, char **admin_comment, char **name,
 	*name = NULL;
 	if (unprotected)
 		*unprotected = NULL;
+	slurm_compat_rpc_ready();
 	if (slurm_compat_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS) {
 		rc = errno;
 		return rc > 0 ? -rc : -EIO;
@@ -58,6 +59,7 @@ int sigma_slurm_set_admin_comment(uint32_t job_id, const char *text)
 	job_desc_msg_t desc;
 	int rc;
 
+	slurm_compat_rpc_ready();
 	slurm_init_job_desc_msg(&desc);
 	slurm_compat_job_desc_id(&desc, job_id);
 	desc.admin_comment = (char *)text;
@@ -94,6 +96,7 @@ int sigma_slurm_node_now(const char *node, bool *drained, bool *down,
 
 	*drained = *down = false;
 	*reason = '\0';
+	slurm_compat_rpc_ready();
 	if (slurm_load_node_single(&msg, (char *)node, SHOW_ALL) !=
 	    SLURM_SUCCESS) {
 		rc = errno;
@@ -117,6 +120,7 @@ int sigma_slurm_drain(const char *node, const char *reason)
 	update_node_msg_t msg;
 	int rc;
 
+	slurm_compat_rpc_ready();
 	slurm_init_update_node_msg(&msg);
 	msg.node_names = (char *)node;
 	msg.node_state = NODE_STATE_DRAIN;

@@ -417,7 +417,6 @@ static int compact_fn(const struct evlog_event *ev, void *arg)
 	return a->err;
 }
 
-/* fsync the directory that holds path, so its renames are on disk */
 /* PATH.k for k > 0, PATH.new for k < 0, into buf */
 static int archive_name(const char *path, int k, char *buf, size_t size)
 {

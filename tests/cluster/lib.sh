@@ -16,10 +16,14 @@ until_true() {
 	done
 }
 
-jstate() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+# rec_state REC, rec_field REC FIELD: a job's state, one of its fields, read
+# from REC, the text of one `scontrol show job`
+rec_state() { sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$1"; }
+rec_field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -1; }
+jstate() { rec_state "$(scontrol show job "$1" 2>/dev/null)"; }
 is_state() { [ "$(jstate "$1")" = "$2" ]; }
 # jfield JOB FIELD: one field of scontrol show job
-jfield() { scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+jfield() { rec_field "$(scontrol show job "$1" 2>/dev/null)" "$2"; }
 nstate() { sinfo -h -n "$1" -o %t | head -1; }
 nreason() { scontrol show node "$1" | sed -n 's/^ *Reason=//p'; }
 

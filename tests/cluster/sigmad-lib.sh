@@ -41,8 +41,8 @@ job_on() { job_nodes "$1" | grep -qx "$2"; }
 running_without() {
 	local rec state nodes
 	rec=$(scontrol show job "$1" 2>/dev/null) || return 1
-	state=$(echo "$rec" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-	nodes=$(echo "$rec" | tr ' ' '\n' | sed -n 's/^NodeList=//p' | head -1)
+	state=$(rec_state "$rec")
+	nodes=$(rec_field "$rec" NodeList)
 	[ "$state" = RUNNING ] && [ -n "$nodes" ] && [ "$nodes" != "(null)" ] || return 1
 	! scontrol show hostnames "$nodes" 2>/dev/null | grep -qx "$2"
 }

@@ -566,9 +566,9 @@ int ctl_reload(struct ctl *c, const struct sigmad_config *cfg)
 	return 0;
 }
 
-const char *ctl_event_log(const struct ctl *c)
+const struct evlog *ctl_event_log(const struct ctl *c)
 {
-	return c->log_path;
+	return &c->log;
 }
 
 /* ---- compaction ------------------------------------------------------------ */

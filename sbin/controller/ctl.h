@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "conf.h"
+#include "eventlog.h"
 
 struct ctl;
 
@@ -69,7 +70,7 @@ int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,
  */
 int ctl_cmd_relaunch(struct ctl *c, uint32_t job, int launch, const char *off,
 		     uid_t uid, bool admin, FILE *out);
-/* Event log path (history is read straight from it). */
-const char *ctl_event_log(const struct ctl *c);
+/* The event log, open (history is read straight from it, by its index). */
+const struct evlog *ctl_event_log(const struct ctl *c);
 
 #endif /* SIGMAD_CTL_H */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +123,41 @@ static int evlog_cut_tail(int fd)
 	return 0;
 }
 
+static int evlog_index_build(struct evlog *log);
+
+/* index the line of ev at off, len bytes with its '\n' */
+static int evlog_index_add(struct evlog *log, const struct evlog_event *ev,
+			   int64_t off, uint32_t len)
+{
+	struct evlog_entry *e;
+
+	if (log->n == log->cap) {
+		size_t cap = log->cap ? log->cap * 2 : 1024;
+		void *v = cap > SIZE_MAX / sizeof(*log->idx)
+			      ? NULL
+			      : realloc(log->idx, cap * sizeof(*log->idx));
+
+		if (!v)
+			return -ENOMEM;
+		log->idx = v;
+		log->cap = cap;
+	}
+	e = &log->idx[log->n++];
+	e->off = off;
+	e->time = ev->time;
+	e->len = len;
+	e->job = ev->job;
+	e->uid = ev->uid;
+	return 0;
+}
+
 int evlog_open(struct evlog *log, const char *path)
 {
 	int rc;
 
 	log->fd = -1;
+	log->idx = NULL;
+	log->n = log->cap = 0;
 	if (sigma_strlcpy(log->path, path, sizeof(log->path)) >=
 	    sizeof(log->path))
 		return -ENAMETOOLONG;
@@ -135,10 +166,10 @@ int evlog_open(struct evlog *log, const char *path)
 	if (log->fd < 0)
 		return -errno;
 	rc = evlog_cut_tail(log->fd);
-	if (rc) {
-		close(log->fd);
-		log->fd = -1;
-	}
+	if (!rc)
+		rc = evlog_index_build(log);
+	if (rc)
+		evlog_close(log);
 	return rc;
 }
 
@@ -147,6 +178,7 @@ int evlog_append(struct evlog *log, const struct evlog_event *ev)
 	char line[EVLOG_LINE_MAX];
 	int n = evlog_format(ev, line, sizeof(line));
 	ssize_t w;
+	off_t end;
 
 	if (n < 0)
 		return n;
@@ -160,6 +192,13 @@ int evlog_append(struct evlog *log, const struct evlog_event *ev)
 		return -EIO;
 	if (fdatasync(log->fd) < 0)
 		return -errno;
+	/* on disk now: an event the index misses is only missing from
+	 * history replies, until the next compaction indexes the file anew */
+	end = lseek(log->fd, 0, SEEK_CUR);
+	if (end < n || evlog_index_add(log, ev, end - n, (uint32_t)n))
+		sigma_warn("event log %s: an event is not indexed: history "
+			   "replies miss it",
+			   log->path);
 	return 0;
 }
 
@@ -168,6 +207,9 @@ void evlog_close(struct evlog *log)
 	if (log->fd >= 0)
 		close(log->fd);
 	log->fd = -1;
+	free(log->idx);
+	log->idx = NULL;
+	log->n = log->cap = 0;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -295,19 +337,30 @@ static void evlog_skip(const char *path, size_t lineno, const char *why,
 			   why);
 }
 
-/* the lines of f from where it stands, as evlog_read says */
-static int evlog_read_lines(const char *path, FILE *f, evlog_fn fn, void *arg,
-			    size_t *bad)
+/* called for each whole, valid line read, with where it starts in the
+ * file and its length with its '\n'; nonzero stops the read */
+typedef int (*evlog_line_fn)(const struct evlog_event *ev, int64_t off,
+			     uint32_t len, void *arg);
+
+/* the lines of f from its start, as evlog_read says */
+static int evlog_read_lines(const char *path, FILE *f, evlog_line_fn fn,
+			    void *arg, size_t *bad)
 {
 	char line[EVLOG_LINE_MAX + 2], why[160];
 	size_t nbad = 0, lineno = 0;
+	long off = 0;
 	int rc = 0;
 
-	/* cleared first, so a '\n' found in it is one fgets read */
-	while (memset(line, 0, sizeof(line)), fgets(line, sizeof(line), f)) {
-		size_t len = strlen(line);
+	for (;;) {
 		struct evlog_event ev;
+		size_t len;
 
+		/* cleared first, so a '\n' found in it is one fgets read */
+		memset(line, 0, sizeof(line));
+		off = ftell(f);
+		if (off < 0 || !fgets(line, sizeof(line), f))
+			break;
+		len = strlen(line);
 		lineno++;
 		if (len == 0 || line[len - 1] != '\n') {
 			/*
@@ -331,49 +384,132 @@ static int evlog_read_lines(const char *path, FILE *f, evlog_fn fn, void *arg,
 			evlog_skip(path, lineno, why, &nbad);
 			continue;
 		}
-		rc = fn(&ev, arg);
+		rc = fn(&ev, off, (uint32_t)len + 1, arg);
 		if (rc)
 			break;
 	}
-	if (!rc && ferror(f))
+	if (!rc && (off < 0 || ferror(f)))
 		rc = -EIO;
 	if (bad)
 		*bad = nbad;
 	return rc;
 }
 
-int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
-{
-	return evlog_read_tail(path, -1, fn, arg, bad, NULL);
-}
-
-int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
-		    size_t *bad, long *from)
+/* path's lines, as evlog_read says, to a line_fn */
+static int evlog_read_path(const char *path, evlog_line_fn fn, void *arg,
+			   size_t *bad)
 {
 	FILE *f = fopen(path, "re");
-	long start = 0;
-	int rc, ch;
+	int rc;
 
-	if (from)
-		*from = 0;
 	if (!f) {
 		if (bad)
 			*bad = 0;
 		return errno == ENOENT ? 0 : -errno;
 	}
-	if (window >= 0 && fseek(f, 0, SEEK_END) == 0 && ftell(f) > window) {
-		start = ftell(f) - window;
-		/* from the first whole line: skip what precedes its start */
-		if (fseek(f, start - 1, SEEK_SET) == 0)
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-		if (from)
-			*from = ftell(f);
-	} else {
-		rewind(f);
-	}
 	rc = evlog_read_lines(path, f, fn, arg, bad);
 	fclose(f);
+	return rc;
+}
+
+struct read_arg {
+	evlog_fn fn;
+	void *arg;
+};
+
+static int read_fn(const struct evlog_event *ev, int64_t off, uint32_t len,
+		   void *arg)
+{
+	const struct read_arg *a = arg;
+
+	(void)off;
+	(void)len;
+	return a->fn(ev, a->arg);
+}
+
+int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad)
+{
+	struct read_arg a = {fn, arg};
+
+	return evlog_read_path(path, read_fn, &a, bad);
+}
+
+/* ---- the index and history ---------------------------------------------- */
+
+static int index_fn(const struct evlog_event *ev, int64_t off, uint32_t len,
+		    void *arg)
+{
+	return evlog_index_add(arg, ev, off, len);
+}
+
+/* the index of log's file as it is now, in place of the one it had */
+static int evlog_index_build(struct evlog *log)
+{
+	log->n = 0;
+	return evlog_read_path(log->path, index_fn, log, NULL);
+}
+
+static bool evlog_wanted(const struct evlog_entry *e,
+			 const struct evlog_filter *flt)
+{
+	if (!flt->all && (!e->job || e->uid != flt->uid))
+		return false;
+	return (!flt->job || e->job == flt->job) && e->time >= flt->since;
+}
+
+/* the indexed line e, read and parsed into ev */
+static int evlog_read_entry(const struct evlog *log,
+			    const struct evlog_entry *e,
+			    struct evlog_event *ev)
+{
+	char line[EVLOG_LINE_MAX + 2];
+	ssize_t r;
+
+	if (e->len < 2 || e->len > sizeof(line) - 1)
+		return -EINVAL;
+	r = pread(log->fd, line, e->len, (off_t)e->off);
+	if (r < 0)
+		return -errno;
+	/* the index and the file disagree: read as damaged, and skipped */
+	if ((size_t)r != e->len || line[e->len - 1] != '\n')
+		return -EINVAL;
+	return evlog_parse_line(line, e->len - 1, ev, NULL, 0);
+}
+
+int evlog_history(const struct evlog *log, const struct evlog_filter *flt,
+		  long budget, evlog_fn fn, void *arg, bool *cut)
+{
+	size_t first = log->n;
+	long used = 0;
+	int rc = 0;
+
+	if (cut)
+		*cut = false;
+	if (log->fd < 0)
+		return -EBADF;
+	/* the newest wanted lines that fit budget, found in memory */
+	for (size_t i = log->n; i-- > 0;) {
+		if (!evlog_wanted(&log->idx[i], flt))
+			continue;
+		if (used + (long)log->idx[i].len > budget) {
+			if (cut)
+				*cut = true;
+			break;
+		}
+		used += log->idx[i].len;
+		first = i;
+	}
+	for (size_t i = first; i < log->n && !rc; i++) {
+		struct evlog_event ev;
+		int r;
+
+		if (!evlog_wanted(&log->idx[i], flt))
+			continue;
+		r = evlog_read_entry(log, &log->idx[i], &ev);
+		if (r == -EINVAL)
+			continue;
+		rc = r ? r : fn(&ev, arg);
+	}
 	return rc;
 }
 
@@ -497,5 +633,12 @@ int evlog_compact(struct evlog *log, evlog_keep_fn keep, void *arg,
 	rc = fd < 0 ? -errno : 0;
 	close(log->fd);
 	log->fd = fd;
-	return rc;
+	if (fd < 0)
+		return rc;
+	rc = evlog_index_build(log);
+	if (rc)
+		sigma_warn("event log %s: not indexed anew (%s): history "
+			   "replies miss events until sigmad restarts",
+			   log->path, strerror(-rc));
+	return 0;
 }

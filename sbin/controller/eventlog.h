@@ -44,14 +44,31 @@ struct evlog_event {
 	char text[EVLOG_TEXT_MAX];
 };
 
+/*
+ * The index of an open log: where each whole, valid line is, and what a
+ * history request filters on, so that a request reads only its own lines.
+ */
+struct evlog_entry {
+	int64_t off;   /* the line's first byte in the file */
+	int64_t time;  /* the event's */
+	uint32_t len;  /* with its '\n' */
+	uint32_t job;  /* the event's, 0: none */
+	uint32_t uid;  /* the event's */
+};
+
 struct evlog {
 	int fd;
 	char path[4096];
+	struct evlog_entry *idx; /* in file order */
+	size_t n, cap;
 };
 
-/* Open for appending (created 0600); a partial last line is cut off. */
+/*
+ * Open for appending (created 0600); a partial last line is cut off, and
+ * the index is built from the lines there.
+ */
 int evlog_open(struct evlog *log, const char *path);
-/* Append one event and fsync it. Returns 0 or -errno. */
+/* Append one event, fsync it and index it. Returns 0 or -errno. */
 int evlog_append(struct evlog *log, const struct evlog_event *ev);
 void evlog_close(struct evlog *log);
 
@@ -79,14 +96,24 @@ typedef int (*evlog_fn)(const struct evlog_event *ev, void *arg);
  * empty. Returns 0, fn's nonzero value, or -errno.
  */
 int evlog_read(const char *path, evlog_fn fn, void *arg, size_t *bad);
+/* the events a history request asks for */
+struct evlog_filter {
+	uint32_t job;  /* 0: every job's */
+	int64_t since; /* events at or after it */
+	bool all;      /* every user's events, and those of no job */
+	uint32_t uid;  /* when not all: this user's jobs' events alone */
+};
+
 /*
- * As evlog_read, but only the newest window bytes of path at most: from
- * the first whole line in them (a bounded read, for requests answered in
- * sigmad's loop). *from (may be NULL) gets the offset read from, 0 when
- * the whole file fit.
+ * The events of log that flt lets through, oldest first: chosen in the
+ * index, then read line by line, the newest budget bytes of them at most
+ * (a bounded read, for requests answered in sigmad's loop, however long
+ * the log and however many other events it holds). *cut (may be NULL)
+ * gets true when older ones were left out. Returns 0, fn's nonzero
+ * value, or -errno.
  */
-int evlog_read_tail(const char *path, long window, evlog_fn fn, void *arg,
-		    size_t *bad, long *from);
+int evlog_history(const struct evlog *log, const struct evlog_filter *flt,
+		  long budget, evlog_fn fn, void *arg, bool *cut);
 
 /* the log file's size in bytes, or -errno */
 long long evlog_size(const struct evlog *log);

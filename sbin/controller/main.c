@@ -307,7 +307,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigma_info("started (pid %ld, config %s, socket %s, event log %s)",
 		   (long)getpid(), args.config, cfg.socket_path,
-		   ctl_event_log(ctl));
+		   ctl_event_log(ctl)->path);
 	if (!args.foreground)
 		sigmad_stdio_null();
 	sigmad_report(&report, "ok");

@@ -127,11 +127,7 @@ static int srv_listen(const char *path, int *out)
 
 struct history_arg {
 	FILE *out;
-	uint32_t job;
 	const char *node;
-	int64_t since;
-	bool all; /* root or SlurmUser: every event */
-	uid_t uid;
 };
 
 static int history_fn(const struct evlog_event *ev, void *arg)
@@ -139,16 +135,10 @@ static int history_fn(const struct evlog_event *ev, void *arg)
 	struct history_arg *h = arg;
 	char line[EVLOG_LINE_MAX];
 
-	if (!h->all && (!ev->job || ev->uid != h->uid))
-		return 0;
 	if (!strcmp(ev->type, "counts"))
 		return 0; /* a compacted log's counters, not an event */
-	if (h->job && ev->job != h->job)
-		return 0;
 	if (h->node && !strstr(ev->node, h->node) &&
 	    !strstr(ev->spare, h->node))
-		return 0;
-	if (ev->time < h->since)
 		return 0;
 	if (evlog_format(ev, line, sizeof(line)) > 0)
 		fputs(line, h->out);
@@ -202,34 +192,36 @@ static bool srv_job_word(const char *w, uint32_t *job)
 
 static void srv_cmd_history(const struct srv_call *k)
 {
-	struct history_arg h = {.out = k->out, .all = k->admin, .uid = k->uid};
+	const struct evlog *log = ctl_event_log(k->c);
+	struct evlog_filter flt = {.all = k->admin, .uid = (uint32_t)k->uid};
+	struct history_arg h = {.out = k->out};
 	char *const *w = k->args;
+	bool cut;
 	long v;
+	int rc;
 
 	for (int i = 0; i < k->nargs; i++) {
-		if (srv_job_word(w[i], &h.job))
+		if (srv_job_word(w[i], &flt.job))
 			continue;
 		if (!strncmp(w[i], "node=", 5) && w[i][5])
 			h.node = w[i] + 5;
 		else if (!strncmp(w[i], "since=", 6) &&
 			 !sigma_parse_long(w[i] + 6, 0, __LONG_MAX__, &v))
-			h.since = v;
+			flt.since = v;
 		else {
 			fprintf(k->out, "error: bad history argument '%s'\n",
 				w[i]);
 			return;
 		}
 	}
-	/* the newest SRV_HISTORY_WINDOW bytes only: the loop stays quick
-	 * however long the log has grown */
-	long from = 0;
-	int rc = evlog_read_tail(ctl_event_log(k->c), SRV_HISTORY_WINDOW,
-				 history_fn, &h, NULL, &from);
-
-	if (!rc && from > 0)
-		fprintf(k->out, "# history: the newest %ld KiB of the event "
-				"log (older events are in %s)\n",
-			SRV_HISTORY_WINDOW / 1024, ctl_event_log(k->c));
+	/* the caller's events alone, found in the index, the newest
+	 * SRV_HISTORY_WINDOW bytes of them: the loop stays quick however
+	 * long the log has grown and whoever else filled it */
+	rc = evlog_history(log, &flt, SRV_HISTORY_WINDOW, history_fn, &h, &cut);
+	if (!rc && cut)
+		fprintf(k->out, "# history: the newest %ld KiB of these events "
+				"(older ones are in %s)\n",
+			SRV_HISTORY_WINDOW / 1024, log->path);
 	if (rc)
 		fprintf(k->out, "error: event log: %s\n",
 			strerror(rc < 0 ? -rc : EIO));

@@ -33,7 +33,8 @@
  * requests at once, then SRV_RATE_PER_S a second */
 #define SRV_RATE_BURST 20
 #define SRV_RATE_PER_S 2
-/* history reads the newest this many bytes of the event log at most */
+/* history reads the newest this many bytes of the caller's events at most
+ * (their job, user and time found in the log's index; node among those) */
 #define SRV_HISTORY_WINDOW (4L << 20)
 
 struct srv;

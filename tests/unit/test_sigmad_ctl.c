@@ -1312,6 +1312,21 @@ static void test_slow_moves_job(void **state)
 	assert_non_null(strstr(M.job.comment, "-> checkpointed, requeued onto"));
 }
 
+/* bytes of relaunch events of uid's job 9 into c's log */
+static void flood_log(struct ctl *c, uint32_t uid, long bytes)
+{
+	struct evlog_event ev;
+
+	ctl_ev_init(&ev, "relaunch");
+	ev.job = 9;
+	ev.uid = uid;
+	memset(ev.text, 'x', sizeof(ev.text) - 1);
+	for (long n = 0; n < bytes; n += (long)sizeof(ev.text)) {
+		ev.launch++;
+		assert_int_equal(ctl_log(c, &ev), 0);
+	}
+}
+
 static void test_socket(void **state)
 {
 	struct ctl *c = NULL;
@@ -1414,6 +1429,14 @@ static void test_socket(void **state)
 	request(c, srv, admin, "history\tsince=99999999999", reply,
 		sizeof(reply));
 	assert_string_equal(reply, "");
+	if (root) {
+		/* a user's history, behind 5 MB of another user's events */
+		flood_log(c, (uint32_t)user - 1, 5 << 20);
+		request(c, srv, user, "history", reply, sizeof(reply));
+		assert_non_null(
+		    strstr(reply, "\"type\":\"decide\",\"job\":7,"));
+		assert_null(strstr(reply, "# history:"));
+	}
 	request(c, srv, admin, "bogus", reply, sizeof(reply));
 	assert_non_null(strstr(reply, "error: unknown request 'bogus'"));
 	srv_destroy(srv);

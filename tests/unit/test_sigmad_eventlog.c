@@ -1,6 +1,7 @@
 /*
  * test_sigmad_eventlog.c - the event log: round trip, escaping, a truncated
- * last line (crash mid-write), malformed lines, reopening after a crash.
+ * last line (crash mid-write), malformed lines, reopening after a crash,
+ * history through the index.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -222,60 +223,151 @@ static void test_old_lines_and_errors(void **state)
 	assert_non_null(strstr(line, "\"text\":\"caf? down\"}"));
 }
 
-/* a counting reader: how many events, and the newest job id seen */
-struct tail_count {
+struct seen {
 	int n;
-	uint32_t first, last;
+	uint32_t jobs[64];
+	int64_t times[64];
+	uint32_t last_job;
+	int64_t last_time;
 };
 
-static int tail_fn(const struct evlog_event *ev, void *arg)
+static int seen_fn(const struct evlog_event *ev, void *arg)
 {
-	struct tail_count *t = arg;
+	struct seen *t = arg;
 
-	if (!t->n++)
-		t->first = ev->job;
-	t->last = ev->job;
+	if (t->n < 64) {
+		t->jobs[t->n] = ev->job;
+		t->times[t->n] = ev->time;
+	}
+	t->n++;
+	t->last_job = ev->job;
+	t->last_time = ev->time;
 	return 0;
 }
 
+static struct seen history(const struct evlog *log, uint32_t job,
+			   int64_t since, bool all, uint32_t uid, long budget,
+			   bool *cut)
+{
+	struct evlog_filter flt = {job, since, all, uid};
+	struct seen t = {0};
+
+	assert_int_equal(evlog_history(log, &flt, budget, seen_fn, &t, cut),
+			 0);
+	return t;
+}
+
+/* the history asked of log both open and reopened (indexed from the file) */
+static void check_history(struct evlog *log)
+{
+	struct seen t;
+	bool cut;
+
+	/* a user's own job behind 6 MB of another user's events */
+	t = history(log, 0, 0, false, 1000, 4L << 20, &cut);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.jobs[0], 7);
+	assert_int_equal(t.times[0], 100);
+	assert_int_equal(t.times[1], 200);
+	assert_false(cut);
+	/* the other user's, the newest that fit, oldest first */
+	t = history(log, 0, 0, false, 1001, 10000, &cut);
+	assert_true(cut);
+	assert_true(t.n > 10 && t.n < 100);
+	assert_int_equal(t.last_job, 8);
+	assert_int_equal(t.last_time, 30000);
+	assert_int_equal(t.times[0], 30000 - t.n + 1);
+	/* an admin's, by job and by time */
+	t = history(log, 7, 0, true, 0, 4L << 20, &cut);
+	assert_int_equal(t.n, 2);
+	t = history(log, 7, 150, true, 0, 4L << 20, &cut);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.times[0], 200);
+	t = history(log, 0, 29990, true, 0, 4L << 20, &cut);
+	assert_int_equal(t.n, 10 + 1 + 1); /* job 8's, job 7's, the pool's */
+	assert_int_equal(t.last_job, 0);
+	/* a user sees no event of no job */
+	t = history(log, 0, 29990, false, 0, 4L << 20, &cut);
+	assert_int_equal(t.n, 0);
+}
+
+static bool keep_job7(const struct evlog_event *ev, void *arg)
+{
+	(void)arg;
+	return ev->job == 7 || !ev->job;
+}
+
 /*
- * A bounded read: the newest window bytes of a long log, from its first
- * whole line, the newest event last; the whole file when it fits.
+ * history through the index: a user's own events are found however many
+ * other events follow them, each reply reads a bounded number of bytes,
+ * the index is built again from the file (reopened, compacted), and lines
+ * that do not parse are never in it.
  */
-static void test_read_tail(void **state)
+static void test_history_index(void **state)
 {
 	struct evlog log;
 	struct evlog_event ev = {0};
-	struct tail_count t = {0};
-	size_t bad = 99;
-	long from = -1;
-	struct stat st;
+	struct seen t;
+	bool cut;
+
+	char line[EVLOG_LINE_MAX];
+	FILE *f;
 
 	(void)state;
+	/* written in bulk, indexed when opened */
 	unlink(path);
-	assert_int_equal(evlog_open(&log, path), 0);
-	ev.time = 1700000000;
+	f = fopen(path, "w");
+	assert_non_null(f);
+	strcpy(ev.type, "signal");
+	ev.time = 100;
+	ev.job = 7;
+	ev.uid = 1000;
+	fwrite(line, 1, (size_t)evlog_format(&ev, line, sizeof(line)), f);
 	strcpy(ev.type, "relaunch");
-	strcpy(ev.text, "relaunched in its allocation by its launcher");
-	for (uint32_t j = 1; j <= 2000; j++) {
-		ev.job = j;
-		assert_int_equal(evlog_append(&log, &ev), 0);
+	memset(ev.text, 'x', 190);
+	ev.job = 8;
+	ev.uid = 1001;
+	for (int i = 1; i <= 30000; i++) {
+		ev.time = i;
+		ev.launch = i;
+		fwrite(line, 1, (size_t)evlog_format(&ev, line, sizeof(line)),
+		       f);
 	}
+	assert_int_equal(fclose(f), 0);
+	/* then appended, indexed as they go */
+	assert_int_equal(evlog_open(&log, path), 0);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.type, "signal");
+	ev.time = 200;
+	ev.job = 7;
+	ev.uid = 1000;
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	write_raw("{\"time\":300,\"type\":\"signal\",\"job\":7,\"uid\":bad}\n");
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.type, "spare_add");
+	ev.time = 30000;
+	strcpy(ev.node, "n6");
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	check_history(&log);
 	evlog_close(&log);
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(evlog_read_tail(path, 10000, tail_fn, &t, &bad, &from),
-			 0);
-	assert_int_equal(bad, 0); /* no line cut at the window's edge */
-	assert_true(t.n > 0 && t.n < 200);
-	assert_int_equal(t.last, 2000);
-	assert_int_equal(t.first, 2000 - t.n + 1);
-	assert_true(from > st.st_size - 10000 && from < st.st_size);
-	memset(&t, 0, sizeof(t));
-	assert_int_equal(evlog_read_tail(path, st.st_size + 1, tail_fn, &t,
-					 &bad, &from),
-			 0);
-	assert_int_equal(t.n, 2000);
-	assert_int_equal(from, 0);
+	assert_int_equal(evlog_open(&log, path), 0);
+	check_history(&log);
+	/* compacted to job 7's and the pool's: indexed anew, and appended to */
+	assert_int_equal(evlog_compact(&log, keep_job7, NULL, NULL, 1), 0);
+	t = history(&log, 0, 0, true, 0, 4L << 20, &cut);
+	assert_int_equal(t.n, 3);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.type, "signal");
+	ev.time = 400;
+	ev.job = 7;
+	ev.uid = 1000;
+	assert_int_equal(evlog_append(&log, &ev), 0);
+	t = history(&log, 7, 0, false, 1000, 4L << 20, &cut);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(t.last_time, 400);
+	evlog_close(&log);
+	snprintf(ev.text, sizeof(ev.text), "%s.1", path);
+	unlink(ev.text);
 }
 
 int main(void)
@@ -285,7 +377,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated_last_line),
 	    cmocka_unit_test(test_malformed_lines),
 	    cmocka_unit_test(test_old_lines_and_errors),
-	    cmocka_unit_test(test_read_tail),
+	    cmocka_unit_test(test_history_index),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -19,9 +19,14 @@
  *   without its '\n', with a NUL byte, longer than EVLOG_LINE_MAX or
  *   malformed): a damaged line never becomes an event, and never hides
  *   the lines after it;
- * - a callback that returns nonzero stops the read with that value.
+ * - a callback that returns nonzero stops the read with that value;
+ * - the file opened as the log (its cut-short last line cut off) indexes
+ *   the same events: evlog_history gives all of them to an admin, and to
+ *   a user exactly those of a job of theirs, in order.
  */
 #include "fuzz.h"
+
+#include <limits.h>
 
 #include "eventlog.h"
 
@@ -82,6 +87,8 @@ static void round_trip(const struct evlog_event *ev)
 struct model {
 	struct evlog_event *want;
 	size_t nwant, seen, stop_at;
+	bool user;    /* history as a user: skips what the user may not see */
+	uint32_t uid; /* that user */
 };
 
 static int collect(const struct evlog_event *ev, void *arg)
@@ -89,10 +96,41 @@ static int collect(const struct evlog_event *ev, void *arg)
 	struct model *m = arg;
 
 	check_event(ev);
+	while (m->user && m->seen < m->nwant &&
+	       (!m->want[m->seen].job || m->want[m->seen].uid != m->uid))
+		m->seen++;
 	CHECK(m->seen < m->nwant);
 	CHECK(same_event(ev, &m->want[m->seen]));
 	m->seen++;
 	return m->seen == m->stop_at ? 7 : 0;
+}
+
+/* the model's events through the log's index, as an admin and a user */
+static void fuzz_history(struct model *m)
+{
+	struct evlog_filter flt = {.since = INT64_MIN, .all = true};
+	struct evlog log;
+	bool cut = true;
+
+	if (evlog_open(&log, log_path))
+		return; /* out of memory: nothing to check */
+	m->seen = 0;
+	m->stop_at = 0;
+	CHECK(evlog_history(&log, &flt, LONG_MAX, collect, m, &cut) == 0);
+	CHECK(m->seen == m->nwant && !cut);
+	if (m->nwant) {
+		flt.all = false;
+		flt.uid = m->uid = m->want[0].uid;
+		m->user = true;
+		m->seen = 0;
+		CHECK(evlog_history(&log, &flt, LONG_MAX, collect, m, &cut) ==
+		      0);
+		for (; m->seen < m->nwant; m->seen++) /* none of theirs left */
+			CHECK(!m->want[m->seen].job ||
+			      m->want[m->seen].uid != m->uid);
+		m->user = false;
+	}
+	evlog_close(&log);
 }
 
 static void fuzz_file(const uint8_t *data, size_t size)
@@ -135,6 +173,7 @@ static void fuzz_file(const uint8_t *data, size_t size)
 		rc = evlog_read(log_path, collect, &m, NULL);
 		CHECK(rc == 7 && m.seen == 2);
 	}
+	fuzz_history(&m);
 	free(m.want);
 }
 

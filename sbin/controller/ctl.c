@@ -546,6 +546,7 @@ void ctl_destroy(struct ctl *c)
 	for (size_t i = 0; i < c->tries.n; i++)
 		ctl_proc_kill(&c->tries.v[i]->probe);
 	ctl_tries_free(&c->tries);
+	ctl_suspects_kill(c);
 	evlog_close(&c->log);
 	ctl_view_free(&c->view);
 	free(c->recs);
@@ -673,6 +674,7 @@ int ctl_tick(struct ctl *c)
 	ctl_log_compact(c, &v);
 	ctl_view_free(&c->view);
 	c->view = v;
+	ctl_suspects(c);
 	ctl_metrics_tick(c, v.now);
 	return 0;
 }

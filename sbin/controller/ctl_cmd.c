@@ -374,17 +374,17 @@ int ctl_cmd_relaunch(struct ctl *c, uint32_t job, int launch, const char *off,
 	return 0;
 }
 
-/* drain node i of job with reason at its owner's word: 0 or -errno */
-static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
-			 const char *reason, const char *as, FILE *out)
+int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
+		  enum sigma_drain_ask ask, const char *reason, const char *as,
+		  FILE *out)
 {
 	const char *node = c->view.nodes[i].name;
 	struct evlog_event ev;
 	char why[320];
 
-	/* a user's word never touches a node out of service already */
-	if (ctl_drain_decide(&c->view.nodes[i], SIGMA_ASK_USER, why,
-			     sizeof(why)) != SIGMA_DRAIN_SET) {
+	/* the one drain decision: never a node out of service already */
+	if (ctl_drain_decide(&c->view.nodes[i], ask, why, sizeof(why)) !=
+	    SIGMA_DRAIN_SET) {
 		fprintf(out, "ok: %s left as it is: %s\n", node, why);
 		return 0;
 	}
@@ -404,15 +404,13 @@ static int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
 	sigma_strlcpy(ev.text, reason, sizeof(ev.text));
 	ctl_log(c, &ev);
 	ctl_drained_add(c, job, node);
-	sigma_info("job %u: %s drained as %s, at its owner's word (uid %u)",
+	sigma_info("job %u: %s drained as %s, on its owner's report (uid %u)",
 		   job, node, as, (unsigned)uid);
 	fprintf(out, "ok: %s drained: %s\n", node, reason);
 	return 0;
 }
 
-/* node of uid's running job (in_job: restarting itself), for a report
- * of its owner: its index, or -ENOENT or -EPERM, told on out */
-static long ctl_job_node(struct ctl *c, const char *node, uint32_t job,
+long ctl_job_node(struct ctl *c, const char *node, uint32_t job,
 			 uid_t uid, bool admin, bool in_job, FILE *out)
 {
 	long i = ctl_cmd_node(c, node, out);
@@ -427,84 +425,6 @@ static long ctl_job_node(struct ctl *c, const char *node, uint32_t job,
 		return -EPERM;
 	}
 	return i;
-}
-
-/*
- * A user's suspect report, checked against what sigmad can verify itself:
- * Slurm's records of the job's failed steps on node (the launcher's count
- * is its owner's word), and that no other user's job runs there. 0, or a
- * negative errno told on out.
- */
-static int ctl_suspect_refused(struct ctl *c, const char *node, uint32_t job,
-			       uid_t uid, FILE *out)
-{
-	int want = c->cfg.suspect_crashes, n;
-	long other = ctl_slurm_other_job(node, (uint32_t)uid);
-
-	if (other < 0) {
-		fprintf(out, "error: job %u, node %s: slurmctld cannot tell "
-			     "which jobs run there; try again\n",
-			job, node);
-		return -EAGAIN;
-	}
-	if (other > 0) {
-		fprintf(out, "error: job %u, node %s: refused: job %ld of another "
-			     "user runs on %s\n",
-			job, node, other, node);
-		return -EPERM;
-	}
-	n = ctl_slurm_failed_steps(job, node);
-	if (n < 0) {
-		fprintf(out, "error: job %u, node %s: slurmdbd cannot tell the "
-			     "job's failed steps; try again\n",
-			job, node);
-		return -EAGAIN;
-	}
-	if (n < want) {
-		fprintf(out, "error: job %u, node %s: refused: Slurm records %d "
-			     "failed steps of the job on %s, sigmad drains at %d\n",
-			job, node, n, node, want);
-		return -EPERM;
-	}
-	return 0;
-}
-
-int ctl_cmd_suspect(struct ctl *c, const char *node, uint32_t job, uid_t uid,
-		    bool admin, FILE *out)
-{
-	char reason[CTL_REASON_MAX], why[320];
-	long i = ctl_job_node(c, node, job, uid, admin, true, out);
-	int rc;
-
-	if (i < 0)
-		return (int)i;
-	/* a node the drain decision leaves alone is told so by ctl_job_drain,
-	 * at no cost; for the others, a user's word is checked first */
-	if (!admin && ctl_drain_decide(&c->view.nodes[i], SIGMA_ASK_USER, why,
-				       sizeof(why)) == SIGMA_DRAIN_SET) {
-		/* a job, or a user, takes few nodes out an hour */
-		if (ctl_reports(c, c->view.now, job, (uint32_t)uid, false) >=
-			CTL_SUSPECT_PER_JOB_HOUR ||
-		    ctl_reports(c, c->view.now, job, (uint32_t)uid, true) >=
-			CTL_SUSPECT_PER_USER_HOUR) {
-			fprintf(out,
-				"error: job %u, node %s: refused: at most %d suspect "
-				"drains a job and %d a user in an hour\n",
-				job, node, CTL_SUSPECT_PER_JOB_HOUR,
-				CTL_SUSPECT_PER_USER_HOUR);
-			return -EBUSY;
-		}
-		if ((rc = ctl_suspect_refused(c, node, job, uid, out)))
-			return rc;
-	}
-	snprintf(reason, sizeof(reason),
-		 "sigma: suspect: the rank of job %u keeps dying here, though it probes healthy",
-		 job);
-	rc = ctl_job_drain(c, i, job, uid, reason, "a suspect", out);
-	if (rc == 0 && (c->view.nodes[i].flags & CTL_N_DRAIN) &&
-	    !strcmp(c->view.nodes[i].reason, reason))
-		ctl_report_note(c, c->view.now, job, (uint32_t)uid);
-	return rc;
 }
 
 int ctl_cmd_slow(struct ctl *c, const char *node, uint32_t job, uid_t uid,

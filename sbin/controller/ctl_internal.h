@@ -11,6 +11,7 @@
  *   ctl_recover.c  carrying a decision out, step by step
  *   ctl_repair.c   return to service: repair probes of drained nodes
  *   ctl_cmd.c      the commands of sigmactl
+ *   ctl_suspect.c  a user's suspect report: checked, probed, judged
  *   ctl_metrics.c  the metrics file: counters from the event log, gauges
  */
 #ifndef SIGMAD_CTL_INTERNAL_H
@@ -96,6 +97,22 @@ struct ctl_report {
 #define CTL_SUSPECT_PER_JOB_HOUR  2
 #define CTL_SUSPECT_PER_USER_HOUR 4
 
+/*
+ * A suspect report's probe of its node (ctl_suspect.c): running, or ended
+ * and its result kept CTL_SUSPECT_REPROBE_S, in which a report of the
+ * node is judged on that result instead of a new probe.
+ */
+struct ctl_suspect {
+	char node[CTL_NAME_MAX];
+	uint32_t job, uid;
+	struct ctl_proc probe;
+	int64_t ended; /* 0 while the probe runs */
+	int rc;
+	char out[CTL_PROC_OUT_MAX];
+};
+#define CTL_SUSPECTS_MAX      16
+#define CTL_SUSPECT_REPROBE_S 600
+
 struct ctl {
 	struct sigmad_config cfg;
 	char config_path[4096];
@@ -108,6 +125,8 @@ struct ctl {
 	struct ctl_tries_table tries; /* the nodes in repair */
 	struct ctl_report reports[CTL_REPORTS_MAX]; /* the last hour's */
 	size_t nreports;
+	struct ctl_suspect suspects[CTL_SUSPECTS_MAX]; /* probes of reports */
+	size_t nsuspects;
 	struct ctl_last *last;
 	size_t nlast;
 	struct ctl_view view; /* the latest look, for status */
@@ -227,10 +246,41 @@ void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r);
 /* keep a finished job's account in its accounting record (ctl_recover.c) */
 void ctl_verify_account(struct ctl *c, struct ctl_rec *r);
 
+/* ---- commands (ctl_cmd.c) ------------------------------------------------- */
+
+/*
+ * node of uid's running job (in_job: one restarting itself), for a report
+ * of its owner (admin: of anyone's job): its index, or -ENOENT or -EPERM,
+ * told on out
+ */
+long ctl_job_node(struct ctl *c, const char *node, uint32_t job, uid_t uid,
+		  bool admin, bool in_job, FILE *out);
+/*
+ * Drain node i of job with reason, on a report of its owner uid, if the
+ * one drain decision says so for ask (as: what it is drained as, for
+ * sigmad's log). The drain is logged for the job. 0 (drained, or left as
+ * it is and told so on out), or -errno.
+ */
+int ctl_job_drain(struct ctl *c, long i, uint32_t job, uid_t uid,
+		  enum sigma_drain_ask ask, const char *reason, const char *as,
+		  FILE *out);
+
 /* ---- return to service (ctl_repair.c) ------------------------------------ */
 
 /* probe the drained nodes that are due, act on the results */
 void ctl_repair(struct ctl *c, struct ctl_view *v);
+/*
+ * Start sigmad_probe_command for node into p (no shell, %n the node);
+ * collected with ctl_proc_poll. 0, or -errno (no command: -ENOENT).
+ */
+int ctl_probe_start(struct ctl *c, const char *node, struct ctl_proc *p);
+
+/* ---- suspect reports (ctl_suspect.c) ------------------------------------- */
+
+/* judge the reports whose probe ended; forget the results gone stale */
+void ctl_suspects(struct ctl *c);
+/* kill the probes still running (teardown) */
+void ctl_suspects_kill(struct ctl *c);
 
 /* ---- metrics (ctl_metrics.c) -------------------------------------------- */
 

@@ -18,11 +18,8 @@
 
 #define CTL_PROBE_TIMEOUT_S 300
 
-/*
- * Start the probe command for node: words split on blanks, %n replaced by
- * the node name, no shell. Its result is collected by ctl_repair_collect.
- */
-static int ctl_probe_start(struct ctl *c, const char *node, struct ctl_proc *p)
+/* the probe command's words split on blanks, %n replaced by the node name */
+int ctl_probe_start(struct ctl *c, const char *node, struct ctl_proc *p)
 {
 	char cmd[SIGMAD_LIST_MAX], words[32][512], *argv[33], *save = NULL,
 							      *tok;
@@ -50,7 +47,7 @@ static int ctl_probe_start(struct ctl *c, const char *node, struct ctl_proc *p)
 	}
 	argv[argc] = NULL;
 	if (!argc)
-		return -EINVAL;
+		return -ENOENT;
 	snprintf(env_node, sizeof(env_node), "SLURMD_NODENAME=%s", node);
 	snprintf(env_conf, sizeof(env_conf), "SIGMA_CONF=%s", c->config_path);
 	return ctl_proc_start(p, argv, env, CTL_PROBE_TIMEOUT_S);

@@ -28,6 +28,7 @@
  *   repair    node rc text       return   node kind=pool|service
  *   spare_add node uid           spare_remove node uid
  *   resume    node uid           start / stop (sigmad itself)
+ *   suspect   job uid node rc=its probe's verdict=judged|refused text
  */
 struct evlog_event {
 	int64_t time; /* seconds since the epoch */

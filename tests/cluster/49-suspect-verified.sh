@@ -5,10 +5,12 @@
 # (SIGMA_SUSPECT_CRASHES=1, the user's own setting). Its rank on n1 prints
 # srun's failure text naming n2 on its stderr, then crashes:
 #   - the launcher blames n1, where srun saw the crash, not the framed n2;
-#   - sigmad refuses to drain n1: Slurm's accounting holds 1 failed step of
-#     the job there, and sigmad drains at 3 (sigmad_suspect_crashes);
+#   - sigmad probes n1 first (healthy), then refuses to drain it: Slurm's
+#     accounting holds 1 failed step of the job there, and sigmad drains
+#     at 3 (sigmad_suspect_crashes);
 #   - the user's own suspect of n2, on which no crash was ever seen but in
-#     that failed step, is refused the same way;
+#     that failed step, is probed and refused the same way, the verdict
+#     in sigmad's history;
 #   - with the victim's job running on n1 too, the user's suspect of n1 is
 #     refused for that alone.
 # No node is drained.
@@ -43,20 +45,33 @@ jid=$(cd "$d" && run_as_user sbatch --parsable -N3 -w n1,n2,n3 --no-kill \
 	-o "$d/out" --export="ALL,SIGMA_SUSPECT_CRASHES=1,SIGMA_PROBE=$PROBE,SIGMACTL=$SIGMACTL,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf" \
 	--wrap "$LAUNCHER -- $d/step.sh") || fail "sbatch failed"
 trap 'scancel "$jid" ${vid:+"$vid"} 2>/dev/null' EXIT
-# sigmad's answer to the launcher's suspect report (which names the node)
-until_true 90 sh -c "grep -q '^sigma-launch: sigmactl: .*node n[12]\\|^sigma-launch: sigmactl: ok: n[12]' '$d/out' 2>/dev/null" ||
-	fail "no answer of sigmad to the launcher's suspect: $(grep sigma-launch "$d/out")"
+# sigmad's verdict on the launcher's suspect report (which names the node),
+# after its probe of the node
+until_true 120 sh -c "grep -q '^sigma-launch: sigmactl: .*node n[12]: refused\\|^sigma-launch: sigmactl: ok: n[12] drained' '$d/out' 2>/dev/null" ||
+	fail "no verdict of sigmad on the launcher's suspect: $(grep sigma-launch "$d/out")"
 grep -q "^sigma-launch: the rank on n1 died" "$d/out" ||
 	fail "the launcher did not blame n1: $(grep sigma-launch "$d/out")"
 grep -q "^sigma-launch: the rank on n2 died" "$d/out" && fail "the launcher blamed the framed n2"
 grep -q "^srun: error: n2: task 1: Exited with exit code 1" "$d/out" ||
 	fail "the rank's own text did not reach the job's output as it was printed"
-grep -q "^sigma-launch: sigmactl: sigmactl: job $jid, node n1: refused: Slurm records 1 failed steps of the job on n1, sigmad drains at 3" "$d/out" ||
-	fail "sigmad's answer: $(grep 'sigma-launch: sigmactl' "$d/out")"
+grep -q "^sigma-launch: sigmactl: verdict: probe exit 0 (.*): error: job $jid, node n1: refused: Slurm records 1 failed steps of the job on n1, sigmad drains at 3" "$d/out" ||
+	fail "sigmad's verdict: $(grep 'sigma-launch: sigmactl' "$d/out")"
+# asked again, at once on the count after the healthy probe: the same
+until_true 30 grep -q "^sigma-launch: sigmactl: sigmactl: job $jid, node n1: refused: Slurm records 1 failed steps of the job on n1, sigmad drains at 3" "$d/out" ||
+	fail "sigmad's answer to the report again: $(grep 'sigma-launch: sigmactl' "$d/out")"
 log "the rank framed n2; the launcher blamed n1; sigmad refused: $(grep -o 'Slurm records.*' "$d/out")"
 
-r=$(run_as_user "${CTL[@]}" suspect n2 --job "$jid" 2>&1) && fail "suspect n2 taken: $r"
-echo "$r" | grep -q "refused: Slurm records 1 failed steps of the job on n2" || fail "suspect n2: $r"
+r=$(run_as_user "${CTL[@]}" suspect n2 --job "$jid" 2>&1) || fail "suspect n2: $r"
+echo "$r" | grep -q "node n2: sigmad probes it first" || fail "suspect n2: $r"
+# verdict NODE: sigmad's verdict on the job's report of NODE, as the user
+# sees it in the history
+verdict() {
+	run_as_user "${CTL[@]}" history --job "$jid" --json |
+		grep '"type":"suspect"' | grep "\"node\":\"$1\""
+}
+until_true 60 verdict n2 || fail "no verdict on n2 in the user's history: $(run_as_user "${CTL[@]}" history --job "$jid" --json)"
+v=$(verdict n2)
+echo "$v" | grep -q '"verdict":"refused".*refused: Slurm records 1 failed steps of the job on n2' || fail "the verdict on n2: $v"
 
 vid=$(run_as_victim sbatch --parsable -w n1 -n1 -o /dev/null --wrap "sleep 120") || fail "the victim's sbatch failed"
 until_true 30 is_state "$vid" RUNNING || fail "the victim's job $vid not running: $(jstate "$vid")"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # In-job restart, the two ends of it: a rank that keeps dying on the same
 # healthy node (three times) makes that node a suspect, which the step
-# leaves for the in-allocation spare and sigmad drains with a reason that
-# says so; sigmad counts the three relaunches against the job's restarts;
+# leaves for the in-allocation spare and sigmad, once its own probe finds
+# no fault and Slurm records the three failed steps, drains with a reason
+# that says so; sigmad counts the three relaunches against the job's restarts;
 # then a node that fails its probe, with no in-allocation spare
 # left, sends the job back to today's path: it exits 76, and sigmad
 # requeues it onto the pool's spares, where it resumes and completes.
@@ -34,7 +35,8 @@ until_true 60 sh -c "grep -q '^sigma-launch: launch 3 ' '$out'" || fail "no laun
 grep -q "^sigma-launch: launch 1 .* on ${N[0]},${N[1]} " "$out" || fail "launch 1 not on the same nodes"
 grep -q "^sigma-launch: launch 3 .* on ${N[0]},${N[2]} " "$out" ||
 	fail "launch 3 did not leave the suspect ${N[1]}: $(grep '^sigma-launch' "$out")"
-until_true 20 sh -c "scontrol show node ${N[1]} | grep -q 'State=[A-Z+]*DRAIN'" || fail "${N[1]} not drained: $(nstate "${N[1]}")"
+# sigmad probes it first (healthy), then drains it on Slurm's count
+until_true 60 sh -c "scontrol show node ${N[1]} | grep -q 'State=[A-Z+]*DRAIN'" || fail "${N[1]} not drained: $(nstate "${N[1]}")"
 nreason "${N[1]}" | grep -q "sigma: suspect: the rank of job $jid keeps dying here" ||
 	fail "${N[1]}'s reason: $(nreason "${N[1]}")"
 log "${N[1]} drained: $(nreason "${N[1]}")"

@@ -1174,6 +1174,87 @@ static void test_suspect_verified(void **state)
 	free(text);
 }
 
+/* tick c until job 7 has n "suspect" verdicts (its probes ended) */
+static void until_verdicts(struct ctl *c, int n)
+{
+	for (int k = 0; k < 200 && logged_at("suspect", 0) < n; k++) {
+		ticks(c, 1);
+		usleep(20000);
+	}
+	assert_int_equal(logged_at("suspect", 0), n);
+}
+
+/* counts n2's refused suspect verdicts that give Slurm's count as why */
+static int n2_refused_fn(const struct evlog_event *ev, void *arg)
+{
+	*(int *)arg += !strcmp(ev->type, "suspect") &&
+		       !strcmp(ev->node, "n2") &&
+		       !strcmp(ev->verdict, "refused") &&
+		       strstr(ev->text, "Slurm records 0 failed steps") != NULL;
+	return 0;
+}
+
+/*
+ * A suspect report gets sigmad's own probe of the node first, started
+ * without waiting for it: a node whose probe fails is drained with the
+ * probe's reason, whatever the count; one that probes healthy is drained
+ * as a suspect only on Slurm's count (3 failed steps of the job there). A
+ * report while the probe runs waits for its verdict; one soon after a
+ * healthy probe is judged on the count at once.
+ */
+static void test_suspect_probed(void **state)
+{
+	char probe[sizeof(dir) + 16], *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len), *f;
+	struct ctl *c = NULL;
+	int refused = 0;
+
+	(void)state;
+	assert_non_null(out);
+	snprintf(probe, sizeof(probe), "%s/probe.sh", dir);
+	f = fopen(probe, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nsleep 0.2\n"
+	      "[ \"$1\" = n1 ] && { echo 'sigma: probe full: gpu0 ecc'; exit 1; }\n"
+	      "echo 'sigma: probe full: healthy'\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(probe, 0755), 0);
+	snprintf(cfg.probe_command, sizeof(cfg.probe_command), "%s %%n",
+		 probe);
+	c = in_job_start(true);
+	M.n[0].failed_steps = 0; /* n1: no crash recorded, but faulty */
+	M.n[1].failed_steps = 0; /* n2: no crash recorded, healthy */
+	/* n3: 3 crashes recorded, healthy */
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n1", 7, 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), 0);
+	assert_int_equal(ctl_cmd_suspect(c, "n3", 7, 1000, false, out), 0);
+	assert_int_equal(M.drains[0] + M.drains[1] + M.drains[2], 0);
+	until_verdicts(c, 3);
+	assert_int_equal(M.drains[0], 1);
+	assert_string_equal(M.n[0].reason, "sigma: probe full: gpu0 ecc");
+	assert_int_equal(M.drains[1], 0);
+	assert_int_equal(M.drains[2], 1);
+	assert_non_null(strstr(M.n[2].reason, "sigma: suspect: the rank of job 7"));
+	/* n2 again, its third crash recorded: the count, no probe */
+	M.n[1].failed_steps = 3;
+	assert_int_equal(ctl_cmd_suspect(c, "n2", 7, 1000, false, out), 0);
+	assert_int_equal(M.drains[1], 1);
+	ctl_destroy(c);
+	cfg.probe_command[0] = '\0';
+	unlink(probe);
+	fclose(out);
+	assert_non_null(strstr(text, "ok: job 7, node n1: sigmad probes it first"));
+	assert_non_null(strstr(text, "ok: job 7, node n1: being probed already"));
+	assert_non_null(strstr(text, "ok: n2 drained: sigma: suspect:"));
+	free(text);
+	/* each verdict says why */
+	assert_int_equal(evlog_read(log_path, n2_refused_fn, &refused, NULL), 0);
+	assert_int_equal(refused, 1);
+}
+
 /*
  * A user's suspect reports drain few nodes: two a job in an hour (a third
  * is refused, and still after sigmad restarts), and a repeat on a node
@@ -1872,6 +1953,7 @@ int main(void)
 	    cmocka_unit_test(test_in_job_ended_not_blamed),
 	    cmocka_unit_test(test_suspect_verified),
 	    cmocka_unit_test(test_suspect_caps),
+	    cmocka_unit_test(test_suspect_probed),
 	    cmocka_unit_test(test_slow_moves_job),
 	    cmocka_unit_test(test_socket),
 	    cmocka_unit_test(test_socket_abuse),

@@ -206,12 +206,17 @@ int sigma_mkdir_owned(const char *path, mode_t mode, char *err,
 	return 0;
 }
 
-uint64_t sigma_now_ms(void)
+uint64_t sigma_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sigma_now_ms(void)
+{
+	return sigma_now_ns() / 1000000;
 }
 
 uint64_t sigma_wall_ms(void)

@@ -187,8 +187,9 @@ int sigma_mkdir_p(const char *path, mode_t mode);
  */
 int sigma_mkdir_owned(const char *path, mode_t mode, char *err,
 		      size_t errlen);
-/* Monotonic and wall clocks in milliseconds. */
+/* Monotonic and wall clocks in milliseconds; the monotonic one in ns. */
 uint64_t sigma_now_ms(void);
+uint64_t sigma_now_ns(void);
 uint64_t sigma_wall_ms(void);
 
 /* ---- children of root code (child.c) ------------------------------------- */

@@ -54,9 +54,15 @@ int dist_init(struct dist *d, int dp, int ep, int pp, int micro, int E, int L,
 
 	memset(d, 0, sizeof(*d));
 	d->bucket = DIST_BUCKET_FLOATS;
-	rc = boot_init(&d->boot, why, sizeof(why));
+	/* MPI before the bootstrap's PMIx client: Open MPI 5 needs it so */
+	rc = comm_start(why, sizeof(why));
 	if (rc)
+		return sigma_set_err(err, len, -rc, "%s", why);
+	rc = boot_init(&d->boot, why, sizeof(why));
+	if (rc) {
+		comm_stop();
 		return sigma_set_err(err, len, -rc, "bootstrap: %s", why);
+	}
 	d->rank = d->boot.rank;
 	d->size = d->boot.size;
 	d->lp.world = d->size;
@@ -173,6 +179,7 @@ static void teardown(struct dist *d, bool fence)
 		(void)boot_fence(&d->boot); /* the watchdog still watches */
 	comm_watchdog_stop();
 	boot_fini(&d->boot);
+	comm_stop();
 }
 
 void dist_fini(struct dist *d)

@@ -179,14 +179,14 @@ void report_step(struct report *r, const struct report_row *row,
 		 struct ckpt_times *ct)
 {
 	long done = row->done;
-	uint64_t now = sigma_now_ms();
-	double dt = (now - r->t_last) / 1000.0;
+	uint64_t now = sigma_now_ns();
+	double dt = (double)(now - r->t_last) / 1e9;
 	/* this rank's tokens (its data-parallel share) */
 	double tps = dt > 0 ? (double)(done - r->s_last) * d->micro * m->B *
 				      m->cfg.T / dt
 			    : 0.0;
 	double gfs = tps * r->flops_tok / 1e9;
-	double el = (now - r->t_start) / 1000.0;
+	double el = (double)(now - r->t_start) / 1e9;
 	double eta = done > r->start ? el / (done - r->start) *
 					       (o->optim.steps - done)
 				     : NAN;

@@ -22,8 +22,9 @@ struct report {
 	FILE *metrics; /* rank 0, with --metrics */
 	double flops_tok;
 	long start; /* the first step of this start */
-	uint64_t t_start, t_last, comm_last; /* t_start: set by the caller
-					       * when the first step starts */
+	/* nanoseconds, monotonic; t_start is set by the caller when the
+	 * first step starts */
+	uint64_t t_start, t_last, comm_last;
 	long s_last;
 };
 

@@ -616,7 +616,7 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 					o->ckpt_every, o->ckpt_full_every,
 					o->ckpt_diff_every, o->optim.steps };
 	/* the clock of the progress series starts with the first step */
-	t->rep.t_start = t->rep.t_last = sigma_now_ms();
+	t->rep.t_start = t->rep.t_last = sigma_now_ns();
 	return 0;
 }
 
@@ -643,7 +643,7 @@ static void rank_summary(const struct trainer *t)
 {
 	const struct dist *d = t->d;
 	double n = (double)(t->st.step - t->start);
-	double ms = (double)(sigma_now_ms() - t->rep.t_start) / n;
+	double ms = (double)(sigma_now_ns() - t->rep.t_start) / 1e6 / n;
 	double cm = (double)d->comm_ns / 1e6 / n;
 	struct rusage ru;
 

@@ -26,7 +26,7 @@ struct boot_item {
 	unsigned char data[];
 };
 
-static bool boot_under_pmix(void)
+bool boot_under_pmix(void)
 {
 	const char *ns = getenv("PMIX_NAMESPACE");
 

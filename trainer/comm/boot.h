@@ -42,6 +42,9 @@ struct boot {
 	void *store;	     /* single process: what boot_put stored */
 };
 
+/* this process runs under a PMIx server (PMIX_NAMESPACE is set) */
+bool boot_under_pmix(void);
+
 /*
  * Fill b. Under a PMIx server (PMIX_NAMESPACE in the environment) PMIx
  * must answer or this fails; without one, a job of one process. Returns 0

@@ -83,6 +83,18 @@ int comm_options_default(struct comm_options *o, char *err, size_t len)
 	return 0;
 }
 
+int comm_start(char *err, size_t len)
+{
+	if (!comm_backend_available(COMM_MPI) || !boot_under_pmix())
+		return 0;
+	return comm_mpi_start(err, len);
+}
+
+void comm_stop(void)
+{
+	comm_mpi_stop();
+}
+
 int comm_create(struct comm **out, enum comm_backend be, struct boot *b,
 		const struct comm_options *o, char *err, size_t len)
 {

@@ -101,6 +101,20 @@ bool comm_backend_available(enum comm_backend be);
 size_t comm_dtype_size(enum comm_dtype t);
 
 /*
+ * Before boot_init: start the MPI library when this build has it and the
+ * process runs under a PMIx server (srun --mpi=pmix). Open MPI 5 cannot
+ * start after the process's own PMIx_Init (MPI_Init_thread fails "on a
+ * NULL communicator"); Open MPI 4.1 starts either way. The MPI back end
+ * then finds it started. 0, or -errno with err.
+ */
+int comm_start(char *err, size_t len);
+/*
+ * After the last comm_destroy and boot_fini: finalize what comm_start
+ * started, when no MPI communicator was made (a job of one rank).
+ */
+void comm_stop(void);
+
+/*
  * The world communicator of the job b describes (collective over the job).
  * COMM_SELF needs b->size == 1. Returns 0 or -errno, err says why.
  */

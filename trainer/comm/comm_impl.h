@@ -76,8 +76,21 @@ struct comm {
 int comm_self_init(struct comm *c, char *err, size_t len);
 
 #ifdef HAVE_MPI
+/* MPI_Init_thread unless MPI runs already (comm_start); 0 or -errno */
+int comm_mpi_start(char *err, size_t len);
+/* MPI_Finalize when this file started MPI and no communicator uses it */
+void comm_mpi_stop(void);
 int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len);
 #else
+static inline int comm_mpi_start(char *err, size_t len)
+{
+	(void)err;
+	(void)len;
+	return 0;
+}
+static inline void comm_mpi_stop(void)
+{
+}
 static inline int comm_mpi_init(struct comm *c, struct boot *b, char *err,
 				size_t len)
 {

@@ -129,10 +129,8 @@ static void mpi_destroy(struct comm *c)
 	free(st->counts);
 	free(st);
 	c->impl = NULL;
-	if (--mpi_users == 0 && mpi_we_initialised && !mpi_failed) {
-		MPI_Finalize();
-		mpi_we_initialised = false;
-	}
+	--mpi_users;
+	comm_mpi_stop();
 }
 
 static int mpi_allreduce(struct comm *c, float *buf, size_t n)
@@ -396,21 +394,46 @@ static const struct comm_ops mpi_ops = {
     .barrier = mpi_barrier,
 };
 
+int comm_mpi_start(char *err, size_t len)
+{
+	int inited = 0, provided = 0, rc;
+
+	MPI_Initialized(&inited);
+	if (inited)
+		return 0;
+	/*
+	 * Open MPI 5 aborts every rank (exit 14) when one dies, unless its
+	 * fault tolerance is on: then a call with the dead rank fails with
+	 * MPI_ERR_PROC_FAILED, and the trainer exits 76 (a peer lost), as on
+	 * Open MPI 4.1, which has no such parameter. A site's own setting
+	 * wins.
+	 */
+	setenv("OMPI_MCA_mpi_ft_enable", "1", 0);
+	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+	if (rc != MPI_SUCCESS)
+		return sigma_set_err(err, len, EIO,
+				     "MPI_Init_thread failed (%d)", rc);
+	mpi_we_initialised = true;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	return 0;
+}
+
+void comm_mpi_stop(void)
+{
+	if (mpi_users == 0 && mpi_we_initialised && !mpi_failed) {
+		MPI_Finalize();
+		mpi_we_initialised = false;
+	}
+}
+
 int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
 {
 	MPI_Comm world;
-	int inited = 0, provided = 0, rank, size, rc;
+	int rank, size, rc;
 
-	MPI_Initialized(&inited);
-	if (!inited) {
-		rc =
-		    MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-		if (rc != MPI_SUCCESS)
-			return sigma_set_err(err, len, EIO,
-					     "MPI_Init_thread failed (%d)", rc);
-		mpi_we_initialised = true;
-		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	}
+	rc = comm_mpi_start(err, len);
+	if (rc < 0)
+		return rc;
 	/*
 	 * No MPI message before every rank is out of MPI_Init_thread. Open
 	 * MPI 4.1 lets a rank leave it while a slower one still makes
@@ -460,9 +483,6 @@ int comm_mpi_init(struct comm *c, struct boot *b, char *err, size_t len)
 	return 0;
 
 out_fini:
-	if (mpi_users == 0 && mpi_we_initialised) {
-		MPI_Finalize();
-		mpi_we_initialised = false;
-	}
+	comm_mpi_stop();
 	return rc;
 }

@@ -853,9 +853,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sigma-comm-test: %s\n", err);
 		return 64;
 	}
+	/* MPI before the bootstrap's PMIx client: Open MPI 5 needs it so */
+	rc = comm_start(err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "sigma-comm-test: %s\n", err);
+		return 1;
+	}
 	rc = boot_init(&boot, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "sigma-comm-test: bootstrap: %s\n", err);
+		comm_stop();
 		return 1;
 	}
 	me = boot.rank;
@@ -868,6 +875,7 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "sigma-comm-test: rank %d: %s\n", me, err);
 		boot_fini(&boot);
+		comm_stop();
 		return rc == -EIO || rc == -ETIMEDOUT ? COMM_EXIT_PEER : 1;
 	}
 
@@ -882,5 +890,6 @@ int main(int argc, char **argv)
 	comm_destroy(world);
 	comm_watchdog_stop();
 	boot_fini(&boot);
+	comm_stop();
 	return rc;
 }

@@ -291,6 +291,16 @@ static void check_history(struct evlog *log)
 	assert_int_equal(t.n, 0);
 }
 
+/* a signal event of user 1000's job 7 at time */
+static void job7_signal(struct evlog_event *ev, int64_t time)
+{
+	memset(ev, 0, sizeof(*ev));
+	strcpy(ev->type, "signal");
+	ev->time = time;
+	ev->job = 7;
+	ev->uid = 1000;
+}
+
 static bool keep_job7(const struct evlog_event *ev, void *arg)
 {
 	(void)arg;
@@ -318,10 +328,7 @@ static void test_history_index(void **state)
 	unlink(path);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	strcpy(ev.type, "signal");
-	ev.time = 100;
-	ev.job = 7;
-	ev.uid = 1000;
+	job7_signal(&ev, 100);
 	fwrite(line, 1, (size_t)evlog_format(&ev, line, sizeof(line)), f);
 	strcpy(ev.type, "relaunch");
 	memset(ev.text, 'x', 190);
@@ -336,11 +343,7 @@ static void test_history_index(void **state)
 	assert_int_equal(fclose(f), 0);
 	/* then appended, indexed as they go */
 	assert_int_equal(evlog_open(&log, path), 0);
-	memset(&ev, 0, sizeof(ev));
-	strcpy(ev.type, "signal");
-	ev.time = 200;
-	ev.job = 7;
-	ev.uid = 1000;
+	job7_signal(&ev, 200);
 	assert_int_equal(evlog_append(&log, &ev), 0);
 	write_raw("{\"time\":300,\"type\":\"signal\",\"job\":7,\"uid\":bad}\n");
 	memset(&ev, 0, sizeof(ev));
@@ -356,11 +359,7 @@ static void test_history_index(void **state)
 	assert_int_equal(evlog_compact(&log, keep_job7, NULL, NULL, 1), 0);
 	t = history(&log, 0, 0, true, 0, 4L << 20, &cut);
 	assert_int_equal(t.n, 3);
-	memset(&ev, 0, sizeof(ev));
-	strcpy(ev.type, "signal");
-	ev.time = 400;
-	ev.job = 7;
-	ev.uid = 1000;
+	job7_signal(&ev, 400);
 	assert_int_equal(evlog_append(&log, &ev), 0);
 	t = history(&log, 7, 0, false, 1000, 4L << 20, &cut);
 	assert_int_equal(t.n, 3);

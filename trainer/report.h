@@ -22,9 +22,10 @@ struct report {
 	FILE *metrics; /* rank 0, with --metrics */
 	double flops_tok;
 	long start; /* the first step of this start */
-	/* nanoseconds, monotonic; t_start is set by the caller when the
-	 * first step starts */
-	uint64_t t_start, t_last, comm_last;
+	/* nanoseconds, monotonic, and the communication clock then: set by
+	 * the caller when the first step starts, so that what setup waited
+	 * on peers counts in neither */
+	uint64_t t_start, t_last, comm_start, comm_last;
 	long s_last;
 };
 

@@ -617,6 +617,7 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 					o->ckpt_diff_every, o->optim.steps };
 	/* the clock of the progress series starts with the first step */
 	t->rep.t_start = t->rep.t_last = sigma_now_ns();
+	t->rep.comm_start = t->rep.comm_last = d->comm_ns;
 	return 0;
 }
 

@@ -14,7 +14,8 @@
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
 
 PKGS="sigma-common sigma-slurm-plugin sigma-probe sigmad sigma-client sigma-train sigma-doc"
-DEBS=${SIGMA_DEB_DIR:-$SIGMA_SRCDIR/_build-deb}
+# the packages of this Slurm: contrib/build-debs's default directory
+DEBS=${SIGMA_DEB_DIR:-$SIGMA_SRCDIR/_build-deb${SIGMA_SLURM_LANE:+-$SIGMA_SLURM_LANE}}
 TESTBED=$SIGMA_SRCDIR/contrib/testbed
 STEPS=150
 for b in dpkg-buildpackage lintian; do

@@ -15,6 +15,7 @@
 #define SIGMA_SLURM_COMPAT_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -136,6 +137,24 @@ static inline void slurm_compat_free_conf(slurm_conf_t *conf)
 	slurm_free_conf(conf);
 #else
 	slurm_free_ctl_conf(conf);
+#endif
+}
+
+/*
+ * The name slurm_create_reservation returns: strdup()'d up to 25.11,
+ * xstrdup()'d since 26.05, whose header says "caller must xfree". free()
+ * on it aborts ("free(): invalid size"). libslurm exports its xfree as
+ * slurm_xfree_ptr, with no public prototype: declared here, for 26.05.
+ */
+#if SLURM_COMPAT_AT_LEAST(26, 5)
+extern void slurm_xfree_ptr(void *ptr);
+#endif
+static inline void slurm_compat_free_resv_name(char *name)
+{
+#if SLURM_COMPAT_AT_LEAST(26, 5)
+	slurm_xfree_ptr(name);
+#else
+	free(name);
 #endif
 }
 

@@ -122,7 +122,7 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
 	char *name = slurm_create_reservation(&m);
 	if (!name)
 		return ctl_slurm_fail("slurm_create_reservation", resv);
-	free(name);
+	slurm_compat_free_resv_name(name);
 	return 0;
 }
 

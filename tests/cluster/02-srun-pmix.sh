@@ -6,6 +6,7 @@
 px=$SIGMA_BUILDDIR/tests/cluster/pmix_exchange
 mpi=$SIGMA_BUILDDIR/tests/cluster/mpi_allreduce
 [ -x "$px" ] || skip "pmix_exchange not built (configure found no PMIx)"
+need_srun_pmix
 
 out=$(srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$px" 2>&1) || fail "srun pmix_exchange: $out"
 echo "$out"

@@ -13,6 +13,7 @@ t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
 "$t" --help | grep -q 'check' || fail "sigma-comm-test --help"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_srun_pmix
 
 # check_run NTASKS OUTPUT: the common checks of one run's output
 check_run() {

@@ -10,6 +10,7 @@ t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
 [ -x "$t" ] || skip "sigma-comm-test not built"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+need_srun_pmix
 
 TIMEOUT=8
 export SIGMA_COMM_TIMEOUT=$TIMEOUT

@@ -9,6 +9,7 @@ t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
 [ -x "$t" ] || skip "sigma-comm-test not built"
 grep -q '^#define HAVE_NCCL 1' "$SIGMA_BUILDDIR/config.h" || skip "built without NCCL"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
+need_srun_pmix
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" = 0 ]; then

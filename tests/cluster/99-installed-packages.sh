@@ -22,6 +22,7 @@ for b in dpkg-buildpackage lintian; do
 	command -v "$b" >/dev/null || skip "$b not installed (contrib/install-deps)"
 done
 [ -r "$CORPUS/fortunes" ] || skip "fortunes-min not installed"
+need_srun_pmix
 
 installed() { dpkg-query -W -f='${db:Status-Status}\n' "$1" 2>/dev/null | grep -qv '^not-installed$'; }
 purge_all() {

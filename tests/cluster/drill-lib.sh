@@ -17,6 +17,7 @@ drill_setup() {
 	command -v h5diff >/dev/null || skip "h5diff not installed"
 	grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 	grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+	need_srun_pmix
 	grep -q '^required' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" 2>/dev/null || skip "the plugin is not loaded"
 	grep -q '^HealthCheckProgram' "$SLURM_CONF" || skip "sigma-probe is not the health check"
 	sigmad_fresh

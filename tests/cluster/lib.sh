@@ -59,6 +59,12 @@ workdir() {
 
 # need_train: sigma-train built with PMIx and MPI, and the fortunes corpus
 # (TRAIN, F), else the test is skipped
+# need_srun_pmix: srun can start ranks with a PMIx server (Slurm's mpi/pmix
+# plugin). Debian's Slurm 26.05.5-1 ships without it (Debian bug #1149781).
+need_srun_pmix() {
+	srun --mpi=list 2>&1 | grep -qw pmix ||
+		skip "this Slurm has no mpi/pmix plugin (srun --mpi=list): no rank starts under srun --mpi=pmix"
+}
 need_train() {
 	TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
 	F=/usr/share/games/fortunes
@@ -66,6 +72,7 @@ need_train() {
 	[ -r "$F/fortunes" ] || skip "fortunes-min not installed"
 	grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 	grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"
+	need_srun_pmix
 }
 
 # train_corpus [run_as_user]: $d/train.tok and $d/val.tok prepared from the

@@ -224,6 +224,8 @@ static int db_job_open(struct db_job *q, uint32_t job, const char *id)
 	q->cond.step_list = q->steps;
 	q->cond.cluster_list = q->clusters;
 	q->cond.db_flags = SLURMDB_JOB_FLAG_NOTSET; /* 0 would match no job */
+	/* as recorded: without it slurmdbd fills a missing end with "now" */
+	q->cond.flags = JOBCOND_FLAG_NO_TRUNC;
 	q->db = slurmdb_connection_get(NULL);
 	return q->db ? 0 : 1;
 }
@@ -349,7 +351,7 @@ static int slurm_admin_comment_db(uint32_t job, const char *text,
 		sigma_debug("job %s: slurmdbd not reachable: account later", id);
 	if (rc)
 		goto out;
-	q.cond.flags = JOBCOND_FLAG_NO_STEP;
+	q.cond.flags |= JOBCOND_FLAG_NO_STEP;
 	rc = 1;
 	if (!slurm_db_job_ended(q.db, &q.cond, text, &has)) {
 		sigma_debug("job %s: its end is not recorded yet: account later",

@@ -47,15 +47,28 @@ dbd_start
 log "slurmdbd back"
 
 want="sigma: attempt 1: $node .* -> not requeued: max_restarts=0 reached"
-acct_comment() { sacct -n -X -j "$jid" -o admincomment%400 | sed 's/ *$//' | tail -n 1; }
-until_true 60 sh -c "sacct -n -X -j $jid -o admincomment%400 | grep -q '$want'" ||
-	fail "sacct lacks the give-up: $(acct_comment); sigmad: $(grep "job $jid" "$SIGMAD_LOG" | tail -n 3)"
-# the job's own end record, if it came after sigmad's write, would have
-# replaced the account by now
-until_true 30 sh -c "sacct -n -X -j $jid -o state | grep -q FAILED" || fail "sacct: job $jid not ended"
-sleep 5
-acct_comment | grep -q "$want" || fail "the give-up was overwritten: $(acct_comment)"
+# From slurmdbd's return, every reading of the account: the give-up may
+# only appear on a record whose end is in (slurmdbd fills a missing end
+# with "now" unless asked not to truncate, and sigmad once took that for
+# the end: slurmctld's own end record then overwrote the give-up), and once
+# there it must stay, here for 8 s of readings.
+seen=0
+deadline=$((SECONDS + 60))
+while [ "$seen" -lt 16 ]; do
+	row=$(sacct -n -X -P -j "$jid" -o end,admincomment | tail -n 1)
+	end=${row%%|*}
+	if grep -q "$want" <<<"${row#*|}"; then
+		[ "$end" != Unknown ] ||
+			fail "the give-up was written before the job's end was recorded: $row"
+		seen=$((seen + 1))
+	elif [ "$seen" -gt 0 ]; then
+		fail "the give-up was overwritten after $seen readings: $row"
+	fi
+	[ "$SECONDS" -lt "$deadline" ] ||
+		fail "sacct lacks the give-up: $row; sigmad: $(grep "job $jid" "$SIGMAD_LOG" | tail -n 3)"
+	sleep 0.5
+done
 "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" history --job "$jid" | grep -q "give_up *job $jid" ||
 	fail "history lacks the give-up"
 scontrol update nodename="$node" state=resume
-log "ok: $(acct_comment)"
+log "ok: $(sacct -n -X -P -j "$jid" -o end,admincomment | tail -n 1)"

@@ -41,11 +41,6 @@ void sigma_log_set_level(int level)
 	log_level = level;
 }
 
-int sigma_log_get_level(void)
-{
-	return log_level;
-}
-
 void sigma_log_set_sink(sigma_log_sink_fn fn, void *arg)
 {
 	log_sink = fn;

@@ -33,7 +33,6 @@ typedef void (*sigma_log_sink_fn)(int level, const char *msg, void *arg);
 /* ident prefixes every line ("sigmad: ..."); messages above level dropped. */
 void sigma_log_init(const char *ident, int level);
 void sigma_log_set_level(int level);
-int sigma_log_get_level(void);
 /* Replace the default stderr sink (NULL restores it). */
 void sigma_log_set_sink(sigma_log_sink_fn fn, void *arg);
 /*

@@ -313,7 +313,6 @@ int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
 			   const struct ckpt_state *st, char *err, size_t len);
 /* the newest step named in dir (not validated), -1 if none; attempt
  * (may be NULL) receives its attempt */
-long ckpt_newest_step(const char *dir);
 long ckpt_newest(const char *dir, int *attempt);
 /* waits for the write in flight, stops the thread; NULL is fine */
 void ckpt_async_destroy(struct ckpt_async *w);

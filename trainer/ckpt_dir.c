@@ -147,11 +147,6 @@ long ckpt_newest(const char *dir, int *attempt)
 	return step;
 }
 
-long ckpt_newest_step(const char *dir)
-{
-	return ckpt_newest(dir, NULL);
-}
-
 /* ---- differentials' names ------------------------------------------------- */
 
 static int cmp_diff_desc(const void *a, const void *b)

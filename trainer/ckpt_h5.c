@@ -805,16 +805,6 @@ void ckpt_h5_virtual_dir(const char *dir)
 		virtual_dir[0] = '\0';
 }
 
-bool ckpt_h5_is_virtual(int64_t d)
-{
-	hid_t dcpl = H5Dget_create_plist(d);
-	bool v = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL;
-
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	return v;
-}
-
 static pthread_mutex_t h5_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void ckpt_h5_lock(void)

@@ -193,8 +193,6 @@ int ckpt_h5_virtual_write(struct ckpt_ctx *c, int64_t loc, const char *name,
  * this process are looked up in (the file's own: it is opened through
  * /proc/self/fd); NULL: HDF5's default */
 void ckpt_h5_virtual_dir(const char *dir);
-/* whether d is a virtual dataset */
-bool ckpt_h5_is_virtual(int64_t d);
 
 /* ---- one writer at a time ------------------------------------------------- */
 

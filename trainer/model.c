@@ -580,11 +580,6 @@ float *model_act_x(struct model *m, int l)
 	return m->act.x + (size_t)l * m->B * m->cfg.T * m->cfg.D;
 }
 
-float *model_act_dx(struct model *m)
-{
-	return m->act.dx;
-}
-
 void model_zero_grads(struct model *m)
 {
 	m->ops->zero(m->grads, m->nparams);

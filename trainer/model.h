@@ -382,16 +382,15 @@ void model_backward(struct model *m);
  *
  * Backward adds into the gradients (zero them once per step): the loss is
  * scaled by loss_scale (1 / micro-batches for a mean over them). With l1 <
- * L the gradient of the output must be in model_act_dx(m); with l0 > 0 the
+ * L the gradient of the output must be in m->act.dx; with l0 > 0 the
  * gradient of the input is left there.
  */
 void model_forward_part(struct model *m, int l0, int l1,
 			const int32_t *tokens, const int32_t *targets);
 void model_backward_part(struct model *m, int l0, int l1, float loss_scale);
 /* The residual stream entering layer l ([N, D], l = L: the head's input)
- * and the backward pass's running gradient [N, D], of the active set. */
+ * of the active set (its running gradient is m->act.dx). */
 float *model_act_x(struct model *m, int l);
-float *model_act_dx(struct model *m);
 /* Zero the gradients. */
 void model_zero_grads(struct model *m);
 /* Global gradient L2 norm. */

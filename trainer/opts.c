@@ -249,7 +249,7 @@ static const struct opt_def opt_table[] = {
 	PATH("train", train_path),
 	PATH("val", val_path),
 	PATH("ckpt-dir", ckpt_dir),
-	STEPS("ckpt-every", ckpt_every, 0),
+	LONG("ckpt-every", ckpt_every, 0, SIGMA_CKPT_EVERY_MAX),
 	INT("ckpt-keep", ckpt_keep, 1, 1000),
 	FLAG("ckpt-sync", ckpt_sync),
 	PATH("local-ckpt-dir", local_dir),

@@ -10,7 +10,7 @@
 #define SIGMA_TRAIN_TAGS_H
 
 enum sigma_tag {
-	/* tier 1 (main.c): a rank's staged shard (parameters and both
+	/* tier 1 (tier1.c): a rank's staged shard (parameters and both
 	 * moments) to its buddy, then its train state */
 	SIGMA_TAG_REPLICA_SHARD = 7101,
 	SIGMA_TAG_REPLICA_STATE = 7102,

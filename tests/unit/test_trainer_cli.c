@@ -79,6 +79,18 @@ static void test_prepare_and_usage(void **state)
 	assert_int_equal(train_cli_run("SIGMA_CKPT_EVERY=-5 %s --train train.tok", prog),
 			 64);
 	assert_true(train_cli_out_has("SIGMA_CKPT_EVERY"));
+	/* the flag and the variable: one range, the plugin's */
+	assert_int_equal(train_cli_run("%s --train train.tok " SMALL "--steps 3 --ckpt-every 100000000",
+			     prog),
+			 0);
+	assert_int_equal(train_cli_run("SIGMA_CKPT_EVERY=100000000 %s --train train.tok " SMALL "--steps 3",
+			     prog),
+			 0);
+	assert_int_equal(train_cli_run("%s --train train.tok --ckpt-every 100000001", prog),
+			 64);
+	assert_true(train_cli_out_has("--ckpt-every 100000001 is out of range"));
+	assert_int_equal(train_cli_run("SIGMA_CKPT_EVERY=100000001 %s --train train.tok", prog),
+			 64);
 	assert_int_equal(train_cli_run("%s --help", prog), 0);
 }
 

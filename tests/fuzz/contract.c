@@ -34,18 +34,38 @@
 
 #include "contract.h"
 
+/*
+ * The limits as docs/plugin.md gives them to users, written out here rather
+ * than taken from contract.h, so that a wrong constant or a wrong check in
+ * the code is caught: probe off|quick|full, spares and job spares 0 to
+ * 1024, restarts 0 to 10000, checkpoint interval 1 to 10^8, on-warning
+ * one of three, restart requeue or in-job, and job spares only in-job.
+ */
 static bool block_in_limits(const struct sigma_block *b)
 {
-	return b->probe >= SIGMA_LEVEL_OFF && b->probe <= SIGMA_LEVEL_FULL &&
-	       b->spares >= 0 && b->spares <= SIGMA_SPARES_MAX &&
-	       b->max_restarts >= 0 && b->max_restarts <= SIGMA_RESTARTS_MAX &&
-	       b->ckpt_every >= 1 && b->ckpt_every <= SIGMA_CKPT_EVERY_MAX &&
-	       b->on_warning >= SIGMA_WARN_DRAIN_AFTER &&
-	       b->on_warning <= SIGMA_WARN_IGNORE &&
-	       b->restart >= SIGMA_RESTART_REQUEUE &&
-	       b->restart <= SIGMA_RESTART_IN_JOB && b->job_spares >= 0 &&
-	       b->job_spares <= SIGMA_SPARES_MAX &&
-	       (b->restart == SIGMA_RESTART_IN_JOB || !b->job_spares);
+	static const int probes[] = {SIGMA_LEVEL_OFF, SIGMA_LEVEL_QUICK,
+				     SIGMA_LEVEL_FULL};
+	static const int warnings[] = {SIGMA_WARN_CHECKPOINT,
+				       SIGMA_WARN_DRAIN_AFTER,
+				       SIGMA_WARN_IGNORE};
+	bool probe = false, warning = false;
+
+	for (size_t i = 0; i < 3; i++) {
+		probe |= b->probe == probes[i];
+		warning |= b->on_warning == warnings[i];
+	}
+	if (!probe || !warning)
+		return false;
+	if (b->spares < 0 || b->spares > 1024 || b->job_spares < 0 ||
+	    b->job_spares > 1024)
+		return false;
+	if (b->max_restarts < 0 || b->max_restarts > 10000)
+		return false;
+	if (b->ckpt_every < 1 || b->ckpt_every > 100000000)
+		return false;
+	if (b->restart == SIGMA_RESTART_IN_JOB)
+		return true;
+	return b->restart == SIGMA_RESTART_REQUEUE && b->job_spares == 0;
 }
 
 /* blocks are zeroed first, so that any field the contract adds, and the

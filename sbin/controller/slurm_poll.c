@@ -37,14 +37,48 @@
  * cost as many round trips, and its measured cost is the host's noise */
 #define POLL_SPLIT_MIN 1000
 
-/* what reading one table costs, and when it was last read whole */
+/* what reading one table costs, when it was last read whole, and the
+ * libslurm calls that read and free its reply */
 struct table_cost {
 	const char *name;
 	double whole_ms;  /* the last whole read with data */
 	double single_ms; /* mean of the one-record reads */
 	double last_whole;
 	bool split;	  /* polls between whole reads go record by record */
+	const char *call;
+	int (*load)(time_t since, void **reply);
+	void (*free)(void *reply);
 };
+
+static int read_node_table(time_t since, void **reply)
+{
+	node_info_msg_t *m = NULL;
+	int rc = slurm_load_node(since, &m, SHOW_ALL);
+
+	*reply = m;
+	return rc;
+}
+
+/* SHOW_DETAIL is not asked for: it packs every job's per-node resources,
+ * and sigmad reads the node list only */
+static int read_job_table(time_t since, void **reply)
+{
+	job_info_msg_t *m = NULL;
+	int rc = slurm_load_jobs(since, &m, SHOW_ALL);
+
+	*reply = m;
+	return rc;
+}
+
+static void free_node_table(void *reply)
+{
+	slurm_free_node_info_msg(reply);
+}
+
+static void free_job_table(void *reply)
+{
+	slurm_free_job_info_msg(reply);
+}
 
 static struct {
 	node_info_msg_t *nodes;
@@ -57,8 +91,16 @@ static struct {
 	uint32_t *watch_jobs;
 	size_t nwatch_jobs;
 	unsigned long long whole, unchanged, single, failed;
-} cache = {.node_cost = {.name = "node", .single_ms = 1},
-	   .job_cost = {.name = "job", .single_ms = 1}};
+} cache = {.node_cost = {.name = "node",
+			  .single_ms = 1,
+			  .call = "slurm_load_node",
+			  .load = read_node_table,
+			  .free = free_node_table},
+	   .job_cost = {.name = "job",
+			.single_ms = 1,
+			.call = "slurm_load_jobs",
+			.load = read_job_table,
+			.free = free_job_table}};
 
 static double now_ms(void)
 {
@@ -140,52 +182,55 @@ static bool whole_due(struct table_cost *tc, double now, int64_t poll_s,
 	return false;
 }
 
-static int fresh_nodes(int64_t poll_s, bool *singles)
+/*
+ * Bring one table's cached reply (*cached, records long, as of
+ * last_update) up to date: read whole when due, else *singles says
+ * whether its nwatch sigma records are to be read one by one.
+ */
+static int fresh_table(struct table_cost *tc, void **cached,
+		       uint32_t records, time_t last_update, size_t nwatch,
+		       int64_t poll_s, bool *singles)
 {
-	node_info_msg_t *ni = NULL;
+	void *reply = NULL;
 	double t0 = now_ms();
 	int rc;
 
-	if (cache.nodes &&
-	    !whole_due(&cache.node_cost, t0, poll_s, cache.nodes->record_count,
-		       cache.nwatch_nodes, singles))
+	if (*cached &&
+	    !whole_due(tc, t0, poll_s, records, nwatch, singles))
 		return 0;
 	*singles = false;
-	rc = whole_read(slurm_load_node(cache.nodes ? cache.nodes->last_update
-						    : 0,
-					&ni, SHOW_ALL),
-			"slurm_load_node", &cache.node_cost, t0);
-	cache.node_cost.last_whole = t0;
+	rc = whole_read(tc->load(*cached ? last_update : 0, &reply), tc->call,
+			tc, t0);
+	tc->last_whole = t0;
 	if (rc == 1) {
-		slurm_free_node_info_msg(cache.nodes);
-		cache.nodes = ni;
+		tc->free(*cached);
+		*cached = reply;
 	}
 	return rc < 0 ? rc : 0;
 }
 
-/* SHOW_DETAIL is not asked for: it packs every job's per-node resources,
- * and sigmad reads the node list only */
+static int fresh_nodes(int64_t poll_s, bool *singles)
+{
+	void *t = cache.nodes;
+	int rc = fresh_table(&cache.node_cost, &t,
+			     cache.nodes ? cache.nodes->record_count : 0,
+			     cache.nodes ? cache.nodes->last_update : 0,
+			     cache.nwatch_nodes, poll_s, singles);
+
+	cache.nodes = t;
+	return rc;
+}
+
 static int fresh_jobs(int64_t poll_s, bool *singles)
 {
-	job_info_msg_t *ji = NULL;
-	double t0 = now_ms();
-	int rc;
+	void *t = cache.jobs;
+	int rc = fresh_table(&cache.job_cost, &t,
+			     cache.jobs ? cache.jobs->record_count : 0,
+			     cache.jobs ? cache.jobs->last_update : 0,
+			     cache.nwatch_jobs, poll_s, singles);
 
-	if (cache.jobs &&
-	    !whole_due(&cache.job_cost, t0, poll_s, cache.jobs->record_count,
-		       cache.nwatch_jobs, singles))
-		return 0;
-	*singles = false;
-	rc = whole_read(slurm_load_jobs(cache.jobs ? cache.jobs->last_update
-						   : 0,
-					&ji, SHOW_ALL),
-			"slurm_load_jobs", &cache.job_cost, t0);
-	cache.job_cost.last_whole = t0;
-	if (rc == 1) {
-		slurm_free_job_info_msg(cache.jobs);
-		cache.jobs = ji;
-	}
-	return rc < 0 ? rc : 0;
+	cache.jobs = t;
+	return rc;
 }
 
 static int fresh_resv(void)
@@ -303,7 +348,9 @@ static int job_node_add(const char *name, void *arg)
 
 static bool is_sigma_job(const slurm_job_info_t *j)
 {
-	return j->admin_comment && !strncmp(j->admin_comment, "sigma[", 6);
+	return j->admin_comment &&
+	       !strncmp(j->admin_comment, SIGMA_BLOCK_PREFIX,
+			strlen(SIGMA_BLOCK_PREFIX));
 }
 
 /* c from Slurm's record j (c is empty or holds the job's older record) */

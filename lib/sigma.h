@@ -73,6 +73,14 @@ int sigma_parse_double(const char *s, double min, double max, double *out);
 int sigma_parse_bool(const char *s, bool *out);
 /* Whether name is one of the words of a comma-separated list (NULL: none). */
 bool sigma_list_has(const char *list, const char *name);
+/* Append name to a list of size bytes: 0 (also when it is there already) or
+ * -ENAMETOOLONG, the list unchanged. */
+int sigma_list_add(char *list, size_t size, const char *name);
+/* Remove every word equal to name (and empty words); the rest keep their
+ * order. */
+void sigma_list_del(char *list, const char *name);
+/* How many words ("" has none). */
+size_t sigma_list_count(const char *list);
 /* Index of s in a NULL-terminated list of names, or -EINVAL. */
 int sigma_parse_enum(const char *s, const char *const names[]);
 /* "a|b|c" from a NULL-terminated list, for error messages. */

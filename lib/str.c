@@ -124,6 +124,51 @@ bool sigma_list_has(const char *list, const char *name)
 	return false;
 }
 
+int sigma_list_add(char *list, size_t size, const char *name)
+{
+	size_t len = strlen(list), n = strlen(name);
+
+	if (sigma_list_has(list, name))
+		return 0;
+	if (len + n + 2 > size)
+		return -ENAMETOOLONG;
+	if (len)
+		list[len++] = ',';
+	memcpy(list + len, name, n + 1);
+	return 0;
+}
+
+void sigma_list_del(char *list, const char *name)
+{
+	size_t n = strlen(name);
+	char *w = list;
+	const char *p = list;
+
+	/* word by word, in place: the kept words move down */
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len && (len != n || strncmp(p, name, n))) {
+			if (w != list)
+				*w++ = ',';
+			memmove(w, p, len);
+			w += len;
+		}
+		p += len + (e != NULL);
+	}
+	*w = '\0';
+}
+
+size_t sigma_list_count(const char *list)
+{
+	size_t n = *list ? 1 : 0;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
 int sigma_parse_enum(const char *s, const char *const names[])
 {
 	if (!s)

@@ -1,9 +1,9 @@
 /*
- * ctl.c - sigmad's controller (see ctl.h): its lifecycle and its tick, the
- * records of recoveries and how a new sigmad rebuilds them from the event
- * log, and the small helpers every part uses (comma lists, event log
- * lines, nodes and jobs). The parts of the tick have their own files (see
- * ctl_internal.h).
+ * ctl.c - sigmad's controller (see ctl.h): its lifecycle, how a new sigmad
+ * rebuilds its records from the event log, the log's compaction, and the
+ * tick. The parts of the tick have their own files, and so do the records
+ * (ctl_rec.c) and the event log's lines and counters (ctl_events.c) that
+ * every part uses (see ctl_internal.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,298 +21,10 @@
 #include "slurm_api.h"
 #include "view.h"
 
-#define CTL_FAILED_END_S 300 /* a failed job's node may drain this late */
-
 const char *const ctl_stop_names[] = {"unknown", "exit", "signal", "running",
 				      NULL};
 
-/* ---- comma lists --------------------------------------------------------- */
-
-int ctl_list_add(char *list, size_t size, const char *name)
-{
-	size_t len = strlen(list), n = strlen(name);
-
-	if (sigma_list_has(list, name))
-		return 0;
-	if (len + n + 2 > size)
-		return -ENAMETOOLONG;
-	if (len)
-		list[len++] = ',';
-	memcpy(list + len, name, n + 1);
-	return 0;
-}
-
-void ctl_list_del(char *list, const char *name)
-{
-	char out[SIGMAD_LIST_MAX] = "", tmp[SIGMAD_LIST_MAX];
-	char *save = NULL, *tok;
-
-	sigma_strlcpy(tmp, list, sizeof(tmp));
-	for (tok = strtok_r(tmp, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		if (strcmp(tok, name))
-			ctl_list_add(out, sizeof(out), tok);
-	strcpy(list, out);
-}
-
-size_t ctl_list_count(const char *list)
-{
-	size_t n = *list ? 1 : 0;
-
-	for (; *list; list++)
-		n += *list == ',';
-	return n;
-}
-
-/* ---- event log ----------------------------------------------------------- */
-
-void ctl_ev_init(struct evlog_event *ev, const char *type)
-{
-	memset(ev, 0, sizeof(*ev));
-	ev->time = (int64_t)time(NULL);
-	sigma_strlcpy(ev->type, type, sizeof(ev->type));
-}
-
-int ctl_log(struct ctl *c, const struct evlog_event *ev)
-{
-	int rc = evlog_append(&c->log, ev);
-
-	if (rc)
-		sigma_error("event log %s: cannot append %s: %s", c->log_path,
-			    ev->type, strerror(-rc));
-	else
-		ctl_metrics_count(c, ev);
-	return rc;
-}
-
-void ctl_ev_from_rec(struct evlog_event *ev, const char *type,
-		     const struct ctl_rec *r)
-{
-	ctl_ev_init(ev, type);
-	ev->job = r->job;
-	ev->uid = r->uid;
-	ev->attempt = r->attempt;
-	sigma_strlcpy(ev->node, r->bad, sizeof(ev->node));
-}
-
-/* ---- records ------------------------------------------------------------- */
-
-enum ctl_rec_class ctl_rec_class(int verdict)
-{
-	if (verdict == POLICY_WATCH)
-		return REC_WATCH;
-	return verdict == POLICY_GIVE_UP || verdict == POLICY_UNPROTECTED
-		   ? REC_GIVE_UP
-		   : REC_RECOVERY;
-}
-
-struct ctl_rec *ctl_rec_find(struct ctl *c, uint32_t job, int attempt,
-			     enum ctl_rec_class cls)
-{
-	for (size_t i = 0; i < c->nrecs; i++) {
-		struct ctl_rec *r = &c->recs[i];
-
-		if (r->job == job && r->attempt == attempt &&
-		    ctl_rec_class(r->verdict) == cls)
-			return r;
-	}
-	return NULL;
-}
-
-struct ctl_rec *ctl_rec_new(struct ctl *c)
-{
-	if (c->nrecs == c->caprecs) {
-		size_t ncap = c->caprecs ? c->caprecs * 2 : 16;
-		struct ctl_rec *n = realloc(c->recs, ncap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		c->recs = n;
-		c->caprecs = ncap;
-	}
-	memset(&c->recs[c->nrecs], 0, sizeof(c->recs[0]));
-	return &c->recs[c->nrecs++];
-}
-
-/* A recovery or a give-up was decided for the job's current attempt. */
-bool ctl_decided(const struct ctl *c, const struct ctl_job *job)
-{
-	for (size_t i = 0; i < c->nrecs; i++) {
-		const struct ctl_rec *r = &c->recs[i];
-		enum ctl_rec_class cls = ctl_rec_class(r->verdict);
-
-		if (r->job != job->id)
-			continue;
-		if ((cls == REC_RECOVERY &&
-		     r->attempt == job->restart_cnt + 2) ||
-		    (cls == REC_GIVE_UP && r->attempt == job->restart_cnt + 1))
-			return true;
-	}
-	return false;
-}
-
-bool ctl_in_open_rec(const struct ctl *c, const char *node)
-{
-	for (size_t i = 0; i < c->nrecs; i++)
-		if (!c->recs[i].complete &&
-		    sigma_list_has(c->recs[i].bad, node))
-			return true;
-	return false;
-}
-
-/* job's entry, or NULL */
-static const struct ctl_last *ctl_last_find(const struct ctl *c, uint32_t job)
-{
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job)
-			return &c->last[i];
-	return NULL;
-}
-
-const char *ctl_last_nodes(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->nodes : "";
-}
-
-/* remember the nodes of job (in memory; callers log them) */
-void ctl_last_set(struct ctl *c, uint32_t job, const char *nodes)
-{
-	struct ctl_last *n;
-
-	for (size_t i = 0; i < c->nlast; i++)
-		if (c->last[i].job == job) {
-			sigma_strlcpy(c->last[i].nodes, nodes,
-				      sizeof(c->last[i].nodes));
-			return;
-		}
-	n = realloc(c->last, (c->nlast + 1) * sizeof(*n));
-	if (!n)
-		return;
-	c->last = n;
-	memset(&n[c->nlast], 0, sizeof(n[0]));
-	n[c->nlast].job = job;
-	sigma_strlcpy(n[c->nlast++].nodes, nodes, sizeof(n[0].nodes));
-}
-
-const char *ctl_in_job_told(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->in_job : "";
-}
-
-/* job's entry, made when there is none (its nodes come at the next "run") */
-static struct ctl_last *ctl_last_of(struct ctl *c, uint32_t job)
-{
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < c->nlast; i++)
-			if (c->last[i].job == job)
-				return &c->last[i];
-		if (!pass)
-			ctl_last_set(c, job, "");
-	}
-	return NULL;
-}
-
-void ctl_in_job_tell(struct ctl *c, uint32_t job, const char *node)
-{
-	struct ctl_last *l = ctl_last_of(c, job);
-
-	if (l)
-		ctl_list_add(l->in_job, sizeof(l->in_job), node);
-}
-
-void ctl_report_note(struct ctl *c, int64_t time, uint32_t job, uint32_t uid)
-{
-	size_t k = 0;
-
-	/* keep the last hour's; when full, the oldest goes */
-	for (size_t i = 0; i < c->nreports; i++)
-		if (time - c->reports[i].time < 3600)
-			c->reports[k++] = c->reports[i];
-	c->nreports = k;
-	if (c->nreports == CTL_REPORTS_MAX) {
-		memmove(&c->reports[0], &c->reports[1],
-			(CTL_REPORTS_MAX - 1) * sizeof(c->reports[0]));
-		c->nreports--;
-	}
-	c->reports[c->nreports++] = (struct ctl_report){time, job, uid};
-}
-
-int ctl_reports(const struct ctl *c, int64_t now, uint32_t job, uint32_t uid,
-		bool by_user)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < c->nreports; i++)
-		if (now - c->reports[i].time < 3600 &&
-		    (by_user ? c->reports[i].uid == uid
-			     : c->reports[i].job == job))
-			n++;
-	return n;
-}
-
-const char *ctl_slow_nodes(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->slow : "";
-}
-
-void ctl_slow_add(struct ctl *c, uint32_t job, const char *node)
-{
-	struct ctl_last *l = ctl_last_of(c, job);
-
-	if (l)
-		ctl_list_add(l->slow, sizeof(l->slow), node);
-}
-
-const char *ctl_drained_nodes(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->drained : "";
-}
-
-void ctl_drained_add(struct ctl *c, uint32_t job, const char *node)
-{
-	struct ctl_last *l = ctl_last_of(c, job);
-
-	if (l)
-		ctl_list_add(l->drained, sizeof(l->drained), node);
-}
-
-int ctl_relaunches(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->relaunches : 0;
-}
-
-int ctl_relaunch_newest(const struct ctl *c, uint32_t job)
-{
-	const struct ctl_last *l = ctl_last_find(c, job);
-
-	return l ? l->launch : 0;
-}
-
-void ctl_relaunch_count(struct ctl *c, uint32_t job, int launch)
-{
-	struct ctl_last *l = ctl_last_of(c, job);
-
-	if (!l)
-		return;
-	l->relaunches++;
-	if (launch > l->launch)
-		l->launch = launch;
-}
-
-int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job)
-{
-	return job->restart_cnt + ctl_relaunches(c, job->id);
-}
+/* ---- replay ------------------------------------------------------------- */
 
 static int verdict_of(const char *name)
 {
@@ -339,7 +51,7 @@ static int ctl_replay_decide(struct ctl *c, const struct evlog_event *ev)
 	r->verdict = v;
 	r->warning = !strcmp(ev->kind, "warning");
 	if (v == POLICY_WATCH)
-		ctl_list_add(r->bad, sizeof(r->bad), ev->node);
+		sigma_list_add(r->bad, sizeof(r->bad), ev->node);
 	else
 		sigma_strlcpy(r->bad, ev->node, sizeof(r->bad));
 	sigma_strlcpy(r->spares, ev->spare, sizeof(r->spares));
@@ -395,15 +107,15 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 		int rc = ctl_replay_decide(c, ev);
 
 		if (!rc)
-			ctl_metrics_count(c, ev);
+			ctl_count_event(c, ev);
 		return rc;
 	}
 	if (!strcmp(ev->type, "spare_add")) {
-		ctl_list_add(c->added, sizeof(c->added), ev->node);
-		ctl_list_del(c->removed, ev->node);
+		sigma_list_add(c->added, sizeof(c->added), ev->node);
+		sigma_list_del(c->removed, ev->node);
 	} else if (!strcmp(ev->type, "spare_remove")) {
-		ctl_list_add(c->removed, sizeof(c->removed), ev->node);
-		ctl_list_del(c->added, ev->node);
+		sigma_list_add(c->removed, sizeof(c->removed), ev->node);
+		sigma_list_del(c->added, ev->node);
 	} else if (!strcmp(ev->type, "run")) {
 		ctl_last_set(c, ev->job, ev->node);
 	} else if (!strcmp(ev->type, "in_job")) {
@@ -420,70 +132,8 @@ static int ctl_replay(const struct evlog_event *ev, void *arg)
 	} else {
 		ctl_replay_step(c, ev);
 	}
-	ctl_metrics_count(c, ev);
+	ctl_count_event(c, ev);
 	return 0;
-}
-
-/* ---- nodes and jobs ------------------------------------------------------ */
-
-enum sigma_drain_action ctl_drain_decide(const struct ctl_node *n,
-					 enum sigma_drain_ask ask, char *why,
-					 size_t whylen)
-{
-	struct sigma_node_now now = {(n->flags & CTL_N_DRAIN) != 0,
-				     (n->flags & CTL_N_DOWN) != 0, n->reason};
-
-	return sigma_drain_decide(&now, ask, SIGMA_LEVEL_FULL, false, why,
-				  whylen);
-}
-
-#define CTL_UNHEALTHY (CTL_N_DOWN | CTL_N_DRAIN | CTL_N_NO_RESPOND | CTL_N_FAIL)
-
-bool ctl_node_healthy(const struct ctl_node *n)
-{
-	return !(n->flags & CTL_UNHEALTHY);
-}
-
-/*
- * Node i runs a sigma job that is running. The node and job lists are
- * loaded one after the other, so a node may still look idle while the job
- * that was just given it already runs: such a node is no spare.
- */
-bool ctl_node_in_job(const struct ctl_view *v, size_t i)
-{
-	for (size_t j = 0; j < v->njobs; j++) {
-		const struct ctl_job *job = &v->jobs[j];
-
-		if (job->state != CTL_J_RUNNING)
-			continue;
-		for (size_t k = 0; k < job->nnodes; k++)
-			if (job->nodes[k] >= 0 && (size_t)job->nodes[k] == i)
-				return true;
-	}
-	return false;
-}
-
-/*
- * The job ended a short while ago: a node at fault may still be drained by
- * the probe (job epilog, health check), or called not responding by
- * slurmctld (SlurmdTimeout), after the job's end.
- */
-bool ctl_job_just_ended(const struct ctl_job *job, int64_t now)
-{
-	return job->state == CTL_J_ENDED &&
-	       now - job->end_time <= CTL_FAILED_END_S;
-}
-
-/*
- * The job's batch script failed with the trainer's "requeue me" codes (76: a
- * peer rank died, 79: the trouble follows the hardware) a short while ago:
- * once the node at fault drains, sigmad requeues it.
- */
-bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now)
-{
-	return ctl_job_just_ended(job, now) && job->failed &&
-	       (job->exit_code == TRAIN_EXIT_PEER ||
-		job->exit_code == TRAIN_EXIT_HARDWARE);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

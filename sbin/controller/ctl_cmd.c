@@ -206,11 +206,11 @@ int ctl_cmd_spare_add(struct ctl *c, const char *node, uid_t uid, FILE *out)
 {
 	if (ctl_cmd_node(c, node, out) < 0)
 		return -ENOENT;
-	if (ctl_list_add(c->added, sizeof(c->added), node)) {
+	if (sigma_list_add(c->added, sizeof(c->added), node)) {
 		fprintf(out, "error: too many spares\n");
 		return -ENAMETOOLONG;
 	}
-	ctl_list_del(c->removed, node);
+	sigma_list_del(c->removed, node);
 	ctl_cmd_log(c, "spare_add", node, uid, "sigmactl spares add");
 	fprintf(
 	    out,
@@ -225,11 +225,11 @@ int ctl_cmd_spare_remove(struct ctl *c, const char *node, uid_t uid, FILE *out)
 
 	if (ctl_cmd_node(c, node, out) < 0)
 		return -ENOENT;
-	ctl_list_del(c->added, node);
-	ctl_list_add(c->removed, sizeof(c->removed), node);
+	sigma_list_del(c->added, node);
+	sigma_list_add(c->removed, sizeof(c->removed), node);
 	ctl_pool_now(&c->view, pool, sizeof(pool));
 	if (sigma_list_has(pool, node)) {
-		ctl_list_del(pool, node);
+		sigma_list_del(pool, node);
 		if (ctl_resv_apply(c, &c->view, pool)) {
 			fprintf(
 			    out,

@@ -29,7 +29,7 @@ struct ctl_blame {
 static void ctl_blame_add(struct ctl_blame *b, const char *node,
 			  const char *what)
 {
-	if (!ctl_list_add(b->nodes, sizeof(b->nodes), node) && !b->n++)
+	if (!sigma_list_add(b->nodes, sizeof(b->nodes), node) && !b->n++)
 		sigma_strlcpy(b->what, what, sizeof(b->what));
 }
 
@@ -233,7 +233,7 @@ static int ctl_decide(struct ctl *c, const struct ctl_view *v,
 	sigma_strlcpy(r->bad, b->nodes, sizeof(r->bad));
 	sigma_strlcpy(r->what, b->what, sizeof(r->what));
 	for (size_t k = 0; k < plan.npicked; k++)
-		ctl_list_add(r->spares, sizeof(r->spares),
+		sigma_list_add(r->spares, sizeof(r->spares),
 			     v->nodes[idx[plan.picked[k]]].name);
 	r->complete = plan.verdict == POLICY_WATCH;
 	/* the decision is on disk before anything is done about it */
@@ -503,7 +503,7 @@ void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v)
 		if (job->state != CTL_J_RUNNING)
 			continue; /* keep what we knew of it */
 		for (size_t k = 0; k < job->nnodes; k++)
-			ctl_list_add(nodes, sizeof(nodes),
+			sigma_list_add(nodes, sizeof(nodes),
 				     v->nodes[job->nodes[k]].name);
 		if (!strcmp(nodes, ctl_last_nodes(c, job->id)))
 			continue;

@@ -136,24 +136,26 @@ struct ctl {
 	int64_t metrics_written; /* when; -1 after a failed write */
 };
 
-/* ---- comma lists (ctl.c) ------------------------------------------------- */
-
-/* 0, or -ENAMETOOLONG when name does not fit; a name already there is kept */
-int ctl_list_add(char *list, size_t size, const char *name);
-void ctl_list_del(char *list, const char *name);
-size_t ctl_list_count(const char *list);
-
-/* ---- event log (ctl.c) --------------------------------------------------- */
+/* ---- event log (ctl_events.c) -------------------------------------------- */
 
 /* an event of type, stamped now */
 void ctl_ev_init(struct evlog_event *ev, const char *type);
 /* an event of type about r's job, attempt and bad node */
 void ctl_ev_from_rec(struct evlog_event *ev, const char *type,
 		     const struct ctl_rec *r);
-/* append ev (fsync'd); a failure is logged and returned */
+/* append ev (fsync'd) and count it; a failure is logged and returned */
 int ctl_log(struct ctl *c, const struct evlog_event *ev);
+/* count ev (appended now, or replayed at start) */
+void ctl_count_event(struct ctl *c, const struct evlog_event *ev);
+/*
+ * The counters as the text of a "counts" event, which a compacted event log
+ * ends with (ctl_log_compact): its length, or -ENOSPC. Parsed back, they
+ * replace the counters: 0, or -EINVAL.
+ */
+int ctl_counts_format(const struct ctl_counts *k, char *buf, size_t size);
+int ctl_counts_parse(struct ctl_counts *k, const char *text);
 
-/* ---- records (ctl.c) ----------------------------------------------------- */
+/* ---- records (ctl_rec.c) ------------------------------------------------- */
 
 /*
  * Records fall in three classes that may share an attempt number: a
@@ -201,19 +203,6 @@ void ctl_in_job_relaunched(struct ctl *c, const struct ctl_job *job,
 			   const char *node);
 /* the restarts job has used: Slurm's requeues and the relaunches */
 int ctl_restarts_used(const struct ctl *c, const struct ctl_job *job);
-
-/* ---- nodes and jobs (ctl.c) ---------------------------------------------- */
-
-bool ctl_node_healthy(const struct ctl_node *n);
-/* node i runs a sigma job that is running */
-bool ctl_node_in_job(const struct ctl_view *v, size_t i);
-/* sigma's one drain decision (lib/drain.c) for n as sigmad sees it */
-enum sigma_drain_action ctl_drain_decide(const struct ctl_node *n,
-					 enum sigma_drain_ask ask, char *why,
-					 size_t whylen);
-/* job ended a short while ago; ... with the trainer's "requeue me" codes */
-bool ctl_job_just_ended(const struct ctl_job *job, int64_t now);
-bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now);
 
 /* ---- the hot-spare pool (ctl_pool.c) ------------------------------------- */
 
@@ -284,15 +273,6 @@ void ctl_suspects_kill(struct ctl *c);
 
 /* ---- metrics (ctl_metrics.c) -------------------------------------------- */
 
-/* count ev (appended now, or replayed at start) */
-void ctl_metrics_count(struct ctl *c, const struct evlog_event *ev);
-/*
- * The counters as the text of a "counts" event, which a compacted event log
- * ends with (ctl_log_compact): its length, or -ENOSPC. Parsed back, they
- * replace the counters: 0, or -EINVAL.
- */
-int ctl_counts_format(const struct ctl_counts *k, char *buf, size_t size);
-int ctl_counts_parse(struct ctl_counts *k, const char *text);
 /* the metrics file's text into buf: its length, or -ENOSPC */
 int ctl_metrics_format(struct ctl *c, char *buf, size_t size);
 /* write the file when it changed or is due (sigmad_metrics_dir set) */

@@ -3,9 +3,9 @@
  * Prometheus text format (lib/metrics.c writes it), in
  * sigmad_metrics_dir/sigmad.prom.
  *
- * The counters are a function of the event log: every event is counted
- * once, as it is appended and when a new sigmad replays the log, so they
- * survive a restart and never count a step twice. The gauges are the
+ * The counters are a function of the event log (ctl_events.c counts each
+ * event once, as it is appended and when a new sigmad replays the log, so
+ * they survive a restart and never count a step twice). The gauges are the
  * latest look at the cluster. The file is written after a tick that
  * changed it, and at least every sigmad_metrics_interval seconds (its
  * mtime then tells a scrape that sigmad is alive).
@@ -23,116 +23,8 @@
 
 #define CTL_METRICS_FILE "sigmad.prom"
 
-/* the bounds of the recovery-duration histogram, seconds */
-const double ctl_duration_bounds[CTL_DURATION_BUCKETS] = {
-    5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200};
-
 static const char *const drain_classes[CTL_DRAIN_CLASSES] = {
     "failure", "warning", "admin"};
-
-static int verdict_index(const char *name)
-{
-	for (int v = 0; v < CTL_VERDICTS; v++)
-		if (!strcmp(policy_verdict_name((enum policy_verdict)v), name))
-			return v;
-	return -1;
-}
-
-static void count_duration(struct ctl_counts *k, double s)
-{
-	for (int i = 0; i < CTL_DURATION_BUCKETS; i++)
-		if (s <= ctl_duration_bounds[i])
-			k->duration_le[i]++;
-	k->duration_count++;
-	k->duration_sum += s;
-}
-
-/* every counter in a fixed order: what ctl_counts_format writes */
-#define COUNTS_N (2 * CTL_VERDICTS + CTL_DRAIN_CLASSES + CTL_DURATION_BUCKETS + 1)
-
-static uint64_t *counts_at(struct ctl_counts *k, int i)
-{
-	if (i < 2 * CTL_VERDICTS)
-		return &k->recoveries[i / CTL_VERDICTS][i % CTL_VERDICTS];
-	i -= 2 * CTL_VERDICTS;
-	if (i < CTL_DRAIN_CLASSES)
-		return &k->drains[i];
-	i -= CTL_DRAIN_CLASSES;
-	if (i < CTL_DURATION_BUCKETS)
-		return &k->duration_le[i];
-	return &k->duration_count;
-}
-
-int ctl_counts_format(const struct ctl_counts *k, char *buf, size_t size)
-{
-	struct ctl_counts tmp = *k;
-	size_t n = 0;
-	int w;
-
-	for (int i = 0; i < COUNTS_N; i++) {
-		w = snprintf(buf + n, size - n, "%llu ",
-			     (unsigned long long)*counts_at(&tmp, i));
-		if (w < 0 || (size_t)w >= size - n)
-			return -ENOSPC;
-		n += (size_t)w;
-	}
-	w = snprintf(buf + n, size - n, "%.17g", k->duration_sum);
-	if (w < 0 || (size_t)w >= size - n)
-		return -ENOSPC;
-	return (int)(n + (size_t)w);
-}
-
-int ctl_counts_parse(struct ctl_counts *k, const char *text)
-{
-	struct ctl_counts tmp;
-	const char *p = text;
-	char *end;
-
-	memset(&tmp, 0, sizeof(tmp));
-	for (int i = 0; i < COUNTS_N; i++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		errno = 0;
-		*counts_at(&tmp, i) = strtoull(p, &end, 10);
-		if (errno || *end != ' ')
-			return -EINVAL;
-		p = end + 1;
-	}
-	errno = 0;
-	tmp.duration_sum = strtod(p, &end);
-	if (errno || *end || end == p || !(tmp.duration_sum >= 0))
-		return -EINVAL;
-	*k = tmp;
-	return 0;
-}
-
-void ctl_metrics_count(struct ctl *c, const struct evlog_event *ev)
-{
-	struct ctl_counts *k = &c->counts;
-	bool warning = !strcmp(ev->kind, "warning");
-	struct ctl_rec *r;
-	int v;
-
-	if (!strcmp(ev->type, "decide")) {
-		if ((v = verdict_index(ev->verdict)) < 0)
-			return;
-		/* durations run from event to event: one clock */
-		r = ctl_rec_find(c, ev->job, ev->attempt, REC_RECOVERY);
-		if (r)
-			r->logged_at = ev->time;
-		k->recoveries[warning][v]++;
-		/* the probe's drains (or DOWN nodes) sigmad acted on */
-		k->drains[warning ? 1 : 0] += ctl_list_count(ev->node);
-	} else if (!strcmp(ev->type, "drain")) {
-		if (sigma_reason_parse(ev->text, NULL, NULL) ==
-		    SIGMA_REASON_ADMIN)
-			k->drains[2]++;
-	} else if (!strcmp(ev->type, "complete")) {
-		r = ctl_rec_find(c, ev->job, ev->attempt, REC_RECOVERY);
-		if (r && r->logged_at && ev->time >= r->logged_at)
-			count_duration(k, (double)(ev->time - r->logged_at));
-	}
-}
 
 static void metrics_counters(const struct ctl *c, struct sigma_metrics *m)
 {
@@ -186,14 +78,14 @@ static void metrics_spares(struct ctl *c, struct sigma_metrics *m)
 			in_use++;
 	sigma_metrics_family(m, "sigma_spares", "gauge",
 			     "hot spares: idle in the pool, or running a job");
-	sigma_metrics_sample(m, "sigma_spares", (double)ctl_list_count(pool),
+	sigma_metrics_sample(m, "sigma_spares", (double)sigma_list_count(pool),
 			     "state", "pool", NULL);
 	sigma_metrics_sample(m, "sigma_spares", (double)in_use, "state",
 			     "in_use", NULL);
 	sigma_metrics_family(m, "sigma_spare_members", "gauge",
 			     "nodes configured or added as spares");
 	sigma_metrics_sample(m, "sigma_spare_members",
-			     (double)ctl_list_count(members), NULL);
+			     (double)sigma_list_count(members), NULL);
 }
 
 /* managed jobs by state, and each one's restarts left */

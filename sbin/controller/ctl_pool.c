@@ -18,7 +18,7 @@ static int expand_add(const char *name, void *arg)
 {
 	char *list = arg;
 
-	return ctl_list_add(list, SIGMAD_LIST_MAX, name);
+	return sigma_list_add(list, SIGMAD_LIST_MAX, name);
 }
 
 /* Pool members: configured (list or feature) + added - removed. */
@@ -33,16 +33,16 @@ void ctl_members(struct ctl *c, const struct ctl_view *v, char *out)
 	if (c->cfg.spare_feature[0])
 		for (size_t i = 0; i < v->nnodes; i++)
 			if (v->nodes[i].flags & CTL_N_FEATURE)
-				ctl_list_add(out, SIGMAD_LIST_MAX,
+				sigma_list_add(out, SIGMAD_LIST_MAX,
 					     v->nodes[i].name);
 	sigma_strlcpy(tmp, c->added, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		ctl_list_add(out, SIGMAD_LIST_MAX, tok);
+		sigma_list_add(out, SIGMAD_LIST_MAX, tok);
 	sigma_strlcpy(tmp, c->removed, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		ctl_list_del(out, tok);
+		sigma_list_del(out, tok);
 }
 
 /* job's newest recovery record, or NULL */
@@ -108,7 +108,7 @@ void ctl_pool_now(const struct ctl_view *v, char *out, size_t size)
 	for (size_t i = 0; i < v->nnodes; i++)
 		if ((v->nodes[i].flags & CTL_N_RESERVED) &&
 		    ctl_node_healthy(&v->nodes[i]) && !ctl_node_in_job(v, i))
-			ctl_list_add(out, size, v->nodes[i].name);
+			sigma_list_add(out, size, v->nodes[i].name);
 }
 
 int ctl_resv_apply(struct ctl *c, struct ctl_view *v, const char *nodes)
@@ -167,10 +167,10 @@ static void ctl_pool_log(struct ctl *c, const char *pool, const char *gone,
 	sigma_strlcpy(ev.spare, gone, sizeof(ev.spare));
 	snprintf(ev.text, sizeof(ev.text),
 		 "reservation %s holds %zu of %zu spares%s%s",
-		 c->cfg.reservation, ctl_list_count(pool), target,
+		 c->cfg.reservation, sigma_list_count(pool), target,
 		 gone[0] ? "; back to service: " : "", gone);
 	sigma_info("spare pool: %s = [%s] (%zu of %zu)%s%s", c->cfg.reservation,
-		   pool, ctl_list_count(pool), target,
+		   pool, sigma_list_count(pool), target,
 		   gone[0] ? "; back to service: " : "", gone);
 	ctl_log(c, &ev);
 }
@@ -190,9 +190,9 @@ void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 	bool changed = false;
 
 	ctl_members(c, v, members);
-	target = ctl_list_count(members);
+	target = sigma_list_count(members);
 	ctl_pool_now(v, want, sizeof(want));
-	have = ctl_list_count(want);
+	have = sigma_list_count(want);
 	/* a reserved node that went bad leaves the pool (repair brings it
 	 * back) */
 	if (have != v->nresv)
@@ -213,11 +213,11 @@ void ctl_pool_sync(struct ctl *c, struct ctl_view *v)
 		if (have >= target) {
 			if (!ctl_stand_in(want, members, out, sizeof(out)))
 				break;
-			ctl_list_del(want, out);
-			ctl_list_add(gone, sizeof(gone), out);
+			sigma_list_del(want, out);
+			sigma_list_add(gone, sizeof(gone), out);
 			have--;
 		}
-		if (!ctl_list_add(want, sizeof(want), tok)) {
+		if (!sigma_list_add(want, sizeof(want), tok)) {
 			have++;
 			changed = true;
 		}

@@ -160,7 +160,7 @@ static void ctl_release(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (sigma_list_has(pool, tok)) {
-			ctl_list_del(pool, tok);
+			sigma_list_del(pool, tok);
 			any = true;
 		}
 	}
@@ -211,11 +211,11 @@ static void ctl_expect_nodes(struct ctl *c, const struct ctl_rec *r)
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
 		if (!sigma_list_has(r->bad, tok))
-			ctl_list_add(next, sizeof(next), tok);
+			sigma_list_add(next, sizeof(next), tok);
 	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
-		ctl_list_add(next, sizeof(next), tok);
+		sigma_list_add(next, sizeof(next), tok);
 	if (!next[0])
 		return;
 	ctl_last_set(c, r->job, next);
@@ -262,7 +262,7 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
 		if (!sigma_list_has(exc, tok))
-			ctl_list_add(exc, sizeof(exc), tok);
+			sigma_list_add(exc, sizeof(exc), tok);
 	/*
 	 * Not at once: begin_time = now races the credential revocation, and
 	 * the slurmstepd of the last attempt's step may still be cleaning up

@@ -110,7 +110,7 @@ static void ctl_repair_return(struct ctl *c, struct ctl_view *v,
 
 	if (ret == POLICY_RETURN_TO_POOL) {
 		/* reserve before resuming, so no job slips in between */
-		ctl_list_add(pool, size, n->name);
+		sigma_list_add(pool, size, n->name);
 		if (ctl_resv_apply(c, v, pool))
 			return;
 	}
@@ -160,7 +160,7 @@ static void ctl_repair_judge(struct ctl *c, struct ctl_view *v,
 		t->tries++;
 	ctl_pool_now(v, pool, sizeof(pool));
 	ret = policy_after_probe(&c->cfg.policy, rc, t->tries,
-				 ctl_list_count(pool), target);
+				 sigma_list_count(pool), target);
 	ctl_ev_init(&ev, "repair");
 	sigma_strlcpy(ev.node, n->name, sizeof(ev.node));
 	ev.rc = rc;
@@ -218,7 +218,7 @@ void ctl_repair(struct ctl *c, struct ctl_view *v)
 		return;
 	ctl_repair_collect(c);
 	ctl_members(c, v, members);
-	target = ctl_list_count(members);
+	target = sigma_list_count(members);
 	for (size_t i = 0; i < v->nnodes; i++) {
 		struct ctl_node *n = &v->nodes[i];
 		struct ctl_tries *t;

@@ -1,7 +1,8 @@
 /*
- * slurm_api.c - the controller's only libslurm file (see slurm_api.h).
- * The poll's reading of the cluster is slurm_poll.c; what differs between
- * Slurm releases is bridged in slurm_compat.h.
+ * slurm_api.c - the controller's libslurm calls (see slurm_api.h), but the
+ * poll's reading of the cluster (slurm_poll.c) and the helpers both use
+ * (slurm_base.c); what differs between Slurm releases is bridged in
+ * slurm_compat.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,15 +21,6 @@
 #include "slurm_api.h"
 #include "slurm_compat.h"
 
-int ctl_slurm_fail(const char *what, const char *obj)
-{
-	int e = errno;
-
-	sigma_error("%s %s: %s (slurm errno %d)", what, obj, slurm_strerror(e),
-		    e);
-	return -EIO;
-}
-
 int ctl_slurm_init(void)
 {
 	slurm_init(NULL); /* honours SLURM_CONF */
@@ -39,27 +31,6 @@ void ctl_slurm_fini(void)
 {
 	ctl_slurm_poll_fini();
 	slurm_fini();
-}
-
-int ctl_slurm_expand(const char *list, int (*fn)(const char *name, void *arg),
-		     void *arg)
-{
-	slurm_compat_hostlist_t *hl;
-	char *h;
-	int rc = 0;
-
-	if (!list || !*list)
-		return 0;
-	hl = slurm_hostlist_create(list);
-	if (!hl)
-		return -EINVAL;
-	while ((h = slurm_hostlist_shift(hl))) {
-		if (!rc)
-			rc = fn(h, arg);
-		free(h);
-	}
-	slurm_hostlist_destroy(hl);
-	return rc;
 }
 
 static int update_node(const char *node, uint32_t state, const char *reason)

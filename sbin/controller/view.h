@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract.h"
+
 #define CTL_NAME_MAX	64
 #define CTL_REASON_MAX	256
 #define CTL_COMMENT_MAX 4096
@@ -77,5 +79,18 @@ int ctl_view_index_names(struct ctl_view *v);
 /* Index of the node called name, or -1 (a binary search once indexed). */
 long ctl_view_node(const struct ctl_view *v, const char *name);
 struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id);
+
+/* ---- what states mean ---------------------------------------------------- */
+
+bool ctl_node_healthy(const struct ctl_node *n);
+/* node i runs a sigma job that is running */
+bool ctl_node_in_job(const struct ctl_view *v, size_t i);
+/* sigma's one drain decision (lib/drain.c) for n as sigmad sees it */
+enum sigma_drain_action ctl_drain_decide(const struct ctl_node *n,
+					 enum sigma_drain_ask ask, char *why,
+					 size_t whylen);
+/* job ended a short while ago; ... with the trainer's "requeue me" codes */
+bool ctl_job_just_ended(const struct ctl_job *job, int64_t now);
+bool ctl_job_may_come_back(const struct ctl_job *job, int64_t now);
 
 #endif /* SIGMAD_VIEW_H */

@@ -80,6 +80,35 @@ static void test_parse_bool(void **state)
 	assert_int_equal(sigma_parse_bool("", &b), -EINVAL);
 }
 
+static void test_list(void **state)
+{
+	char l[12] = "";
+
+	(void)state;
+	assert_int_equal(sigma_list_count(l), 0);
+	assert_int_equal(sigma_list_add(l, sizeof(l), "n1"), 0);
+	assert_int_equal(sigma_list_add(l, sizeof(l), "n10"), 0);
+	assert_int_equal(sigma_list_add(l, sizeof(l), "n1"), 0); /* kept once */
+	assert_string_equal(l, "n1,n10");
+	assert_int_equal(sigma_list_add(l, sizeof(l), "n2"), 0);
+	/* "n1,n10,n2,n3" needs 13 bytes: refused, the list unchanged */
+	assert_int_equal(sigma_list_add(l, sizeof(l), "n3"), -ENAMETOOLONG);
+	assert_string_equal(l, "n1,n10,n2");
+	assert_int_equal(sigma_list_count(l), 3);
+	assert_true(sigma_list_has(l, "n10") && !sigma_list_has(l, "n"));
+	sigma_list_del(l, "n1"); /* n10 is another word */
+	assert_string_equal(l, "n10,n2");
+	sigma_list_del(l, "n2");
+	assert_string_equal(l, "n10");
+	sigma_list_del(l, "n9");
+	assert_string_equal(l, "n10");
+	sigma_list_del(l, "n10");
+	assert_string_equal(l, "");
+	strcpy(l, "a,,b,a");
+	sigma_list_del(l, "a");
+	assert_string_equal(l, "b");
+}
+
 static void test_parse_enum(void **state)
 {
 	static const char *const levels[] = { "off", "quick", "full", NULL };
@@ -164,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_parse_double),
 		cmocka_unit_test(test_parse_bool),
 		cmocka_unit_test(test_parse_enum),
+		cmocka_unit_test(test_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * tuner_impl.h - what the auto-tuner's files share behind tuner.h:
  * tuner.c (the shares, the replay, the checkpoint), tuner_watch.c (the
- * measurements, detection and decisions) and tuner_place.c (the experts).
+ * measurements, detection and decisions), tuner_place.c (the experts),
+ * tuner_comm.c (the buckets) and tuner_trial.c (a decision on trial).
  */
 #ifndef SIGMA_TRAIN_TUNER_IMPL_H
 #define SIGMA_TRAIN_TUNER_IMPL_H

@@ -242,6 +242,7 @@ static void main_probe(const struct probe_conf *conf, struct probe_report *rep)
 	probe_judge(rep);
 }
 
+#ifdef HAVE_SLURM
 /*
  * Whether --drain acts on this verdict. A warning drains only once
  * warn_confirm probes in a row found one; before that it is reported and
@@ -263,7 +264,6 @@ static bool main_confirmed(const struct probe_conf *conf,
 	return false;
 }
 
-#ifdef HAVE_SLURM
 static void main_drain(const struct probe_conf *conf,
 		       const struct probe_report *rep, const char *summary)
 {

@@ -1,6 +1,7 @@
 # SX_CUDA: the CUDA toolkit (nvcc, cudart, cuBLAS) for the GPU path.
 #   --with-cuda[=DIR]          default: /usr/local/cuda if it has nvcc, report
-#   --with-nvcc-gencode=FLAGS  default: -gencode arch=compute_90,code=sm_90
+#   --with-nvcc-gencode=FLAGS  default: Hopper SASS (sm_90) and its PTX
+#                              (compute_90), which newer GPUs compile at load
 # Links against the toolkit's libraries only (cudart loads the driver at run
 # time), with the stubs directory on the search path, so everything builds on
 # a machine without a GPU or driver.
@@ -9,8 +10,8 @@ AC_DEFUN([SX_CUDA], [
 		AS_HELP_STRING([--with-cuda@<:@=DIR@:>@], [CUDA toolkit prefix (GPU kernels), default /usr/local/cuda]),
 		[], [with_cuda=check])
 	AC_ARG_WITH([nvcc-gencode],
-		AS_HELP_STRING([--with-nvcc-gencode=FLAGS], [nvcc -gencode flags (default: Hopper sm_90)]),
-		[CUDA_GENCODE=$withval], [CUDA_GENCODE="-gencode arch=compute_90,code=sm_90"])
+		AS_HELP_STRING([--with-nvcc-gencode=FLAGS], [nvcc -gencode flags (default: Hopper sm_90 and PTX compute_90)]),
+		[CUDA_GENCODE=$withval], [CUDA_GENCODE="-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"])
 	have_cuda=no
 	CUDA_HOME=""
 	CUDA_CFLAGS=""

@@ -43,6 +43,9 @@ struct sigma_ops {
 	/* host <-> implementation memory */
 	void (*to_host)(void *host, const void *src, size_t bytes);
 	void (*from_host)(void *dst, const void *host, size_t bytes);
+	/* After init: the free and total bytes of the device whose memory
+	 * alloc gives; NULL where alloc gives host memory. 0 or -errno. */
+	int (*mem_info)(uint64_t *free_bytes, uint64_t *total_bytes);
 
 	/* ---- dense layers ---------------------------------------------- */
 	/*

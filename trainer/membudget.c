@@ -94,6 +94,46 @@ static uint64_t slurm_limit(const struct dist *d, char *why, size_t len)
 	return 0;
 }
 
+int mem_device_limit(const struct sigma_ops *ops, struct mem_limit *l)
+{
+	uint64_t avail = 0, total = 0;
+	int rc;
+
+	l->bytes = 0;
+	l->why[0] = '\0';
+	if (!ops->mem_info)
+		return 0;
+	rc = ops->mem_info(&avail, &total);
+	if (rc)
+		return rc;
+	l->bytes = avail;
+	snprintf(l->why, sizeof(l->why), "the %s device's %llu MiB free of %llu MiB",
+		 ops->name, (unsigned long long)(avail >> 20),
+		 (unsigned long long)(total >> 20));
+	return 0;
+}
+
+const struct mem_limit *mem_short(const struct mem_need *need,
+				 const struct mem_limit *host,
+				 const struct mem_limit *dev, uint64_t *needed,
+				 const char **what)
+{
+	uint64_t on_dev = need->state + need->acts;
+
+	*what = "";
+	*needed = need->total;
+	if (!dev->bytes)
+		return host->bytes && need->total > host->bytes ? host : NULL;
+	if (on_dev > dev->bytes) {
+		*needed = on_dev;
+		*what = " of device memory";
+		return dev;
+	}
+	*needed = need->staging;
+	*what = " of host memory for checkpoint copies";
+	return host->bytes && need->staging > host->bytes ? host : NULL;
+}
+
 int mem_limit_of(struct dist *d, struct mem_limit *l)
 {
 	uint64_t total = host_total(), slurm;

@@ -48,4 +48,24 @@ void mem_need_of(struct mem_need *n, const struct model_config *cfg, int B,
  */
 int mem_limit_of(struct dist *d, struct mem_limit *l);
 
+/*
+ * The bytes the kernels may use on their device (the GPU's free memory once
+ * ops is initialised): 0 with l->bytes = 0 where ops allocates host memory,
+ * or -errno where the device cannot say.
+ */
+int mem_device_limit(const struct sigma_ops *ops, struct mem_limit *l);
+
+/*
+ * The limit need does not fit in, or NULL: without a device limit
+ * (dev->bytes 0), all of it against host's; with one, the model's state
+ * and activations against dev's and the checkpoint copies (host memory)
+ * against host's. A limit of 0 bytes is unknown and holds anything.
+ * needed: the bytes held against the limit; what: "" or where they go
+ * (" of device memory", ...).
+ */
+const struct mem_limit *mem_short(const struct mem_need *need,
+				 const struct mem_limit *host,
+				 const struct mem_limit *dev, uint64_t *needed,
+				 const char **what);
+
 #endif /* SIGMA_TRAIN_MEMBUDGET_H */

@@ -103,14 +103,21 @@ static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
 	return n;
 }
 
-/* what this rank needs against what it may use: 0, or exit 64 */
+/*
+ * What this rank needs against what it may use, once ops is initialised
+ * (its settings, SIGMA_CUDA_* among them, are read, and a GPU knows its
+ * memory): 0, or exit 64.
+ */
 static int setup_memory(struct trainer *t, const struct model_shard *sh,
 			const struct sigma_ops *ops, int B)
 {
 	const struct train_opts *o = t->o;
 	struct dist *d = t->d;
-	struct mem_limit lim;
+	struct mem_limit lim, dev;
+	const struct mem_limit *over;
 	struct mem_need need;
+	const char *what;
+	uint64_t needed;
 	size_t rep;
 	bool zero = sh->zsize[0] > 1 || sh->zsize[1] > 1;
 	int copies = staging_of(t,
@@ -122,15 +129,23 @@ static int setup_memory(struct trainer *t, const struct model_shard *sh,
 	t->mem_need = need.total;
 	if (mem_limit_of(d, &lim))
 		return TRAIN_EXIT_PEER;
-	if (d->rank == 0 || need.total > lim.bytes)
-		printf("config: memory per rank %d: %.1f MiB (parameters, gradients and moments %.1f MiB, activations %.1f MiB, checkpoint copies %.1f MiB) of %.1f MiB (%s)\n",
+	if (mem_device_limit(ops, &dev)) {
+		sigma_error("--device %s: the device cannot say how much memory it has",
+			    ops->name);
+		return TRAIN_EXIT_USAGE;
+	}
+	over = mem_short(&need, &lim, &dev, &needed, &what);
+	if (d->rank == 0 || over)
+		printf("config: memory per rank %d: %.1f MiB (parameters, gradients and moments %.1f MiB, activations %.1f MiB, checkpoint copies %.1f MiB) of %.1f MiB (%s)%s%s\n",
 		       d->rank, need.total / 1048576.0, need.state / 1048576.0,
 		       need.acts / 1048576.0, need.staging / 1048576.0,
-		       lim.bytes / 1048576.0, lim.why);
-	if (lim.bytes && need.total > lim.bytes) {
-		sigma_error("rank %d needs %.1f MiB in the layout dp %d x ep %d x pp %d, more than the %.1f MiB it may use (%s): shard the model further (--ep, --pp), or give each rank more memory",
-			    d->rank, need.total / 1048576.0, d->lp.dp, d->lp.ep,
-			    d->lp.pp, lim.bytes / 1048576.0, lim.why);
+		       lim.bytes / 1048576.0, lim.why,
+		       dev.bytes ? "; on the device: " : "", dev.why);
+	if (over) {
+		sigma_error("rank %d needs %.1f MiB%s in the layout dp %d x ep %d x pp %d, more than the %.1f MiB it may use (%s): shard the model further (--ep, --pp), or give each rank more memory",
+			    d->rank, needed / 1048576.0, what, d->lp.dp,
+			    d->lp.ep, d->lp.pp, over->bytes / 1048576.0,
+			    over->why);
 		return TRAIN_EXIT_USAGE;
 	}
 	return 0;
@@ -168,11 +183,6 @@ static int setup_model(struct trainer *t)
 	/* activations for the most sequences the auto-tuner may give it */
 	t->B = B;
 	t->Bmax = tuner_bmax(&o->tuner, B);
-	code = setup_memory(t, &sh, ops, t->Bmax);
-	if (code) {
-		free(ex);
-		return code;
-	}
 	/* the GPU by the bootstrap's node-local rank, not the launcher's */
 	sigma_ops_set_local_rank(d->boot.pmix ? d->boot.local_rank : -1);
 	rc = ops->init(o->threads);
@@ -181,6 +191,11 @@ static int setup_model(struct trainer *t)
 		sigma_error("--device %s: cannot initialise the %s kernels: %s",
 			    dev, ops->name, strerror(-rc));
 		return TRAIN_EXIT_USAGE;
+	}
+	code = setup_memory(t, &sh, ops, t->Bmax);
+	if (code) {
+		free(ex);
+		return code;
 	}
 	rc = model_create_shard(&t->m, &o->model, t->Bmax, d->micro, &sh, ops,
 				err, sizeof(err));

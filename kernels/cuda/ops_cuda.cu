@@ -244,6 +244,18 @@ static void cuda_from_host(void *dst, const void *host, size_t bytes)
 		    cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
 }
 
+/* the GPU's memory, for the trainer's budget (membudget.c) */
+static int cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+
+	if (cudaMemGetInfo(&f, &t) != cudaSuccess)
+		return -EIO;
+	*free_bytes = f;
+	*total_bytes = t;
+	return 0;
+}
+
 /* ---- a stable sort: the embedding gradient, the routing ------------------ */
 
 __global__ void k_iota(int *x, int n)
@@ -310,6 +322,7 @@ const struct sigma_ops sigma_ops_cuda = {
     .copy = cuda_copy,
     .to_host = cuda_to_host,
     .from_host = cuda_from_host,
+    .mem_info = cuda_mem_info,
     .matmul_forward = cuda_matmul_forward,
     .matmul_backward = cuda_matmul_backward,
     .grouped_matmul_forward = cuda_grouped_matmul_forward,

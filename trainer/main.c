@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +62,17 @@ static int leave(struct dist *d, int code)
 
 	if (code != TRAIN_EXIT_OK && code != TRAIN_EXIT_REQUEUE && ranks > 1)
 		return code;
+	/*
+	 * A stop after its checkpoint: the first rank out exits 75, and srun
+	 * (--kill-on-bad-exit) sends SIGTERM to the step. A rank still in the
+	 * last fence or in the libraries' finalize then died of it, and the
+	 * step ended 143 instead of 75 (seen on a loaded host). Nothing is
+	 * left to save: SIGTERM is ignored (in every thread) until this rank
+	 * exits 75 itself; a peer lost in the fence is the watchdog's, and
+	 * srun's SIGKILL after KillWait ends a rank that hangs.
+	 */
+	if (code == TRAIN_EXIT_REQUEUE && ranks > 1)
+		signal(SIGTERM, SIG_IGN);
 	dist_end(d);
 	/* every rank passed the last fence: leave at once, before srun can
 	 * take a peer's 75 for a failure to kill this rank for (the exit

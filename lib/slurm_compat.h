@@ -4,7 +4,7 @@
  *
  * Included only by the files that call libslurm (spank/slurm_api.c,
  * sbin/controller/slurm_api.c, sbin/controller/slurm_poll.c,
- * sbin/probe/drain.c), after <slurm/slurm.h> and, where used,
+ * sbin/controller/slurm_base.c, sbin/probe/drain.c), after <slurm/slurm.h> and, where used,
  * <slurm/slurmdb.h>. Each bridge names the release that made it needed;
  * on 22.05 every one of them compiles to the call sigma made before.
  *

@@ -199,6 +199,23 @@ static int cmp_double(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* ms: the time of reps runs of p in md, or -1 on a cuBLAS error */
+static float time_reps(cublasHandle_t h, const struct prod *p, enum mode md,
+		       const struct bufs *b, int reps, cudaEvent_t e0,
+		       cudaEvent_t e1)
+{
+	float ms = 0;
+
+	CK(cudaEventRecord(e0, 0));
+	for (int r = 0; r < reps; r++)
+		if (gemm(h, p, md, b))
+			return -1;
+	CK(cudaEventRecord(e1, 0));
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	return ms;
+}
+
 /* TFLOP/s of p in md: the median of five samples of at least 20 ms */
 static double rate(cublasHandle_t h, const struct prod *p, enum mode md,
 		   const struct bufs *b)
@@ -207,34 +224,24 @@ static double rate(cublasHandle_t h, const struct prod *p, enum mode md,
 	double flops = 2.0 * (double)p->m * p->n * p->k * p->batch;
 	double samp[5];
 	int reps = 1;
-	float ms = 0;
+	float ms;
 
 	CK(cudaEventCreate(&e0));
 	CK(cudaEventCreate(&e1));
-	for (int w = 0; w < 3; w++) /* warm up: heuristics, clocks */
-		if (gemm(h, p, md, b))
-			return -1;
-	/* grow the repeat count until one sample takes 20 ms */
+	/* warm up (heuristics, clocks), then grow the repeat count until
+	 * one sample takes 20 ms */
+	if (time_reps(h, p, md, b, 3, e0, e1) < 0)
+		return -1;
 	for (;;) {
-		CK(cudaEventRecord(e0, 0));
-		for (int r = 0; r < reps; r++)
-			if (gemm(h, p, md, b))
-				return -1;
-		CK(cudaEventRecord(e1, 0));
-		CK(cudaEventSynchronize(e1));
-		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if ((ms = time_reps(h, p, md, b, reps, e0, e1)) < 0)
+			return -1;
 		if (ms >= 20.0f || reps >= (1 << 20))
 			break;
 		reps = ms > 0.5f ? (int)(reps * 22.0f / ms) + 1 : reps * 16;
 	}
 	for (int s = 0; s < 5; s++) {
-		CK(cudaEventRecord(e0, 0));
-		for (int r = 0; r < reps; r++)
-			if (gemm(h, p, md, b))
-				return -1;
-		CK(cudaEventRecord(e1, 0));
-		CK(cudaEventSynchronize(e1));
-		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if ((ms = time_reps(h, p, md, b, reps, e0, e1)) < 0)
+			return -1;
 		samp[s] = flops * reps / (ms * 1e-3) / 1e12;
 	}
 	CK(cudaEventDestroy(e0));

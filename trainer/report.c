@@ -175,9 +175,10 @@ static void metrics_tuner(FILE *f, const struct tuner *tu)
 void report_step(struct report *r, const struct report_row *row,
 		 const struct train_opts *o, const struct model *m,
 		 const struct dist *d, const struct guard_run *gr,
-		 struct ckpt_async *aw, struct ckpt_async *a1,
-		 struct ckpt_times *ct)
+		 struct tiers *tr)
 {
+	struct ckpt_async *aw = tiers_writer(tr, false);
+	struct ckpt_async *a1 = tiers_writer(tr, true);
 	long done = row->done;
 	uint64_t now = sigma_now_ns();
 	double dt = (double)(now - r->t_last) / 1e9;
@@ -212,7 +213,7 @@ void report_step(struct report *r, const struct report_row *row,
 		if (!isnan(row->val_ce))
 			fprintf(f, "%.6f", row->val_ce);
 		fprintf(f, ",%.3f,%.3f,%.3f", el, step_ms, comm_ms);
-		metrics_ckpt(f, aw, a1, ct);
+		metrics_ckpt(f, aw, a1, tiers_times(tr));
 		metrics_tuner(f, row->tu);
 		guard_run_metrics(gr, f);
 		fprintf(f, ",%.3f\n", wall_s());

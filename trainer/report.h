@@ -15,7 +15,7 @@
 #include "guard.h"
 #include "model.h"
 #include "opts.h"
-#include "tier2.h"
+#include "tiers.h"
 
 /* the progress series: its file and the interval since the last row */
 struct report {
@@ -50,13 +50,12 @@ void report_config(const struct train_opts *o, const struct model *m,
 int report_open(struct report *r, const struct train_opts *o,
 		const struct model *m, const struct dist *d, long start);
 
-/* the progress line and metrics row of a step; aw and a1: the shared
- * and tier-1 writers (or NULL), whose timings the row carries */
+/* the progress line and metrics row of a step; tr: the checkpoint
+ * tiers, whose writers' timings the row carries */
 void report_step(struct report *r, const struct report_row *row,
 		 const struct train_opts *o, const struct model *m,
 		 const struct dist *d, const struct guard_run *gr,
-		 struct ckpt_async *aw, struct ckpt_async *a1,
-		 struct ckpt_times *ct);
+		 struct tiers *tr);
 
 /* what rank 0's textfile tells (report_prom.c) */
 struct report_prom {

@@ -68,41 +68,6 @@ static int setup_data(struct trainer *t)
 	return 0;
 }
 
-/* the host copies of this rank's state its checkpoints keep, and the
- * floats of the replica it keeps of another rank's shard */
-static int staging_of(const struct trainer *t, bool sharded, size_t *rep)
-{
-	const struct train_opts *o = t->o;
-	const struct dist *d = t->d;
-	int n = 0, buddy, from;
-	unsigned which;
-
-	*rep = 0;
-	if (!*o->ckpt_dir)
-		return 0;
-	n += sharded ? tier2_parts_writer(d, d->rank, &which) /* tier 2 */
-		     : d->rank == 0;
-	n += d->rank == 0 && o->ckpt_diff_every > 0; /* its base */
-	if (*o->local_dir) {
-		n++;
-		tier1_buddies(d, &buddy, &from);
-		if (from >= 0) {
-			struct model_shard fs;
-			int *ex = calloc((size_t)o->model.L * o->model.E,
-					 sizeof(int));
-			size_t pb = 0;
-
-			if (!ex)
-				return n;
-			dist_shard_of(d, from, &fs, ex);
-			model_bytes(&o->model, 1, 1, &fs, NULL, &pb);
-			*rep = 3 * pb / sizeof(float);
-			free(ex);
-		}
-	}
-	return n;
-}
-
 /*
  * What this rank needs against what it may use, once ops is initialised
  * (its settings, SIGMA_CUDA_* among them, are read, and a GPU knows its
@@ -120,10 +85,10 @@ static int setup_memory(struct trainer *t, const struct model_shard *sh,
 	uint64_t needed;
 	size_t rep;
 	bool zero = sh->zsize[0] > 1 || sh->zsize[1] > 1;
-	int copies = staging_of(t,
-				zero || sh->ep > 1 ||
-				    sh->layer_count < o->model.L,
-				&rep);
+	int copies = tiers_host_copies(&t->tiers.c, d, &o->model,
+				       zero || sh->ep > 1 ||
+					       sh->layer_count < o->model.L,
+				       &rep);
 
 	mem_need_of(&need, &o->model, B, d->micro, sh, ops, copies, rep);
 	t->mem_need = need.total;
@@ -358,20 +323,13 @@ static int setup_run(struct trainer *t)
 		if (code)
 			return code;
 	}
-	if (*o->local_dir) {
-		if (!*o->ckpt_dir) {
-			sigma_error("--local-ckpt-dir: needs --ckpt-dir");
-			return TRAIN_EXIT_USAGE;
-		}
-		if (tier1_open(&t->t1, o, t->d, t->m, t->st.run))
-			return TRAIN_EXIT_CANTCREAT;
-		t->use_t1 = true;
-	}
+	if ((code = tiers_open(&t->tiers, t->m, t->st.run)))
+		return code;
 	if (o->resume && !*o->ckpt_dir)
 		sigma_warn("--resume without a checkpoint directory: starting at step 0");
 	if (!o->resume || !*o->ckpt_dir)
 		return 0;
-	from = (struct resume_from){ t->use_t1 ? t->t1.node_dir : NULL,
+	from = (struct resume_from){ tiers_local_dir(&t->tiers),
 				     o->ckpt_dir, o->batch, o->seed,
 				     t->train_df.checksum };
 	code = resume_run(t->d, t->m, &from, &t->st, &to);
@@ -537,64 +495,16 @@ static int setup_tuner(struct trainer *t)
 	return d->lp.ep > 1 ? setup_placement(t) : 0;
 }
 
-/* the batch buffers, rank 0's shared-tier writer, the differentials */
+/* the batch buffers and the shared tier's writers */
 static int setup_writers(struct trainer *t)
 {
-	const struct train_opts *o = t->o;
 	size_t n = (size_t)t->d->micro * t->Bmax * t->m->cfg.T;
-	bool r0 = t->d->rank == 0;
-	char err[1024];
-	long fe = t->use_t1 ? o->ckpt_full_every : o->ckpt_every;
-	int rc;
 
 	t->tok = malloc(sizeof(int32_t) * n);
 	t->tgt = malloc(sizeof(int32_t) * n);
 	if (!t->tok || !t->tgt)
 		return TRAIN_EXIT_OSERR;
-	/* a model every rank holds whole: rank 0 writes, in the background
-	 * unless asked otherwise; one held in parts: each part's writer,
-	 * always in the background (--ckpt-sync waits for it) */
-	if (t->m->sharded && *o->ckpt_dir && o->ckpt_diff_every > 0) {
-		sigma_error("--ckpt-diff-every: differential checkpoints need a model that every rank holds whole (--ep 1, --pp 1, --zero 0)");
-		return TRAIN_EXIT_USAGE;
-	}
-	if (t->m->sharded && *o->ckpt_dir)
-		r0 = tier2_parts_writer(t->d, t->d->rank, &(unsigned){ 0 });
-	if (*o->ckpt_dir && r0 && (!o->ckpt_sync || t->m->sharded)) {
-		rc = ckpt_async_create(&t->aw, o->ckpt_dir, o->ckpt_keep, 3,
-				       200, t->m, err, sizeof(err));
-		if (rc) {
-			sigma_error("%s", err);
-			return TRAIN_EXIT_OSERR;
-		}
-	}
-	if (t->m->sharded && *o->ckpt_dir &&
-	    (rc = tier2_parts_open(&t->parts, t->d, t->m, t->aw)))
-		return rc;
-	if (o->ckpt_diff_every <= 0)
-		return 0;
-	if (fe > 0 && o->ckpt_diff_every >= fe) {
-		sigma_error("--ckpt-diff-every %ld: differentials come between full checkpoints, every %ld steps here: use a smaller interval",
-			    o->ckpt_diff_every, fe);
-		return TRAIN_EXIT_USAGE;
-	}
-	rc = !r0     ? 0
-	     : t->aw ? ckpt_async_enable_diff(t->aw, t->m, err, sizeof(err))
-		     : ckpt_base_init(&t->sync_base, t->m, err, sizeof(err));
-	if (rc) {
-		sigma_error("%s", err);
-		return TRAIN_EXIT_OSERR;
-	}
-	/* resumed from a full checkpoint: it is the base */
-	if (t->resumed_step >= 0 && t->aw)
-		ckpt_async_set_base(t->aw, t->m, t->resumed_step,
-				    t->resumed_full);
-	else if (t->resumed_step >= 0 && t->sync_base.state)
-		ckpt_base_set(&t->sync_base, t->m, NULL, t->resumed_step,
-			      t->resumed_full);
-	printf("config: ckpt_diff_every=%ld (differential checkpoints against the newest full one)\n",
-	       o->ckpt_diff_every);
-	return 0;
+	return tiers_start(&t->tiers, t->resumed_step, t->resumed_full);
 }
 
 /* ---- in order, and back -------------------------------------------------- */
@@ -606,11 +516,14 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	memset(t, 0, sizeof(*t));
 	t->o = o;
 	t->d = d;
-	t->ct = (struct ckpt_times){ .stall_ms = NAN, .write_ms = NAN };
-	t->t1.buddy = t->t1.from = -1;
-	t->sync_base.step = -1;
 	t->resumed_step = -1;
-	t->parts.pending = -1;
+	tiers_init(&t->tiers,
+		   &(struct tiers_conf){ o->ckpt_dir, o->ckpt_keep,
+					 o->ckpt_sync, o->local_dir,
+					 o->local_keep, o->ckpt_every,
+					 o->ckpt_full_every, o->ckpt_diff_every,
+					 o->optim.steps },
+		   d);
 	if ((code = setup_data(t)) || (code = setup_model(t)))
 		return code;
 	setup_state(t);
@@ -627,30 +540,10 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	if ((code = report_open(&t->rep, o, t->m, d, t->start)) ||
 	    (code = setup_writers(t)))
 		return code;
-	t->sched = (struct ckpt_sched){ *o->ckpt_dir != '\0', t->use_t1,
-					o->ckpt_every, o->ckpt_full_every,
-					o->ckpt_diff_every, o->optim.steps };
 	/* the clock of the progress series starts with the first step */
 	t->rep.t_start = t->rep.t_last = sigma_now_ns();
 	t->rep.comm_start = t->rep.comm_last = d->comm_ns;
 	return 0;
-}
-
-/* this rank's tier-1 stalls and writes against its step time ms */
-static void tier1_summary(const struct trainer *t, double ms)
-{
-	const struct ckpt_times *ct = &t->ct;
-	struct ckpt_async_stats cs;
-	double stall;
-
-	if (!t->use_t1 || !t->t1.own || ct->t1_saves < 1)
-		return;
-	ckpt_async_stats(t->t1.own, &cs);
-	stall = ct->t1_stall_sum_ms / (double)ct->t1_saves;
-	sigma_info("rank %d: tier 1: %ld saves, stall %.2f ms per save (%.2f%% of the step, largest %.2f ms), write %.2f ms per save in the background",
-		   t->d->rank, ct->t1_saves, stall,
-		   ms > 0 ? 100.0 * stall / ms : 0.0, ct->t1_stall_max_ms,
-		   cs.writes ? cs.total_write_ms / (double)cs.writes : 0.0);
 }
 
 /* each rank's own split of its step time, on stderr: ranks of different
@@ -670,7 +563,7 @@ static void rank_summary(const struct trainer *t)
 		   (double)dist_bytes_sent(d) / 1024.0 / n, t->m->nparams, t->m->nmom,
 		   8.0 * (double)(t->m->nparams + t->m->nmom) / 1048576.0,
 		   ru.ru_maxrss / 1024.0, t->mem_need / 1048576.0);
-	tier1_summary(t, ms);
+	tiers_summary(&t->tiers, ms);
 }
 
 int trainer_teardown(struct trainer *t, int code)
@@ -687,15 +580,7 @@ int trainer_teardown(struct trainer *t, int code)
 	signal(SIGUSR1, SIG_IGN);
 	if (t->rep.t_start && t->st.step > t->start)
 		rank_summary(t);
-	/* whatever happened, a write in flight is finished (or reported) */
-	if (tier2_wait(t->aw) && code == TRAIN_EXIT_OK)
-		code = TRAIN_EXIT_CANTCREAT;
-	ckpt_async_destroy(t->aw);
-	tier2_parts_close(&t->parts);
-	ckpt_base_fini(&t->sync_base);
-	if (tier1_wait(&t->t1) && code == TRAIN_EXIT_OK)
-		code = TRAIN_EXIT_CANTCREAT;
-	tier1_close(&t->t1);
+	code = tiers_close(&t->tiers, code);
 	if (t->gr_ready) {
 		guard_summary(stdout, &t->gr.g);
 		guard_run_free(&t->gr);

@@ -35,7 +35,7 @@ void tier1_buddies(const struct dist *d, int *buddy, int *from)
 	}
 }
 
-int tier1_open(struct tier1 *t, const struct train_opts *o,
+int tier1_open(struct tier1 *t, const struct tiers_conf *o,
 	       const struct dist *d, const struct model *m, const char *run)
 {
 	const char *node = getenv("SLURMD_NODENAME");

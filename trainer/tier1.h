@@ -12,7 +12,7 @@
 
 #include "ckpt.h"
 #include "dist.h"
-#include "opts.h"
+#include "tiers_conf.h"
 #include "tier2.h"
 
 struct tier1 {
@@ -38,7 +38,7 @@ void tier1_buddies(const struct dist *d, int *buddy, int *from);
 
 /* this rank's directories, cleared of another run's copies, and their
  * writers; 0 or -errno after printing why */
-int tier1_open(struct tier1 *t, const struct train_opts *o,
+int tier1_open(struct tier1 *t, const struct tiers_conf *o,
 	       const struct dist *d, const struct model *m, const char *run);
 
 /* stage, write locally in the background, and start the swap of copies

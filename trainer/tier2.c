@@ -61,7 +61,7 @@ int tier2_submit_gathered(struct ckpt_async *aw, struct dist *d,
 }
 
 /* In the background (aw) or, with --ckpt-sync or no writer, in the loop. */
-int tier2_save(const struct train_opts *o, struct ckpt_async *aw,
+int tier2_save(const struct tiers_conf *o, struct ckpt_async *aw,
 	       struct ckpt_base *base, const struct model *m,
 	       struct ckpt_state *st, struct ckpt_times *ct)
 {
@@ -92,7 +92,7 @@ int tier2_save(const struct train_opts *o, struct ckpt_async *aw,
  * background (aw), else in the loop against base; with no base yet (a
  * run resumed from a differential or from tier 1), a full one.
  */
-int tier2_save_diff(const struct train_opts *o, struct ckpt_async *aw,
+int tier2_save_diff(const struct tiers_conf *o, struct ckpt_async *aw,
 		    struct ckpt_base *base, const struct model *m,
 		    struct ckpt_state *st, struct ckpt_times *ct)
 {

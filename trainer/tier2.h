@@ -9,7 +9,7 @@
 
 #include "ckpt.h"
 #include "dist.h"
-#include "opts.h"
+#include "tiers_conf.h"
 
 /* checkpoint timings for the metrics file: NAN where none in the row */
 struct ckpt_times {
@@ -23,12 +23,12 @@ struct ckpt_times {
 };
 
 /* a full checkpoint; base (or NULL): the differentials' base to move on */
-int tier2_save(const struct train_opts *o, struct ckpt_async *aw,
+int tier2_save(const struct tiers_conf *o, struct ckpt_async *aw,
 	       struct ckpt_base *base, const struct model *m,
 	       struct ckpt_state *st, struct ckpt_times *ct);
 
 /* a differential one against the newest full one (or a full one) */
-int tier2_save_diff(const struct train_opts *o, struct ckpt_async *aw,
+int tier2_save_diff(const struct tiers_conf *o, struct ckpt_async *aw,
 		    struct ckpt_base *base, const struct model *m,
 		    struct ckpt_state *st, struct ckpt_times *ct);
 

@@ -125,7 +125,7 @@ int tier2_parts_save(struct tier2_parts *p, struct ckpt_async *aw,
 }
 
 /* rank 0: the index of the pending step, three tries like any write */
-static int write_index(struct tier2_parts *p, const struct train_opts *o)
+static int write_index(struct tier2_parts *p, const struct tiers_conf *o)
 {
 	char path[PATH_MAX], err[1024];
 	uint64_t t0 = sigma_now_ms();
@@ -165,7 +165,7 @@ static int32_t part_state(const struct tier2_parts *p, struct ckpt_async *aw)
 	return rc < 0 ? -1 : rc == 1 && step == p->pending ? 1 : 0;
 }
 
-int tier2_parts_settle(struct tier2_parts *p, const struct train_opts *o,
+int tier2_parts_settle(struct tier2_parts *p, const struct tiers_conf *o,
 		       struct ckpt_async *aw, struct dist *d, bool wait)
 {
 	int32_t mine, *all;

@@ -14,7 +14,7 @@
 
 #include "ckpt.h"
 #include "dist.h"
-#include "opts.h"
+#include "tiers_conf.h"
 #include "tier2.h"
 
 struct tier2_parts {
@@ -54,7 +54,7 @@ int tier2_parts_save(struct tier2_parts *p, struct ckpt_async *aw,
  * (wait: the writers finish first, so it is settled on return). 0, or an
  * exit code (73: a part or the index could not be written, 76: a peer).
  */
-int tier2_parts_settle(struct tier2_parts *p, const struct train_opts *o,
+int tier2_parts_settle(struct tier2_parts *p, const struct tiers_conf *o,
 		       struct ckpt_async *aw, struct dist *d, bool wait);
 
 #endif /* SIGMA_TRAIN_TIER2_PARTS_H */

@@ -5,7 +5,7 @@
  *                     the guard's verdict, the optimizer
  *   step_eval         the validation loss, when due
  *   report_step       the progress line and the metrics row (report.c)
- *   step_checkpoint   tier 1, full and differential checkpoints (ckpt_due)
+ *   step_checkpoint   tier 1, full and differential checkpoints (tiers.h)
  *   step_stop         a requested stop, after its checkpoint
  */
 #include "config.h"
@@ -20,7 +20,6 @@
 
 #include "sigma.h"
 #include "exitcodes.h"
-#include "rollback.h"
 #include "train.h"
 #include "tuner_warn.h"
 
@@ -150,28 +149,6 @@ static int step_norm(struct trainer *t, long done, double red[3], double *gn)
 	return 0;
 }
 
-/* the guard asked for a rollback: 0 with *to, or an exit code */
-static int step_rollback(struct trainer *t, long done, long *to)
-{
-	/* the newest checkpoint is on disk before any rank reads it */
-	if (tier2_wait(t->aw))
-		return TRAIN_EXIT_CANTCREAT;
-	if (t->d->size > 1 && dist_barrier(t->d))
-		return TRAIN_EXIT_PEER;
-	*to = rollback_to_latest(&t->gr, t->o->ckpt_dir, done);
-	if (*to < 0)
-		return TRAIN_EXIT_DIVERGED;
-	/* differentials after it belong to the abandoned run */
-	if (t->d->rank == 0 && t->o->ckpt_diff_every > 0) {
-		int nr = ckpt_diff_discard_after(t->o->ckpt_dir, *to);
-
-		if (nr > 0)
-			printf("guard: %d differential checkpoint%s newer than step %ld removed\n",
-			       nr, nr == 1 ? "" : "s", *to);
-	}
-	return 0;
-}
-
 /* one step s (0-based): 0 with out filled, or an exit code */
 static int train_step(struct trainer *t, long s, struct step_out *out)
 {
@@ -211,10 +188,8 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		return hw ? TRAIN_EXIT_HARDWARE : TRAIN_EXIT_DIVERGED;
 	}
 	if (gact & GUARD_ACT_ROLLBACK) {
-		if ((code = tier1_finish(&t->t1, &t->ct)))
-			return code;
 		out->act = STEP_ROLLBACK;
-		return step_rollback(t, done, &out->to);
+		return tiers_rollback(&t->tiers, &t->gr, done, &out->to);
 	}
 	if (!(gact & GUARD_ACT_SKIP) && (!isfinite(m->loss) || !isfinite(out->gn))) {
 		sigma_error("step %ld: loss %g, gradient norm %g: diverged", done,
@@ -222,7 +197,7 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 		return TRAIN_EXIT_DIVERGED;
 	}
 	/* the last tier-1 copy is made before the weights change */
-	if ((code = tier1_finish(&t->t1, &t->ct)))
+	if ((code = tiers_settle(&t->tiers)))
 		return code;
 	out->lr = optim_lr(&t->o->optim, s) *
 		  (float)guard_lr_scale(&t->gr.g, done);
@@ -293,79 +268,28 @@ static int step_eval(struct trainer *t, long done, double *val_ce)
 /* the checkpoints due after step done; 0 or an exit code */
 static int step_checkpoint(struct trainer *t, long done, int stop)
 {
-	struct ckpt_due due = ckpt_due(done, stop != 0, &t->sched);
 	bool last = stop || done == t->o->optim.steps;
-	struct dist *d = t->d;
-	int code;
 
-	/* a model in parts: the index of a step whose parts are written */
-	if (t->m->sharded && (code = tier2_parts_settle(&t->parts, t->o, t->aw,
-							d, due.full)))
-		return code;
-	if (due.tier1 || due.full || due.diff) {
+	if (tiers_due(&t->tiers, done, stop != 0)) {
 		guard_state_export(&t->gr.g, &t->st.guard);
 		tuner_export(&t->tu, &t->st.tuner);
 	}
-	if (due.tier1) {
-		code = tier1_save(&t->t1, d, t->m, &t->st, &t->ct);
-		/* at the end or a stop, nothing follows to overlap */
-		if (code == 0 && last)
-			code = tier1_finish(&t->t1, &t->ct);
-		if (code)
-			return code;
-	}
-	if (due.full && t->m->sharded) {
-		/* each part by its writer, then the index (at once with
-		 * --ckpt-sync and at the end, else when the parts are in) */
-		code = tier2_parts_save(&t->parts, t->aw, d, t->m, &t->st,
-					&t->ct);
-		if (code == 0 && (last || t->o->ckpt_sync))
-			code = tier2_parts_settle(&t->parts, t->o, t->aw, d,
-						  true);
-		if (code)
-			return code;
-	}
-	if (due.full) {
-		/* every rank holds the whole model: rank 0 writes */
-		if (d->rank == 0 && !t->m->sharded &&
-		    tier2_save(t->o, t->aw,
-			       t->sync_base.state ? &t->sync_base : NULL, t->m,
-			       &t->st, &t->ct))
-			return TRAIN_EXIT_CANTCREAT;
-		/* at the end or a stop the files are on disk first, and no
-		 * rank ends before the checkpoint is complete */
-		if (last && (tier2_wait(t->aw) || tier1_wait(&t->t1)))
-			return TRAIN_EXIT_CANTCREAT;
-		if (last && dist_barrier(d))
-			return TRAIN_EXIT_PEER;
-	}
-	if (due.diff && d->rank == 0 &&
-	    tier2_save_diff(t->o, t->aw, &t->sync_base, t->m, &t->st, &t->ct))
-		return TRAIN_EXIT_CANTCREAT;
-	return 0;
+	return tiers_after_step(&t->tiers, done, stop != 0, last, &t->st);
 }
 
 int trainer_place(struct trainer *t, bool data)
 {
-	struct dist *d = t->d;
 	int code, rc;
 
 	/* the checkpoints in flight read the experts' slots: done first */
-	if ((code = tier1_finish(&t->t1, &t->ct)))
+	if ((code = tiers_quiesce(&t->tiers)))
 		return code;
-	if (t->m->sharded && (code = tier2_parts_settle(&t->parts, t->o, t->aw,
-							d, true)))
-		return code;
-	if (tier2_wait(t->aw))
-		return TRAIN_EXIT_CANTCREAT;
-	rc = dist_move_experts(d, t->m, t->tu.owner, data);
+	rc = dist_move_experts(t->d, t->m, t->tu.owner, data);
 	if (rc) {
 		sigma_error("moving the experts failed: %s", strerror(-rc));
 		return exit_code_of(rc, PHASE_COMM);
 	}
-	if (d->rank == 0 && t->m->sharded && t->parts.w)
-		return tier2_parts_replace(&t->parts, d, t->m);
-	return 0;
+	return tiers_moved(&t->tiers);
 }
 
 /* the routed tokens of the last K steps to the tuner, and its placement
@@ -491,8 +415,7 @@ int trainer_loop(struct trainer *t)
 				    &(struct report_row){ done, so.gn, so.lr,
 							  so.scale, val_ce,
 							  &t->tu },
-				    o, t->m, t->d, &t->gr, t->aw, t->t1.own,
-				    &t->ct);
+				    o, t->m, t->d, &t->gr, &t->tiers);
 		code = step_checkpoint(t, done, so.stop);
 		if (code)
 			return code;

@@ -16,16 +16,13 @@
 #include <stdio.h>
 
 #include "ckpt.h"
-#include "ckpt_due.h"
 #include "data.h"
 #include "dist.h"
 #include "guard.h"
 #include "model.h"
 #include "opts.h"
 #include "report.h"
-#include "tier1.h"
-#include "tier2.h"
-#include "tier2_parts.h"
+#include "tiers.h"
 #include "tuner.h"
 #include "tuner_inject.h"
 
@@ -38,13 +35,7 @@ struct trainer {
 	struct ckpt_state st; /* what a checkpoint of the next step holds */
 	struct guard_run gr;
 	bool gr_ready;
-	struct ckpt_sched sched;
-	struct ckpt_async *aw; /* this rank's shared-tier writer, or NULL */
-	struct tier2_parts parts; /* a model held in parts: its writers */
-	struct ckpt_base sync_base; /* --ckpt-sync: the differentials' base */
-	struct tier1 t1;
-	bool use_t1;
-	struct ckpt_times ct;
+	struct tiers tiers; /* the checkpoint tiers (tiers.h) */
 	struct report rep; /* the progress line and the metrics file */
 	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
 	int B, Bmax; /* sequences per micro-batch: an even share, the most */

@@ -1,5 +1,5 @@
 /*
- * test_trainer_ckpt.c - HDF5 checkpoints (trainer/ckpt_*.c): round trip,
+ * test_trainer_ckpt.c - HDF5 checkpoints (trainer/ckpt/ckpt_*.c): round trip,
  * refusal of bad files and of hostile attributes, the seal, fall back to
  * an older valid one, the background writer, attempts and retention.
  */

@@ -1,5 +1,5 @@
 /*
- * test_trainer_delta.c - lossless per-tensor deltas (trainer/delta.c) and
+ * test_trainer_delta.c - lossless per-tensor deltas (trainer/ckpt/delta.c) and
  * differential checkpoints (trainer/ckpt.c): bitwise round trips on random
  * and adversarial tensors, the per-tensor choice, a real HDF5 base +
  * differential read back bitwise, refusal of a damaged differential or of

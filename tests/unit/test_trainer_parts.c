@@ -1,6 +1,6 @@
 /*
  * test_trainer_parts.c - a model no rank holds whole (model_shard), and
- * its checkpoints in parts (trainer/ckpt_shard.c), in one process:
+ * its checkpoints in parts (trainer/ckpt/ckpt_shard.c), in one process:
  *
  *   - a shard draws exactly the whole model's rows, in its slot order;
  *   - model_bytes counts what model_create_shard allocates;

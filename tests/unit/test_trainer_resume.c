@@ -1,5 +1,5 @@
 /*
- * test_trainer_resume.c - resume_run (trainer/resume.c), the one resume
+ * test_trainer_resume.c - resume_run (trainer/ckpt/resume.c), the one resume
  * path, on one rank over the self back end and real checkpoint files:
  *
  *   - tier 1 newer than the shared tier: the node-local copy is read;

@@ -2,7 +2,7 @@
  * ckpt_internal.h - what the files of the checkpoints share behind
  * ckpt.h: the parts of a full checkpoint that a differential writes and
  * reads too (ckpt_full.c), and the names a directory holds (ckpt_dir.c).
- * Private to trainer/ckpt_*.c.
+ * Private to trainer/ckpt/ckpt_*.c.
  */
 #ifndef SIGMA_TRAIN_CKPT_INTERNAL_H
 #define SIGMA_TRAIN_CKPT_INTERNAL_H

@@ -2,7 +2,7 @@
  * ckpt_h5.h - the HDF5 layer under the checkpoints, in sigma's own types:
  * opening a sealed file, typed attributes, datasets (tensors and the
  * guard's windows), and the atomic publish of a new file (temporary name,
- * completion marker, fsync, seal, rename). Private to trainer/ckpt_*.c;
+ * completion marker, fsync, seal, rename). Private to trainer/ckpt/ckpt_*.c;
  * ckpt_h5.c is the only file of the trainer that includes hdf5.h.
  *
  * An HDF5 object (file, group, dataset) is an int64_t handle here, < 0

@@ -511,6 +511,7 @@ static int setup_writers(struct trainer *t)
 
 int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 {
+	char err[1024];
 	int code;
 
 	memset(t, 0, sizeof(*t));
@@ -524,6 +525,11 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 					 o->ckpt_full_every, o->ckpt_diff_every,
 					 o->optim.steps },
 		   d);
+	/* the job protocol's record (jobrec.h): a hint to the launcher,
+	 * never a reason to stop */
+	if (sigma_jobrec_open(&t->rec, d->rank, err, sizeof(err)))
+		sigma_warn("%s: the launcher will not see this rank's progress",
+			   err);
 	if ((code = setup_data(t)) || (code = setup_model(t)))
 		return code;
 	setup_state(t);
@@ -568,6 +574,11 @@ static void rank_summary(const struct trainer *t)
 
 int trainer_teardown(struct trainer *t, int code)
 {
+	int told = code;
+
+	/* the launcher learns how this rank leaves before SIGTERM can end
+	 * it (below), and again should a write in flight change that */
+	sigma_jobrec_exit(&t->rec, t->st.step, code);
 	/*
 	 * The run is over (its last checkpoint, if any, is complete: every
 	 * rank passed the barrier after it). From here a SIGTERM, Slurm
@@ -597,6 +608,8 @@ int trainer_teardown(struct trainer *t, int code)
 		data_close(&t->val_df);
 	if (t->have_train)
 		data_close(&t->train_df);
+	if (code != told)
+		sigma_jobrec_exit(&t->rec, t->st.step, code);
 	fflush(stdout);
 	return code;
 }

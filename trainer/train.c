@@ -419,6 +419,7 @@ int trainer_loop(struct trainer *t)
 		code = step_checkpoint(t, done, so.stop);
 		if (code)
 			return code;
+		sigma_jobrec_step(&t->rec, done);
 		if (so.stop && done < o->optim.steps)
 			return step_stop(t, done, so.stop);
 	}

@@ -19,6 +19,7 @@
 #include "data.h"
 #include "dist.h"
 #include "guard.h"
+#include "jobrec.h"
 #include "model.h"
 #include "opts.h"
 #include "report.h"
@@ -36,6 +37,7 @@ struct trainer {
 	struct guard_run gr;
 	bool gr_ready;
 	struct tiers tiers; /* the checkpoint tiers (tiers.h) */
+	struct sigma_jobrec rec; /* the launcher's record of this rank */
 	struct report rep; /* the progress line and the metrics file */
 	int32_t *tok, *tgt; /* this rank's micro-batches of a step */
 	int B, Bmax; /* sequences per micro-batch: an even share, the most */

@@ -509,6 +509,14 @@ static int setup_writers(struct trainer *t)
 
 /* ---- in order, and back -------------------------------------------------- */
 
+/* the watchdog ends the process: the record says how (jobrec.h) */
+static void record_exit(int code, void *arg)
+{
+	struct trainer *t = arg;
+
+	sigma_jobrec_exit(&t->rec, t->st.step, code);
+}
+
 int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 {
 	char err[1024];
@@ -530,6 +538,8 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 	if (sigma_jobrec_open(&t->rec, d->rank, err, sizeof(err)))
 		sigma_warn("%s: the launcher will not see this rank's progress",
 			   err);
+	else if (t->rec.on)
+		comm_watchdog_on_exit(record_exit, t);
 	if ((code = setup_data(t)) || (code = setup_model(t)))
 		return code;
 	setup_state(t);

@@ -59,6 +59,16 @@ void comm_watch_leave(void)
 	atomic_store(&watch_since_ns, 0);
 }
 
+typedef void (*watch_exit_cb)(int code, void *arg);
+static _Atomic(watch_exit_cb) watch_exit_fn; /* comm_watchdog_on_exit */
+static _Atomic(void *) watch_exit_arg;
+
+void comm_watchdog_on_exit(watch_exit_cb fn, void *arg)
+{
+	atomic_store(&watch_exit_arg, arg);
+	atomic_store(&watch_exit_fn, fn);
+}
+
 void comm_watchdog_hurry(void)
 {
 	atomic_store(&watch_hurry, true);
@@ -91,6 +101,7 @@ static void *watch_main(void *arg)
 		if (since && now > since && now - since > timeout) {
 			const char *what = atomic_load(&watch_what);
 			const char *name = atomic_load(&watch_name);
+			watch_exit_cb fn = atomic_load(&watch_exit_fn);
 
 			/* one line, then out: no atexit handler may block */
 			sigma_error(
@@ -101,6 +112,8 @@ static void *watch_main(void *arg)
 						      : "timeout",
 			    (double)timeout / 1e9, COMM_EXIT_PEER);
 			fflush(stderr);
+			if (fn)
+				fn(COMM_EXIT_PEER, atomic_load(&watch_exit_arg));
 			_exit(COMM_EXIT_PEER);
 		}
 		if (period < 10000000ull)

@@ -35,6 +35,14 @@ int comm_watchdog_start(double timeout_s);
 void comm_watchdog_stop(void);
 
 /*
+ * fn(COMM_EXIT_PEER, arg) runs on the watchdog's thread just before it
+ * ends the process, so that the process can say how it left (the job
+ * protocol's exit record, jobrec.h). It must not block or take a lock
+ * the stuck call may hold. NULL: none.
+ */
+void comm_watchdog_on_exit(void (*fn)(int code, void *arg), void *arg);
+
+/*
  * The process was asked to stop (SIGTERM, SIGUSR1; async-signal-safe):
  * from now on a call that has run longer than COMM_HURRY_MIN_S, and four
  * times the longest call so far, ends the process as the timeout does. A

@@ -78,7 +78,7 @@ int tuner_warn_node(long step, const char *why)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *job = getenv("SLURM_JOB_ID");
-	const char *ctl = getenv("SIGMACTL"), *conf = getenv("SIGMA_CONFIG");
+	const char *ctl = getenv("SIGMACTL"), *conf = getenv("SIGMA_CONF");
 	char *argv[8];
 	int n = 0, rc;
 	pid_t pid;
@@ -91,6 +91,8 @@ int tuner_warn_node(long step, const char *why)
 		    step, why);
 		return -ENOENT;
 	}
+	if (!conf || !*conf)
+		conf = getenv("SIGMA_CONFIG"); /* the old name */
 	tuner_warn_reap();
 	if (pending > 0)
 		return -EBUSY;

@@ -3,7 +3,7 @@
  * stays slow after its shares moved reports its own node to sigmad as an
  * early warning, with
  *
- *     $SIGMACTL [--config $SIGMA_CONFIG] slow $SLURMD_NODENAME --job $SLURM_JOB_ID
+ *     $SIGMACTL [--config $SIGMA_CONF] slow $SLURMD_NODENAME --job $SLURM_JOB_ID
  *
  * (SIGMACTL: default "sigmactl" on the PATH). sigmad checks that the node
  * is one of the caller's running job's and drains it with a warning in the

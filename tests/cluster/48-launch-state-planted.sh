@@ -10,7 +10,7 @@
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 grep -q '^required' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" 2>/dev/null || skip "the plugin is not loaded"
 
-LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch
+LAUNCHER=$SIGMA_BUILDDIR/trainer/sigma-launch
 v=$(workdir launch-victim)
 run_as_victim true
 chown "$SIGMA_VICTIM_USER" "$v"
@@ -35,7 +35,7 @@ chmod 755 "$v/step.sh"
 chown "$SIGMA_VICTIM_USER" "$v/step.sh"
 jid=$(cd "$v" && run_as_victim sbatch --parsable -N2 --no-kill --sigma-restart=in-job \
 	--sigma-job-spares=1 --sigma-max-restarts=2 --sigma-probe=off -o "$v/out" \
-	--export="ALL,SIGMA_PROBE=$PROBE,SIGMACTL=$SIGMACTL,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf" \
+	--export="ALL,SIGMA_PROBE=$PROBE,SIGMACTL=$SIGMACTL,SIGMA_CONF=$SIGMA_TESTBED_DIR/etc/sigma.conf" \
 	--wrap "env -u SIGMA_CKPT_DIR $LAUNCHER -- $v/step.sh") || fail "sbatch failed"
 [ "$jid" -ge "$next" ] && [ "$jid" -le $((next + 4)) ] || fail "job $jid is not one of the planted ids $next-$((next + 4))"
 until_true 90 sh -c "[ -z \"\$(squeue -h -j $jid 2>/dev/null)\" ]" || fail "job $jid did not end: $(tail -n 5 "$v/out")"

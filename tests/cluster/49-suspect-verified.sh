@@ -2,9 +2,12 @@
 # A user cannot have a node drained at will (sigmactl suspect). The test
 # user's in-job job runs on n1 and n2 (n3 its in-allocation spare), with
 # the launcher told to call a node a suspect after one crash
-# (SIGMA_SUSPECT_CRASHES=1, the user's own setting). Its rank on n1 prints
-# srun's failure text naming n2 on its stderr, then crashes:
-#   - the launcher blames n1, where srun saw the crash, not the framed n2;
+# (SIGMA_SUSPECT_CRASHES=1, the user's own setting). Its ranks keep the job
+# protocol's records (docs/job-protocol.md); the rank on n1 prints srun's
+# failure text naming n2 on its stderr, then crashes, and the rank on n2
+# leaves as one that lost its peer:
+#   - the launcher blames n1, whose rank left no exit record, not the
+#     framed n2: it reads no message text;
 #   - sigmad probes n1 first (healthy), then refuses to drain it: Slurm's
 #     accounting holds 1 failed step of the job there, and sigmad drains
 #     at 3 (sigmad_suspect_crashes);
@@ -18,15 +21,24 @@
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 grep -q '^required' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" 2>/dev/null || skip "the plugin is not loaded"
 
-LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch
+LAUNCHER=$SIGMA_BUILDDIR/trainer/sigma-launch
 CTL=("$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf")
 sigmad_fresh
 d=$(workdir suspect-verified)
 chown "$SIGMA_TEST_USER" "$d"
 cat > "$d/step.sh" <<'STEP'
 #!/bin/bash
+# this rank's record of the job protocol (docs/job-protocol.md)
+record() {
+	local r=$SIGMA_JOB_RECORDS/rank-$SLURM_PROCID t=$SIGMA_JOB_RECORDS/.rank-$SLURM_PROCID.tmp
+	[ -n "${SIGMA_JOB_RECORDS:-}" ] || return 0
+	echo "sigma-job 1 rank=$SLURM_PROCID node=$SLURMD_NODENAME launch=${SIGMA_LAUNCH:-0} step=0 state=$1 code=$2" > "$t" &&
+		mv -f "$t" "$r"
+}
+record start -1
 # launch 0: the rank on the first node frames the second, then crashes;
-# launch 1 waits to be cancelled
+# the other leaves as a rank that lost its peer does. Launch 1 waits to
+# be cancelled
 if [ "${SIGMA_LAUNCH:-0}" = 0 ]; then
 	if [ "$SLURM_PROCID" = 0 ]; then
 		other=$(scontrol show hostnames "$SLURM_STEP_NODELIST" | sed -n 2p)
@@ -34,7 +46,9 @@ if [ "${SIGMA_LAUNCH:-0}" = 0 ]; then
 		sleep 1
 		kill -SEGV $$
 	fi
-	sleep 60
+	trap 'record exit 76; exit 76' TERM
+	sleep 60 &
+	wait $!
 fi
 echo "launch $SIGMA_LAUNCH on $(hostname -s) $SLURMD_NODENAME"
 sleep 120
@@ -42,7 +56,7 @@ STEP
 chmod 755 "$d/step.sh"
 jid=$(cd "$d" && run_as_user sbatch --parsable -N3 -w n1,n2,n3 --no-kill \
 	--sigma-restart=in-job --sigma-job-spares=1 --sigma-max-restarts=3 --sigma-probe=off \
-	-o "$d/out" --export="ALL,SIGMA_SUSPECT_CRASHES=1,SIGMA_PROBE=$PROBE,SIGMACTL=$SIGMACTL,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf" \
+	-o "$d/out" --export="ALL,SIGMA_SUSPECT_CRASHES=1,SIGMA_PROBE=$PROBE,SIGMACTL=$SIGMACTL,SIGMA_CONF=$SIGMA_TESTBED_DIR/etc/sigma.conf" \
 	--wrap "$LAUNCHER -- $d/step.sh") || fail "sbatch failed"
 trap 'scancel "$jid" ${vid:+"$vid"} 2>/dev/null' EXIT
 # sigmad's verdict on the launcher's suspect report (which names the node),

@@ -10,6 +10,9 @@
 #     after the relaunch, drains the node once and does not requeue the job.
 # The final weights and optimizer state are bitwise equal to an
 # uninterrupted run's, and the job was never requeued (Restarts=0).
+# The in-job run's srun words its messages as another Slurm release might:
+# the launcher judges by the ranks' records and Slurm's state, never by
+# srun's text (docs/job-protocol.md).
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
@@ -22,7 +25,17 @@ until_true 240 drill_ended "$ref" || fail "reference job $ref did not end: $(jst
 grep -q "^done: $STEPS steps" "$d/ref.out" || fail "reference run failed: $(tail -n 5 "$d/ref.out")"
 log "reference done: $(grep '^done:' "$d/ref.out")"
 
-jid=$(drill_submit injob 3 "$STEPS" -N3 --no-kill --sigma-restart=in-job --sigma-job-spares=1) || exit 1
+# srun as another release might word it: the launcher finds this one first
+wrap=$d/srun-reworded
+mkdir -p "$wrap"
+cat > "$wrap/srun" <<EOF
+#!/bin/bash
+exec $(command -v srun) "\$@" 2> >(sed -u -e 's/Exited with exit code/ended with status/' \\
+	-e 's/: Killed/: killed by signal 9/' -e 's/Node failure on/lost contact with/' \\
+	-e 's/_step_signal: Terminating/ending/' >&2)
+EOF
+chmod 755 "$wrap" "$wrap/srun"
+jid=$(DRILL_ENV="PATH=$wrap:$PATH" drill_submit injob 3 "$STEPS" -N3 --no-kill --sigma-restart=in-job --sigma-job-spares=1) || exit 1
 out=$d/injob.out
 until_true 120 at_step "$out" 25 || fail "job $jid does not train: $(tail -n 5 "$out")"
 mapfile -t N < <(job_nodes "$jid")

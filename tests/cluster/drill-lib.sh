@@ -5,7 +5,7 @@
 
 TRAIN=$SIGMA_BUILDDIR/trainer/sigma-train
 EXAMPLE=$SIGMA_SRCDIR/contrib/examples/train-moe.sbatch
-LAUNCHER=$SIGMA_SRCDIR/trainer/sigma-launch
+LAUNCHER=$SIGMA_BUILDDIR/trainer/sigma-launch
 CORPUS=/usr/share/games/fortunes
 
 # drill_setup NAME: skip unless everything the drill needs is here; a fresh
@@ -43,7 +43,7 @@ drill_submit() {
 	env="ALL,SIGMA_TRAIN=$TRAIN,SIGMA_DATA=$d,SIGMA_STEPS=$steps,SIGMA_LOG_EVERY=1,SIGMA_EVAL_EVERY=0"
 	env="$env,SIGMA_LOCAL_CKPT_DIR=/dev/shm/sigma-local-$SIGMA_TEST_USER/$name"
 	env="$env,SIGMA_LAUNCHER=$LAUNCHER,SIGMA_PROBE=$PROBE"
-	env="$env,SIGMA_CONFIG=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMACTL=$SIGMACTL"
+	env="$env,SIGMA_CONF=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMACTL=$SIGMACTL"
 	[ -n "${DRILL_LAYOUT+x}" ] && env="$env,SIGMA_LAYOUT=$DRILL_LAYOUT"
 	[ -n "${DRILL_ENV:-}" ] && env="$env,$DRILL_ENV"
 	# the example's own in-job restart and fifth node are for the tests

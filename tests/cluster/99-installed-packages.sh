@@ -13,7 +13,8 @@
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
 
-PKGS="sigma-common sigma-slurm-plugin sigma-probe sigmad sigma-client sigma-train sigma-doc"
+PKGS="sigma-common sigma-slurm-plugin sigma-probe sigmad sigma-client sigma-train sigma-doc
+libsigma-runtime0 libsigma-runtime-dev python3-sigmatorch"
 # the packages of this Slurm: contrib/build-debs's default directory
 DEBS=${SIGMA_DEB_DIR:-$SIGMA_SRCDIR/_build-deb${SIGMA_SLURM_LANE:+-$SIGMA_SLURM_LANE}}
 TESTBED=$SIGMA_SRCDIR/contrib/testbed
@@ -70,6 +71,12 @@ grep -q '^required' /etc/slurm/plugstack.conf.d/sigma.conf && fail "the plugstac
 so=$(dpkg-query -L sigma-slurm-plugin | grep '/sigma\.so$')
 [ -f "$(dirname "$so")/select_cons_tres.so" ] || fail "sigma.so is not in Slurm's plugin directory: $so"
 log "installed: plugin $so, conffiles, state directory root 700, unit not enabled"
+# the runtime library as a program and a Python script find it
+pkg-config --exists sigma-runtime || fail "pkg-config does not know sigma-runtime"
+code=$(env -u SIGMA_RUNTIME_LIB -u PYTHONPATH /usr/bin/python3 -c 'import sigmatorch; print(sigmatorch.EXIT_PEER)') ||
+	fail "the installed sigmatorch does not import"
+[ "$code" = 76 ] || fail "sigmatorch.EXIT_PEER is $code"
+log "installed: libsigma-runtime (pkg-config), sigmatorch imports"
 
 "$TESTBED" down >/dev/null 2>&1
 "$TESTBED" up --installed || fail "testbed up --installed failed"

@@ -1,0 +1,13 @@
+"""sigmatorch: sigma's runtime for PyTorch training loops under Slurm.
+
+The job protocol (docs/job-protocol.md) that sigma-train follows, for any
+training script: sigma-launch then relaunches a failed step in the
+allocation, tells the node of a crashed rank from its peers, notices a
+stalled step, and sigmad's warning (SIGUSR1) becomes a checkpoint and a
+requeue. Built on libsigma-runtime (sigma_runtime.h).
+"""
+from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
+                  EXIT_PEER, EXIT_REQUEUE, Job)
+
+__all__ = ["Job", "EXIT_OK", "EXIT_FAILURE", "EXIT_DIVERGED", "EXIT_REQUEUE",
+           "EXIT_PEER", "EXIT_HARDWARE"]

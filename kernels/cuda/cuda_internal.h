@@ -49,9 +49,12 @@ int cuda_device_own(int dev);
 
 /*
  * Scratch device memory of at least bytes, valid until the next call
- * (grow-only; freeing the old buffer synchronises the device).
+ * (grow-only; the old buffer is freed at the next release, ops.h).
  */
 void *cuda_workspace(size_t bytes);
+
+/* the most blocks a grid may have along y (and z) */
+#define CUDA_GRID_Y_MAX 65535
 
 static inline unsigned cuda_blocks(size_t n, unsigned threads)
 {
@@ -141,7 +144,8 @@ void cuda_attention_backward_op(float *dq, float *dk, float *dv, float *scratch,
 				const float *dout, const float *q,
 				const float *k, const float *v,
 				const float *att, int B, int T, int H, int Dh);
-int cuda_attention_plan_op(int B, int T, int H, int Dh, char *err, size_t len);
+int cuda_attention_plan_op(int B, int T, int H, int Dh, int nbuf, char *err,
+			   size_t len);
 
 /* moe.cu */
 void cuda_moe_route(int *idx, float *gate, int *counts, int *offs, int *perm,

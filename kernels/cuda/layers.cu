@@ -143,22 +143,26 @@ __global__ void k_rmsnorm_backward_dx(float *dx, const float *dout,
 
 #define COL_CHUNK 256 /* rows per partial column sum */
 
-/* part[c, d] = sum over the rows of chunk c, in row order */
+/* part[c, d] = sum over the rows of chunk c, in row order; the nc
+ * chunks strided over grid.y, which stops at 65535 */
 __global__ void k_rmsnorm_dg_part(float *part, const float *dout,
 				  const float *x, const float *rstd, int N,
-				  int D)
+				  int D, int nc)
 {
 	int d = blockIdx.x * blockDim.x + threadIdx.x;
-	int c = blockIdx.y;
 
 	if (d >= D)
 		return;
-	int r1 = (c + 1) * COL_CHUNK < N ? (c + 1) * COL_CHUNK : N;
-	float s = 0.0f;
+	for (int c = blockIdx.y; c < nc; c += gridDim.y) {
+		long r0 = (long)c * COL_CHUNK;
+		long r1 = r0 + COL_CHUNK < N ? r0 + COL_CHUNK : N;
+		float s = 0.0f;
 
-	for (int n = c * COL_CHUNK; n < r1; n++)
-		s += dout[(size_t)n * D + d] * x[(size_t)n * D + d] * rstd[n];
-	part[(size_t)c * D + d] = s;
+		for (long n = r0; n < r1; n++)
+			s += dout[(size_t)n * D + d] * x[(size_t)n * D + d] *
+			     rstd[n];
+		part[(size_t)c * D + d] = s;
+	}
 }
 
 /* dst[d] += sum over c of part[c, d], in chunk order */
@@ -188,8 +192,10 @@ void cuda_rmsnorm_backward(float *dx, float *dg, const float *dout,
 				CUDA_STREAM>>>(dx, dout, x, g, rstd, N, D);
 	CUDA_LAUNCHED();
 	part = (float *)cuda_workspace(sizeof(float) * (size_t)nc * D);
-	k_rmsnorm_dg_part<<<dim3(cuda_blocks((size_t)D, 128), nc), 128, 0,
-			    CUDA_STREAM>>>(part, dout, x, rstd, N, D);
+	k_rmsnorm_dg_part<<<dim3(cuda_blocks((size_t)D, 128),
+				 nc < CUDA_GRID_Y_MAX ? nc : CUDA_GRID_Y_MAX),
+			    128, 0, CUDA_STREAM>>>(part, dout, x, rstd, N, D,
+						   nc);
 	CUDA_LAUNCHED();
 	k_col_finish<<<cuda_blocks((size_t)D, 128), 128, 0, CUDA_STREAM>>>(
 	    dg, part, nc, D);

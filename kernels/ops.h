@@ -129,11 +129,13 @@ struct sigma_ops {
 	 * B*H*T*T floats each), 0 when both may be NULL (the kernels
 	 * recompute what they need), or -EINVAL with a message in err
 	 * (bounded by len) naming the limit when no kernel of the
-	 * implementation takes these sizes. Asked once, at configuration
-	 * time, after init; a table without it (NULL) uses them.
+	 * implementation takes these sizes. nbuf: how many such buffers the
+	 * model would keep (its layers, plus one for the gradient). Asked
+	 * once, at configuration time, after init; a table without it
+	 * (NULL) uses them.
 	 */
-	int (*attention_plan)(int B, int T, int H, int Dh, char *err,
-			      size_t len);
+	int (*attention_plan)(int B, int T, int H, int Dh, int nbuf,
+			      char *err, size_t len);
 
 	/* ---- mixture of experts ------------------------------------------ */
 	/* p[N,C] (writes) = softmax over each row of logits[N,C] */

@@ -6,6 +6,7 @@
  * grads, m, v) followed by the activations for a batch of B x T tokens.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,13 +439,20 @@ static void carve_all_acts(struct model *m, struct carver *cv)
 /* 1 when ops' attention uses the T x T buffers, 0 when not, or -errno
  * of a shape it refuses (err says why); no ops: 1 */
 static int attention_tt(const struct sigma_ops *ops,
-			const struct model_config *cfg, int B, char *err,
-			size_t len)
+			const struct model_config *cfg,
+			const struct model_shard *shard, int B, int nacts,
+			char *err, size_t len)
 {
+	/* a buffer per layer of this rank and activation set, and one for
+	 * the gradient */
+	long nl = shard ? shard->layer_count : cfg->L;
+	long nb = (long)nacts * nl + 1;
+	int nbuf = nb > INT_MAX ? INT_MAX : (int)nb;
+
 	if (!ops || !ops->attention_plan)
 		return 1;
-	return ops->attention_plan(B, cfg->T, cfg->H, cfg->D / cfg->H, err,
-				   len);
+	return ops->attention_plan(B, cfg->T, cfg->H, cfg->D / cfg->H, nbuf,
+				   err, len);
 }
 
 size_t model_bytes(const struct model_config *cfg, int B, int nacts,
@@ -467,7 +475,7 @@ size_t model_bytes(const struct model_config *cfg, int B, int nacts,
 	a.layer = la;
 	m->B = B;
 	m->count_weight = 1.0f;
-	m->att_tt = attention_tt(ops, cfg, B, NULL, 0) > 0;
+	m->att_tt = attention_tt(ops, cfg, shard, B, nacts, NULL, 0) > 0;
 	cv.used = 2 * sizeof(float) * (m->nparams + m->nmom);
 	for (int i = 0; i < nacts; i++)
 		carve_acts(m, &a, &cv);
@@ -522,7 +530,7 @@ int model_create_shard(struct model **out, const struct model_config *cfg,
 		}
 	}
 	/* the T x T buffers only for an attention that uses them */
-	rc = attention_tt(ops, cfg, B, err, len);
+	rc = attention_tt(ops, cfg, shard, B, nacts, err, len);
 	if (rc < 0)
 		goto out_free;
 	m->att_tt = rc > 0;

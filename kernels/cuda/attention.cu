@@ -600,28 +600,32 @@ static_assert(SIGMA_CUDA_ATT_FUSED == CUDA_PLAN_ATT_FUSED &&
 		  SIGMA_CUDA_ATT_AUTO == CUDA_PLAN_ATT_AUTO,
 	      "cuda_plan.h numbers the attention kinds as sigma_cuda.h");
 
-/* the kernels these sizes get now: fused, cublas, or -EINVAL */
-static int att_plan(int B, int T, int H, int Dh, char *err, size_t len)
+/* the kernels these sizes get now, with nbuf T x T buffers kept: fused,
+ * cublas, or -EINVAL */
+static int att_plan(int B, int T, int H, int Dh, int nbuf, char *err,
+		    size_t len)
 {
 	return cuda_plan_attention(
 	    (int)cuda_att_mode, sigma_cuda_get_precision() == SIGMA_CUDA_BF16,
-	    B, T, H, Dh, err, len);
+	    B, T, H, Dh, nbuf, err, len);
 }
 
-int cuda_attention_plan_op(int B, int T, int H, int Dh, char *err, size_t len)
+int cuda_attention_plan_op(int B, int T, int H, int Dh, int nbuf, char *err,
+			   size_t len)
 {
-	int rc = att_plan(B, T, H, Dh, err, len);
+	int rc = att_plan(B, T, H, Dh, nbuf, err, len);
 
 	return rc < 0 ? rc : rc == CUDA_PLAN_ATT_CUBLAS;
 }
 
 /* the cuBLAS path where the plan says so and the caller gave its
- * buffers; the fused kernels otherwise (they refuse what they cannot do) */
+ * buffers (which the plan of the whole model allowed); the fused kernels
+ * otherwise (they refuse what they cannot do) */
 static bool att_use_blas(int B, int T, int H, int Dh, bool buffers)
 {
 	char why[256];
 
-	return buffers && att_plan(B, T, H, Dh, why, sizeof(why)) ==
+	return buffers && att_plan(B, T, H, Dh, 1, why, sizeof(why)) ==
 			      CUDA_PLAN_ATT_CUBLAS;
 }
 

@@ -20,8 +20,9 @@
 #define CUDA_PLAN_FUSED_BH_MAX 65535
 /*
  * Under bf16 the default attention is the cuBLAS one (tensor cores)
- * while one layer's T x T buffer stays within this; the model keeps
- * L + 1 of them. Above it the fused kernels, which need none.
+ * while the T x T buffers the model keeps, one per layer and one for
+ * the gradient, stay within this all together. Above it the fused
+ * kernels, which need none.
  */
 #define CUDA_PLAN_TT_BYTES_MAX ((size_t)4 << 30)
 
@@ -126,16 +127,18 @@ static inline int cuda_plan_cublas_fits(int B, int T, int H, char *err,
  * heads of Dh): CUDA_PLAN_ATT_FUSED or CUDA_PLAN_ATT_CUBLAS, or -EINVAL
  * with err naming the limit. mode is the one asked for: FUSED or CUBLAS
  * (set by SIGMA_CUDA_ATTENTION or sigma_cuda_set_attention) is kept or
- * refused; AUTO takes the cuBLAS path under bf16 while one layer's
- * T x T buffer is within CUDA_PLAN_TT_BYTES_MAX (the tensor cores; the
- * fused kernels are fp32 on the CUDA cores), else the fused kernels,
- * and the cuBLAS path where the fused ones cannot go.
+ * refused; AUTO takes the cuBLAS path under bf16 while nbuf T x T
+ * buffers (the model's layers plus one; 1 for a single call) are within
+ * CUDA_PLAN_TT_BYTES_MAX (the tensor cores; the fused kernels are fp32
+ * on the CUDA cores), else the fused kernels, and the cuBLAS path where
+ * the fused ones cannot go.
  */
 static inline int cuda_plan_attention(int mode, int bf16, int B, int T, int H,
-				      int Dh, char *err, size_t len)
+				      int Dh, int nbuf, char *err, size_t len)
 {
 	char why[192], why2[192];
 	size_t tt = sizeof(float) * (size_t)B * H * T * T;
+	size_t n = nbuf > 1 ? (size_t)nbuf : 1;
 
 	if (mode == CUDA_PLAN_ATT_FUSED)
 		return cuda_plan_fused_fits(B, H, Dh, err, len)
@@ -143,7 +146,7 @@ static inline int cuda_plan_attention(int mode, int bf16, int B, int T, int H,
 	if (mode == CUDA_PLAN_ATT_CUBLAS)
 		return cuda_plan_cublas_fits(B, T, H, err, len)
 			   ?: CUDA_PLAN_ATT_CUBLAS;
-	if (bf16 && tt <= CUDA_PLAN_TT_BYTES_MAX &&
+	if (bf16 && tt <= CUDA_PLAN_TT_BYTES_MAX / n &&
 	    cuda_plan_cublas_fits(B, T, H, why, sizeof(why)) == 0)
 		return CUDA_PLAN_ATT_CUBLAS;
 	if (cuda_plan_fused_fits(B, H, Dh, why, sizeof(why)) == 0)

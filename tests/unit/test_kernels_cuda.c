@@ -488,7 +488,7 @@ static void test_attention_nobuffers(void **state)
 
 	(void)state;
 	assert_int_equal(sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED), 0);
-	assert_int_equal(gpu->attention_plan(2, 300, 2, 64, err, sizeof(err)),
+	assert_int_equal(gpu->attention_plan(2, 300, 2, 64, 1, err, sizeof(err)),
 			 0);
 	attention_case_buf(2, 300, 2, 64, TOL_FP32, true);
 	sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO);

@@ -108,50 +108,62 @@ static void test_attention_plan(void **state)
 	for (size_t i = 0; i < sizeof(within) / sizeof(within[0]); i++)
 		assert_int_equal(cuda_plan_attention(within[i].mode,
 						     within[i].bf16, 8,
-						     within[i].T, 16, 128, err,
+						     within[i].T, 16, 128, 1, err,
 						     sizeof(err)),
 				 within[i].want);
+	/* the buffers of the whole model count: 512 MiB a layer is cuBLAS
+	 * for 7 layers and the gradient's (4 GiB), fused for 8 */
+	assert_int_equal(cuda_plan_attention(autom, 1, 8, 1024, 16, 128, 8,
+					     err, sizeof(err)),
+			 cublas);
+	assert_int_equal(cuda_plan_attention(autom, 1, 8, 1024, 16, 128, 9,
+					     err, sizeof(err)),
+			 fused);
+	/* asked for by name, the cuBLAS path stays: the budget judges */
+	assert_int_equal(cuda_plan_attention(cublas, 1, 8, 1024, 16, 128,
+					     1000, err, sizeof(err)),
+			 cublas);
 	/* the fused limits: refused by name when asked for, else cuBLAS */
 	err[0] = '\0';
-	assert_int_equal(cuda_plan_attention(fused, 0, 1, 64, 2, 512, err,
+	assert_int_equal(cuda_plan_attention(fused, 0, 1, 64, 2, 512, 1, err,
 					     sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "Dh = 512"));
 	assert_non_null(strstr(err, "1..256"));
-	assert_int_equal(cuda_plan_attention(autom, 0, 1, 64, 2, 512, err,
+	assert_int_equal(cuda_plan_attention(autom, 0, 1, 64, 2, 512, 1, err,
 					     sizeof(err)),
 			 cublas);
 	err[0] = '\0';
-	assert_int_equal(cuda_plan_attention(fused, 0, 4096, 16, 32, 64, err,
+	assert_int_equal(cuda_plan_attention(fused, 0, 4096, 16, 32, 64, 1, err,
 					     sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "131072 is above its limit 65535"));
-	assert_int_equal(cuda_plan_attention(autom, 0, 4096, 16, 32, 64, err,
+	assert_int_equal(cuda_plan_attention(autom, 0, 4096, 16, 32, 64, 1, err,
 					     sizeof(err)),
 			 cublas);
 	/* beyond both: refused, both limits named */
 	err[0] = '\0';
 	assert_int_equal(cuda_plan_attention(autom, 0, 65536, 1024, 64, 512,
-					     err, sizeof(err)),
+					     1, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "Dh = 512"));
 	assert_non_null(strstr(err, "rows is above its limit"));
 	/* the tables: the CPU always uses the buffers; the CUDA one says
 	 * what its mode and precision make of a shape */
-	assert_int_equal(sigma_ops_cpu.attention_plan(1, 8, 1, 512, err,
+	assert_int_equal(sigma_ops_cpu.attention_plan(1, 8, 1, 512, 1, err,
 						      sizeof(err)),
 			 1);
 	if (!sigma_cuda_ops())
 		return;
 	assert_int_equal(sigma_cuda_set_attention(SIGMA_CUDA_ATT_FUSED), 0);
-	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 64, err,
+	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 64, 1, err,
 							  sizeof(err)),
 			 0);
-	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 512, err,
+	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 512, 1, err,
 							  sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(sigma_cuda_set_attention(SIGMA_CUDA_ATT_AUTO), 0);
-	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 512, err,
+	assert_int_equal(sigma_cuda_ops()->attention_plan(1, 8, 1, 512, 1, err,
 							  sizeof(err)),
 			 1);
 	assert_int_equal(sigma_cuda_get_attention(), SIGMA_CUDA_ATT_AUTO);

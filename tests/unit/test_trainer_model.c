@@ -319,15 +319,20 @@ static void rc_backward(float *dq, float *dk, float *dv, float *scratch,
 					 rc_att, Bn, T, H, Dh);
 }
 
-static int rc_plan(int Bn, int T, int H, int Dh, char *err, size_t len)
+static int rc_plan_nbuf; /* the T x T buffers the model would keep */
+
+static int rc_plan(int Bn, int T, int H, int Dh, int nbuf, char *err,
+		   size_t len)
 {
 	(void)Bn, (void)T, (void)H, (void)Dh, (void)err, (void)len;
+	rc_plan_nbuf = nbuf;
 	return 0;
 }
 
-static int refuse_plan(int Bn, int T, int H, int Dh, char *err, size_t len)
+static int refuse_plan(int Bn, int T, int H, int Dh, int nbuf, char *err,
+		       size_t len)
 {
-	(void)Bn, (void)T, (void)H;
+	(void)Bn, (void)T, (void)H, (void)nbuf;
 	snprintf(err, len, "attention: Dh = %d is above the limit 8", Dh);
 	return -EINVAL;
 }
@@ -350,7 +355,9 @@ static void test_attention_buffers(void **state)
 	assert_int_equal(model_create(&b, &c, B, &recomp, err, sizeof(err)),
 			 0);
 	model_init_weights(b, 3);
-	/* nothing for the T x T buffers: L of att, one datt */
+	/* nothing for the T x T buffers: L of att, one datt, which the
+	 * plan was told of */
+	assert_int_equal(rc_plan_nbuf, c.L + 1);
 	assert_true(a->att_tt);
 	assert_false(b->att_tt);
 	assert_non_null(a->act.layer[0].att);

@@ -35,7 +35,15 @@ struct sigma_ops {
 	/* ---- memory ---------------------------------------------------- */
 	/* n bytes, 64-byte aligned, zeroed; NULL on failure. */
 	void *(*alloc)(size_t n);
+	/* p is freed now, or (the CUDA path) at the next release */
 	void (*free)(void *p);
+	/*
+	 * Free what free() put off. The CUDA path does not free inside a
+	 * step: cudaFree waits for every stream, a collective's too, and
+	 * could hang the ranks. Call it where no collective is in flight
+	 * (after a step, at the end). NULL: free() frees at once.
+	 */
+	void (*release)(void);
 	/* dst[n] = 0 */
 	void (*zero)(float *dst, size_t n);
 	/* dst[n] = src[n] (same memory space) */

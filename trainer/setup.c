@@ -584,6 +584,7 @@ static void rank_summary(const struct trainer *t)
 
 int trainer_teardown(struct trainer *t, int code)
 {
+	const struct sigma_ops *ops;
 	int told = code;
 
 	/* the launcher learns how this rank leaves before SIGTERM can end
@@ -613,7 +614,10 @@ int trainer_teardown(struct trainer *t, int code)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(t->tok);
 	free(t->tgt);
+	ops = t->m ? t->m->ops : NULL;
 	model_destroy(t->m);
+	if (ops && ops->release)
+		ops->release();
 	if (t->have_val)
 		data_close(&t->val_df);
 	if (t->have_train)

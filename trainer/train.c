@@ -211,6 +211,10 @@ static int train_step(struct trainer *t, long s, struct step_out *out)
 			    done);
 		return TRAIN_EXIT_PEER;
 	}
+	/* the memory the step's buffers gave back, freed where no
+	 * collective is in flight (ops.h release) */
+	if (m->ops->release)
+		m->ops->release();
 	t->st.step = done;
 	out->act = STEP_DONE;
 	out->stop = red[2] > 0 ? (sig ? sig : -2)

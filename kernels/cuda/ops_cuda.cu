@@ -38,6 +38,7 @@
 #include "cuda_internal.h"
 #include "cuda_blas.h"
 #include "cuda_plan.h"
+#include "cuda_defer.h"
 
 /* ---- state, errors, workspace ----------------------------------------- */
 
@@ -45,6 +46,26 @@ cublasHandle_t cuda_blas;
 static int cuda_ready;
 static void *cuda_ws;
 static size_t cuda_ws_bytes;
+/* what free() and the workspace's growth put off until release() */
+static struct cuda_defer cuda_retired;
+
+static void cuda_free_now(void *p)
+{
+	CUDA_CHECK(cudaFree(p));
+}
+
+/* ops.h free: after the step (release), never inside it */
+static void cuda_free(void *p)
+{
+	if (p && cuda_defer_push(&cuda_retired, p))
+		cuda_free_now(p); /* no host memory to remember it */
+}
+
+/* ops.h release: where no collective is in flight */
+static void cuda_release(void)
+{
+	cuda_defer_drain(&cuda_retired, cuda_free_now);
+}
 double *cuda_red_out; /* device double of sum/sumsq */
 
 void cuda_fatal(const char *file, int line, const char *what, const char *msg)
@@ -58,8 +79,8 @@ void *cuda_workspace(size_t bytes)
 {
 	if (bytes <= cuda_ws_bytes)
 		return cuda_ws;
-	if (cuda_ws)
-		CUDA_CHECK(cudaFree(cuda_ws));
+	/* grows inside a step: the old one is freed after it */
+	cuda_free(cuda_ws);
 	cuda_ws = NULL;
 	cuda_ws_bytes = 0;
 	bytes = (bytes + 0xfffff) & ~(size_t)0xfffff; /* whole MiB */
@@ -208,12 +229,6 @@ static void *cuda_alloc(size_t n)
 	return p;
 }
 
-static void cuda_free(void *p)
-{
-	if (p)
-		CUDA_CHECK(cudaFree(p));
-}
-
 static void cuda_zero(float *dst, size_t n)
 {
 	if (n)
@@ -318,6 +333,7 @@ const struct sigma_ops sigma_ops_cuda = {
     .describe = cuda_describe,
     .alloc = cuda_alloc,
     .free = cuda_free,
+    .release = cuda_release,
     .zero = cuda_zero,
     .copy = cuda_copy,
     .to_host = cuda_to_host,

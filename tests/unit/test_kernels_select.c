@@ -24,6 +24,7 @@
 #include "select.h"
 #include "cuda/sigma_cuda.h"
 #include "cuda/cuda_plan.h"
+#include "cuda/cuda_defer.h"
 
 /* the variables the device choice reads, cleared around each case */
 static const char *const launch_vars[] = {
@@ -169,6 +170,34 @@ static void test_attention_plan(void **state)
 	assert_int_equal(sigma_cuda_get_attention(), SIGMA_CUDA_ATT_AUTO);
 }
 
+/* cuda_defer.h: frees put off until the drain, in order, then none */
+static void *defer_freed[64];
+static size_t defer_nfreed;
+static void defer_free(void *p)
+{
+	if (defer_nfreed < sizeof(defer_freed) / sizeof(*defer_freed))
+		defer_freed[defer_nfreed] = p;
+	defer_nfreed++;
+}
+
+static void test_defer(void **state)
+{
+	struct cuda_defer l = { 0 };
+	static char mem[40];
+
+	(void)state;
+	for (int i = 0; i < 40; i++) /* past the first capacity, 16 */
+		assert_int_equal(cuda_defer_push(&l, &mem[i]), 0);
+	assert_int_equal(defer_nfreed, 0);
+	assert_int_equal(cuda_defer_drain(&l, defer_free), 40);
+	assert_int_equal(defer_nfreed, 40);
+	for (int i = 0; i < 40; i++)
+		assert_ptr_equal(defer_freed[i], &mem[i]);
+	assert_int_equal(cuda_defer_drain(&l, defer_free), 0);
+	assert_int_equal(defer_nfreed, 40);
+	free(l.p);
+}
+
 static void test_cpu(void **state)
 {
 	char err[256] = "untouched";
@@ -284,6 +313,7 @@ int main(void)
 	    cmocka_unit_test(test_device),
 	    cmocka_unit_test(test_pick_device),
 	    cmocka_unit_test(test_attention_plan),
+	    cmocka_unit_test(test_defer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

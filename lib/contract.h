@@ -219,5 +219,7 @@ enum sigma_drain_action sigma_drain_decide(const struct sigma_node_now *n,
 #define SIGMA_ENV_MAX_RESTARTS "SIGMA_MAX_RESTARTS"
 /* sigma-launch's relaunch of the step inside the allocation: 1, 2, ... */
 #define SIGMA_ENV_LAUNCH     "SIGMA_LAUNCH"
+/* the highest attempt a start may be (lib/attempt.h) */
+#define SIGMA_ATTEMPT_MAX    1000000
 
 #endif /* SIGMA_CONTRACT_H */

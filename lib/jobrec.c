@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sigma.h"
+#include "attempt.h"
 #include "jobrec.h"
 
 /* a node name as Slurm gives it: letters, digits, '.', '_' and '-' */
@@ -84,9 +85,8 @@ int sigma_jobrec_open(struct sigma_jobrec *r, int rank, char *err, size_t len)
 {
 	const char *dir = getenv("SIGMA_JOB_RECORDS");
 	const char *node = getenv("SLURMD_NODENAME");
-	const char *launch = getenv("SIGMA_LAUNCH");
+	struct sigma_attempt a;
 	char host[256];
-	long l = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -94,10 +94,8 @@ int sigma_jobrec_open(struct sigma_jobrec *r, int rank, char *err, size_t len)
 		return 0;
 	if ((rc = dir_ok(dir, err, len)))
 		return rc;
-	if (launch && *launch && sigma_parse_long(launch, 0, 1000000, &l))
-		return sigma_set_err(err, len, EINVAL,
-				     "SIGMA_LAUNCH=%s: want a whole number up to 1000000",
-				     launch);
+	if ((rc = sigma_attempt_from_env(&a, err, len)))
+		return rc;
 	if (!node || !*node) {
 		if (gethostname(host, sizeof(host)) < 0)
 			host[0] = '\0';
@@ -115,7 +113,7 @@ int sigma_jobrec_open(struct sigma_jobrec *r, int rank, char *err, size_t len)
 				     "SIGMA_JOB_RECORDS=%s: path too long", dir);
 	sigma_strlcpy(r->node, node, sizeof(r->node));
 	r->rank = rank;
-	r->launch = (int)l;
+	r->launch = a.launch;
 	r->on = true;
 	put(r, 0, "start", -1);
 	return 0;

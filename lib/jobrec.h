@@ -44,9 +44,9 @@ struct sigma_jobrec {
 
 /*
  * Read SIGMA_JOB_RECORDS (an absolute directory the caller owns),
- * SLURMD_NODENAME (else the host name) and SIGMA_LAUNCH, and write the
- * start record of rank. 0 (also when unset: r stays off), or -errno with
- * err naming the variable and the problem; r is then off.
+ * SLURMD_NODENAME (else the host name) and the launch (attempt.h), and
+ * write the start record of rank. 0 (also when unset: r stays off), or
+ * -errno with err naming the variable and the problem; r is then off.
  */
 int sigma_jobrec_open(struct sigma_jobrec *r, int rank, char *err,
 		      size_t len);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sigma.h"
+#include "attempt.h"
 #include "ckpt.h"
 #include "exitcodes.h"
 #include "layout.h"
@@ -468,6 +469,8 @@ static void opts_default(struct train_opts *o)
 /* SIGMA_* defaults (the plugin's environment); flags parsed later win */
 static int read_env(struct train_opts *o)
 {
+	struct sigma_attempt a;
+	char err[256];
 	const char *s;
 	long v;
 
@@ -486,34 +489,15 @@ static int read_env(struct train_opts *o)
 			return -EINVAL;
 		o->ckpt_every = v;
 	}
-	s = getenv("SLURM_RESTART_COUNT");
-	if (s && *s && sigma_parse_long(s, 1, LONG_MAX, &v) == 0) {
-		o->resume = true;
-		o->attempt = v > CKPT_ATTEMPT_MAX ? CKPT_ATTEMPT_MAX : (int)v;
+	/* which attempt of the run: lib/attempt.h alone decides */
+	if (sigma_attempt_from_env(&a, err, sizeof(err))) {
+		sigma_error("%s", err);
+		return -EINVAL;
 	}
-	/* the plugin's count wins over Slurm's own */
-	s = getenv(SIGMA_ENV_ATTEMPT);
-	if (s && *s) {
-		if (opt_long(SIGMA_ENV_ATTEMPT, s, 0, CKPT_ATTEMPT_MAX, &v))
-			return -EINVAL;
-		o->resume |= v > 0;
-		o->attempt = (int)v;
-	}
-	/*
-	 * A relaunch inside the allocation continues this job's run, as a
-	 * requeue does, in an attempt of its own: sigma-launch counts its
-	 * launches over the job's life, so attempt + launch only grows.
-	 */
-	s = getenv(SIGMA_ENV_LAUNCH);
-	if (s && *s) {
-		if (opt_long(SIGMA_ENV_LAUNCH, s, 0, CKPT_ATTEMPT_MAX / 2, &v))
-			return -EINVAL;
-		o->launch = (int)v;
-		o->resume |= v > 0;
-		o->attempt += (int)v;
-		if (o->attempt > CKPT_ATTEMPT_MAX)
-			o->attempt = CKPT_ATTEMPT_MAX;
-	}
+	o->resume |= a.resume;
+	o->attempt = a.attempt;
+	o->launch = a.launch;
+	o->requeues = a.requeues;
 	return 0;
 }
 

@@ -35,6 +35,7 @@ struct train_opts {
 	int attempt; /* SIGMA_ATTEMPT (else SLURM_RESTART_COUNT), plus
 			SIGMA_LAUNCH: in names */
 	int launch;  /* SIGMA_LAUNCH: sigma-launch's relaunch, 0 the first */
+	long requeues; /* SLURM_RESTART_COUNT: Slurm's requeues, 0 none */
 	long eval_every; /* 0: never */
 	int eval_batches;
 	long log_every;

@@ -244,13 +244,10 @@ static int setup_init_from(struct trainer *t, const char *path)
 static int claim_run(struct train_opts *o, struct dist *d,
 		     struct ckpt_state *st)
 {
-	const char *rq = getenv("SLURM_RESTART_COUNT");
-	long requeues = 0;
 	/* a requeue by Slurm (its own count), a relaunch by sigma-launch, or
-	 * an attempt set by hand */
+	 * an attempt set by hand (lib/attempt.h read them) */
 	enum claim_how how =
-	    (o->attempt > 0 && rq &&
-	     !sigma_parse_long(rq, 1, LONG_MAX, &requeues)) ||
+	    (o->attempt > 0 && o->requeues > 0) ||
 		    (o->launch > 0 && run_slurm_job())
 		? CLAIM_RESTART
 	    : o->attempt > 0 || (o->resume && !o->new_run) ? CLAIM_RESUME

@@ -129,8 +129,8 @@ static void test_refused(void **state)
 
 	setenv("SIGMA_JOB_RECORDS", dir, 1);
 	setenv("SIGMA_LAUNCH", "-1", 1);
-	assert_int_equal(sigma_jobrec_open(&r, 0, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "SIGMA_LAUNCH=-1"));
+	assert_int_equal(sigma_jobrec_open(&r, 0, err, sizeof(err)), -ERANGE);
+	assert_non_null(strstr(err, "SIGMA_LAUNCH -1 is out of range"));
 	unsetenv("SIGMA_LAUNCH");
 
 	setenv("SLURMD_NODENAME", "n1 state=exit", 1);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract.h"
 #include "guard_state.h"
 #include "tuner_state.h"
 #include "model.h"
@@ -28,7 +29,7 @@
 #define CKPT_VERSION_SHARDED 2
 #define CKPT_SHARD_FORMAT "sigma-checkpoint-shard"
 #define CKPT_LAYOUT_MAX 96
-#define CKPT_ATTEMPT_MAX 1000000
+#define CKPT_ATTEMPT_MAX SIGMA_ATTEMPT_MAX /* lib/attempt.h */
 
 /* Everything besides the tensors that a resumed run needs. */
 struct ckpt_state {

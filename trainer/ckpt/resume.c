@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "sigma.h"
+#include "attempt.h"
 #include "blas_core.h"
 #include "comm.h"
 #include "resume.h"
@@ -593,8 +594,7 @@ static int resume_tiers(struct dist *d, struct model *m,
 		return exit_code_of(rc, PHASE_RESUME);
 	}
 	/* after every attempt that left a copy anywhere */
-	if (r.max_attempt > st->attempt)
-		st->attempt = r.max_attempt + 1;
+	st->attempt = sigma_attempt_past(st->attempt, r.max_attempt);
 	to->start = r.tier == RESTORE_NONE ? 0 : rs.step;
 	to->slots = r.tier == RESTORE_TIER1 && to->start > 0;
 	/* a full shared checkpoint is the differentials' base */

@@ -1,5 +1,5 @@
 /*
- * test_trainer_dist.c - the distributed trainer (trainer/dist*.c) in one
+ * test_trainer_dist.c - the distributed trainer (trainer/dist/dist*.c) in one
  * process, over the self back end:
  *
  *   - the expert exchange's steps (dist_ep_route, dist_ep_dispatch,

@@ -22,11 +22,9 @@
 #include "membudget.h"
 #include "resume.h"
 #include "run.h"
-#include "seal.h"
 #include "select.h"
 #include "train.h"
 #include "tuner_warn.h"
-#include "untrusted.h"
 
 #include <xxhash.h>
 
@@ -177,59 +175,6 @@ static int setup_model(struct trainer *t)
 		return exit_code_of(rc, PHASE_LAYOUT);
 	}
 	t->m->B = B; /* an even share until the tuner moves it */
-	return 0;
-}
-
-/* the weights of --init-from (a sealed file) or --init-from-untrusted
- * (any, read in a child: untrusted.h) into t->m */
-static int read_init(struct trainer *t, const char *path, char *err,
-		     size_t len)
-{
-	uint64_t hash, size;
-
-	if (*t->o->init_untrusted)
-		return untrusted_read_weights(path, t->m, err, len);
-	if (seal_peek(path, &hash, &size, err, len) == -ENOENT)
-		return sigma_set_err(
-		    err, len, EBADMSG,
-		    "%s has no seal: a file from elsewhere is read only with "
-		    "--init-from-untrusted FILE, in a process of its own "
-		    "(docs/checkpoint-format.md)",
-		    path);
-	return ckpt_read_weights(path, t->m, err, len);
-}
-
-/* --init-from: rank 0 reads the weights, every rank gets them; a model
- * in parts: every rank reads its rows */
-static int setup_init_from(struct trainer *t, const char *path)
-{
-	struct dist *d = t->d;
-	char err[1024];
-	int rc = d->rank == 0 || t->m->sharded
-			 ? read_init(t, path, err, sizeof(err))
-			 : 0;
-
-	if (t->m->sharded) {
-		double bad = rc != 0;
-
-		if (dist_world_mean(d, &bad, 1))
-			return TRAIN_EXIT_PEER;
-		if (bad > 0 && rc == 0) {
-			rc = -EBADMSG;
-			snprintf(err, sizeof(err), "another rank could not read it");
-		}
-	} else if (dist_bcast_int(d, &rc) ||
-		   (rc == 0 && dist_sync_model(d, t->m, NULL, 0))) {
-		return TRAIN_EXIT_PEER;
-	}
-	if (rc) {
-		sigma_error("--init-from: %s",
-			    d->rank == 0 || t->m->sharded
-				    ? err
-				    : "rank 0 could not read the file");
-		return exit_code_of(rc, PHASE_INIT_FROM);
-	}
-	printf("weights from %s\n", path);
 	return 0;
 }
 
@@ -541,8 +486,10 @@ int trainer_setup(struct trainer *t, struct train_opts *o, struct dist *d)
 		return code;
 	setup_state(t);
 	if ((*o->init_from || *o->init_untrusted) &&
-	    (code = setup_init_from(t, *o->init_from ? o->init_from
-						     : o->init_untrusted)))
+	    (code = tiers_init_from(d, t->m,
+				    *o->init_from ? o->init_from
+						  : o->init_untrusted,
+				    *o->init_untrusted != '\0')))
 		return code;
 	if ((code = setup_run(t)))
 		return code;

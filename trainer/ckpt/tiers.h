@@ -18,6 +18,7 @@
  *   tiers_moved       the experts moved: the index learns their places
  *   tiers_rollback    the guard's rollback to the newest checkpoint
  *   tiers_close       every write finished or reported, all freed
+ *   tiers_init_from   a run's first weights from another run's file
  *
  * Functions that return int return 0 or an exit code of exitcodes.h,
  * after saying why. struct tiers is the caller's to hold; its members
@@ -104,6 +105,12 @@ void tiers_summary(const struct tiers *tr, double step_ms);
 
 /* code, or an exit code when a write in flight fails; tr is freed */
 int tiers_close(struct tiers *tr, int code);
+
+/* the weights of path (--init-from; untrusted: --init-from-untrusted,
+ * read in a process of its own) into m on every rank; a model in parts
+ * reads its own rows */
+int tiers_init_from(struct dist *d, struct model *m, const char *path,
+		    bool untrusted);
 
 /*
  * The host copies of a rank's state its checkpoints keep, and in *rep

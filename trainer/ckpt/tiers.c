@@ -50,12 +50,12 @@ const char *tiers_local_dir(const struct tiers *tr)
 }
 
 /* this rank writes to the shared tier: rank 0 for a whole model, each
- * part's writer for one in parts */
-static bool shared_writer(const struct tiers *tr)
+ * part's writer for one in parts (sharded) */
+static bool shared_writer(const struct dist *d, bool sharded)
 {
-	if (tr->m->sharded)
-		return tier2_parts_writer(tr->d, tr->d->rank, &(unsigned){ 0 });
-	return tr->d->rank == 0;
+	if (sharded)
+		return tier2_parts_writer(d, d->rank, &(unsigned){ 0 });
+	return d->rank == 0;
 }
 
 /* the differentials: settings checked, the writer's base made */
@@ -110,7 +110,7 @@ int tiers_start(struct tiers *tr, long resumed_step, const char *resumed_full)
 		return TRAIN_EXIT_USAGE;
 	}
 	if (shared)
-		writer = shared_writer(tr);
+		writer = shared_writer(tr->d, tr->m->sharded);
 	if (shared && writer && (!c->sync || tr->m->sharded)) {
 		rc = ckpt_async_create(&tr->aw, c->ckpt_dir, c->ckpt_keep, 3,
 				       200, tr->m, err, sizeof(err));
@@ -294,13 +294,11 @@ int tiers_host_copies(const struct tiers_conf *c, const struct dist *d,
 		      size_t *rep)
 {
 	int n = 0, buddy, from;
-	unsigned which;
 
 	*rep = 0;
 	if (!*c->ckpt_dir)
 		return 0;
-	n += sharded ? tier2_parts_writer(d, d->rank, &which) /* tier 2 */
-		     : d->rank == 0;
+	n += shared_writer(d, sharded); /* tier 2 */
 	n += d->rank == 0 && c->diff_every > 0; /* its base */
 	if (*c->local_dir) {
 		n++;

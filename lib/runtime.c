@@ -54,7 +54,6 @@ int sigma_rt_job_open(struct sigma_rt_job **job, int rank, char *err,
 		      size_t len)
 {
 	struct sigma_rt_job *j;
-	char e[512];
 	int rc;
 
 	*job = NULL;
@@ -64,11 +63,9 @@ int sigma_rt_job_open(struct sigma_rt_job **job, int rank, char *err,
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	rc = sigma_jobrec_open(&j->rec, rank, e, sizeof(e));
+	rc = sigma_jobrec_open(&j->rec, rank, err, len);
 	if (rc) {
 		free(j);
-		if (err && len)
-			sigma_strlcpy(err, e, len);
 		return rc;
 	}
 	*job = j;

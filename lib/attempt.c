@@ -21,15 +21,8 @@ static int env_long(const char *name, long lo, long hi, long *out,
 
 	if (!s || !*s)
 		return 0;
-	rc = sigma_parse_long(s, lo, hi, out);
-	if (rc == -ERANGE)
-		return sigma_set_err(err, len, ERANGE,
-				     "%s %s is out of range [%ld, %ld]", name, s,
-				     lo, hi);
-	if (rc)
-		return sigma_set_err(err, len, EINVAL,
-				     "%s \"%s\" is not a whole number", name, s);
-	return 1;
+	rc = sigma_parse_long_named(name, s, lo, hi, out, err, len);
+	return rc ? rc : 1;
 }
 
 int sigma_attempt_from_env(struct sigma_attempt *a, char *err, size_t len)

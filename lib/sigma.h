@@ -68,6 +68,13 @@ int sigma_set_err(char *err, size_t errlen, int code, const char *fmt, ...) SIGM
  * empty string. Returns 0, -EINVAL (not a number) or -ERANGE.
  */
 int sigma_parse_long(const char *s, long min, long max, long *out);
+/*
+ * The same for the setting what (a flag or a variable's name), with err
+ * in the words every setting uses: "WHAT S is out of range [MIN, MAX]"
+ * or "WHAT \"S\" is not a whole number".
+ */
+int sigma_parse_long_named(const char *what, const char *s, long min,
+			   long max, long *out, char *err, size_t len);
 int sigma_parse_double(const char *s, double min, double max, double *out);
 /* yes/no, true/false, on/off, 1/0 (case-insensitive). */
 int sigma_parse_bool(const char *s, bool *out);

@@ -72,6 +72,20 @@ int sigma_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+int sigma_parse_long_named(const char *what, const char *s, long min,
+			   long max, long *out, char *err, size_t len)
+{
+	int rc = sigma_parse_long(s, min, max, out);
+
+	if (rc == -ERANGE)
+		sigma_set_err(err, len, ERANGE, "%s %s is out of range [%ld, %ld]",
+			      what, s, min, max);
+	else if (rc)
+		sigma_set_err(err, len, -rc, "%s \"%s\" is not a whole number",
+			      what, s);
+	return rc;
+}
+
 int sigma_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;

@@ -124,12 +124,11 @@ void train_usage(FILE *f)
 
 int opt_long(const char *what, const char *s, long lo, long hi, long *out)
 {
-	int rc = sigma_parse_long(s, lo, hi, out);
+	char err[4096];
+	int rc = sigma_parse_long_named(what, s, lo, hi, out, err, sizeof(err));
 
-	if (rc == -ERANGE)
-		sigma_error("%s %s is out of range [%ld, %ld]", what, s, lo, hi);
-	else if (rc)
-		sigma_error("%s \"%s\" is not a whole number", what, s);
+	if (rc)
+		sigma_error("%s", err);
 	return rc;
 }
 

@@ -102,7 +102,12 @@ int main(int argc, char **argv)
 	blas_pick(argc, argv);
 	if (train_opts_parse(&o, argc, argv))
 		return TRAIN_EXIT_USAGE;
-	/* 2. the ranks */
+	/* 2. the ranks. A peer that dies closes its sockets: a write to one
+	 * must fail (EPIPE: the peer is lost, exit 76, with this rank's exit
+	 * record written) rather than end this rank by SIGPIPE, leaving the
+	 * launcher two ranks without a record and no node to blame (Open MPI
+	 * 5's TCP transport writes to the dead peer before it notices). */
+	signal(SIGPIPE, SIG_IGN);
 	code = join_ranks(&d, &o);
 	if (code)
 		return code;

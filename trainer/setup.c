@@ -451,7 +451,8 @@ static int setup_writers(struct trainer *t)
 
 /* ---- in order, and back -------------------------------------------------- */
 
-/* the watchdog ends the process: the record says how (jobrec.h) */
+/* the watchdog ends the process, or a communicator broke: the record says
+ * how it leaves (jobrec.h) */
 static void record_exit(int code, void *arg)
 {
 	struct trainer *t = arg;

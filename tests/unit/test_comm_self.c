@@ -340,6 +340,27 @@ static int child_hurry(double timeout_s, int first_ms, bool hurry,
 	return WEXITSTATUS(status);
 }
 
+static int told_code, told_calls;
+static void told(int code, void *arg)
+{
+	(void)arg;
+	told_code = code;
+	told_calls++;
+}
+
+/* a broken communicator tells the exit hook at once, and once */
+static void test_watchdog_broken(void **state)
+{
+	(void)state;
+	comm_watchdog_broken(); /* no hook yet: nothing */
+	comm_watchdog_on_exit(told, NULL);
+	comm_watchdog_broken();
+	comm_watchdog_broken();
+	comm_watchdog_on_exit(NULL, NULL);
+	assert_int_equal(told_calls, 1);
+	assert_int_equal(told_code, COMM_EXIT_PEER);
+}
+
 static void test_watchdog(void **state)
 {
 	(void)state;
@@ -383,6 +404,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_self_memory, world_up,
 					    world_down),
 	    cmocka_unit_test(test_watchdog),
+	    cmocka_unit_test(test_watchdog_broken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,6 +200,7 @@ static int comm_end(struct comm *c, const char *what, size_t bytes, uint64_t t0,
 		c->broken = true;
 		sigma_error("comm %s (%s): %s failed: %s", c->name,
 			    comm_backend_name(c->be), what, strerror(-rc));
+		comm_watchdog_broken();
 	}
 	c->stats.calls++;
 	c->stats.bytes += bytes;

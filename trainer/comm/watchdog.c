@@ -69,6 +69,15 @@ void comm_watchdog_on_exit(watch_exit_cb fn, void *arg)
 	atomic_store(&watch_exit_fn, fn);
 }
 
+void comm_watchdog_broken(void)
+{
+	static atomic_bool told;
+	watch_exit_cb fn = atomic_load(&watch_exit_fn);
+
+	if (fn && !atomic_exchange(&told, true))
+		fn(COMM_EXIT_PEER, atomic_load(&watch_exit_arg));
+}
+
 void comm_watchdog_hurry(void)
 {
 	atomic_store(&watch_hurry, true);

@@ -41,6 +41,15 @@ void comm_watchdog_stop(void);
  * the stuck call may hold. NULL: none.
  */
 void comm_watchdog_on_exit(void (*fn)(int code, void *arg), void *arg);
+/*
+ * A communicator broke (a peer lost, a call timed out): the process will
+ * leave with COMM_EXIT_PEER. Runs the comm_watchdog_on_exit function now,
+ * on the caller's thread, once per process: the teardown that would say
+ * so may block on the lost peer, or srun (--kill-on-bad-exit) may kill the
+ * process first, and the launcher would then find two ranks without an
+ * exit record and no node to blame.
+ */
+void comm_watchdog_broken(void);
 
 /*
  * The process was asked to stop (SIGTERM, SIGUSR1; async-signal-safe):

@@ -11,7 +11,7 @@
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/drill-lib.sh"
 
-STEPS=300
+STEPS=180
 drill_setup drill-bitwise
 log "reference: $STEPS steps uninterrupted"
 ref=$(drill_submit ref 3 "$STEPS") || exit 1

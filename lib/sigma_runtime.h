@@ -5,6 +5,9 @@
  * pkg-config file (sigma-runtime.pc); the Python package sigmatorch is
  * built on it.
  *
+ * Two objects: a job handle (the records a launcher reads) and a guard
+ * (the numerical guardrails' decisions, docs/guardrails.md).
+ *
  * Lifecycle of a job handle, one per rank:
  *
  *   sigma_rt_job_open    once the rank is known: the start record
@@ -70,6 +73,91 @@ void sigma_rt_job_step(struct sigma_rt_job *job, long step);
 void sigma_rt_job_exit(struct sigma_rt_job *job, long step, int code);
 
 void sigma_rt_job_close(struct sigma_rt_job *job);
+
+/* ---- the guard: numerical guardrails ------------------------------------ */
+
+/*
+ * The decisions sigma-train's guard takes, over the numbers any training
+ * loop has after its backward pass: the loss and the gradient norm, the
+ * same on every rank (reduce them first). Pure: no I/O, no signals; the
+ * caller acts on what sigma_rt_guard_check returns.
+ *
+ *   sigma_rt_guard_open      with its settings
+ *   sigma_rt_guard_check     every step, before the optimizer's update
+ *   sigma_rt_guard_lr_scale  the factor of the learning rate for a step
+ *   sigma_rt_guard_rolled_back  after the caller reloaded a checkpoint
+ *   sigma_rt_guard_skip_data whether a step's batch is to be skipped
+ *   sigma_rt_guard_save/_load   the guard's state, kept in a checkpoint
+ *   sigma_rt_guard_close
+ */
+
+/* the actions: a bit set (0: apply the update) */
+#define SIGMA_RT_GUARD_RECOMPUTE 0x01 /* run the same step again, check */
+#define SIGMA_RT_GUARD_SKIP	 0x02 /* no update */
+#define SIGMA_RT_GUARD_LOWER_LR	 0x08 /* see sigma_rt_guard_lr_scale */
+#define SIGMA_RT_GUARD_ROLLBACK	 0x10 /* reload the newest checkpoint */
+#define SIGMA_RT_GUARD_REQUEUE	 0x20 /* exit SIGMA_RT_EXIT_HARDWARE */
+#define SIGMA_RT_GUARD_STOP	 0x40 /* exit SIGMA_RT_EXIT_DIVERGED */
+
+struct sigma_rt_guard_event {
+	long step;	  /* as given */
+	unsigned actions; /* as returned */
+	char cause[24];	  /* "non-finite", "loss-spike", "gnorm-spike",
+			     "hardware"; "" when all is well */
+	double value;	  /* the loss or gradient norm concerned */
+	double z;	  /* z-score of a spike; NaN otherwise */
+};
+
+struct sigma_rt_guard;
+
+/*
+ * A guard with settings, words "key=value" separated by spaces or commas
+ * (NULL or "": the defaults of sigma-train): window (50), min_samples
+ * (20), z (6: both spike thresholds), loss_z, gnorm_z, rel_floor (0.02),
+ * lr_steps (50), lr_factor (0.5), rollback_after (3), trouble_steps
+ * (50), max_rollbacks (3), recompute (on), enabled (on). -EINVAL with err
+ * naming the setting, or -ENOMEM; *g NULL then.
+ */
+int sigma_rt_guard_open(struct sigma_rt_guard **g, const char *settings,
+			char *err, size_t len);
+
+/*
+ * Judge step (1-based) from its loss and gradient norm; recomputed: this
+ * is the second computation of a step that returned RECOMPUTE (a result
+ * that differs in any bit is a hardware fault: REQUEUE). Fills ev (may be
+ * NULL; cause "" when all is well) and returns the actions.
+ */
+unsigned sigma_rt_guard_check(struct sigma_rt_guard *g, long step,
+			      double loss, double gnorm, int recomputed,
+			      struct sigma_rt_guard_event *ev);
+
+/* the learning rate's factor for step: 1, or lr_factor in a window */
+double sigma_rt_guard_lr_scale(const struct sigma_rt_guard *g, long step);
+
+/* the caller reloaded the checkpoint of ckpt_step while at at_step */
+void sigma_rt_guard_rolled_back(struct sigma_rt_guard *g, long ckpt_step,
+				long at_step);
+
+/* whether step's batch lies in the data window a rollback skips */
+int sigma_rt_guard_skip_data(struct sigma_rt_guard *g, long step);
+
+/* "guard: step S: CAUSE value V z Z: ACTIONS", the line sigma-train logs */
+void sigma_rt_guard_describe(const struct sigma_rt_guard_event *ev,
+			     char *buf, size_t len);
+
+/*
+ * The guard's state (counters and windows, exactly as held) as bytes for
+ * a checkpoint, so that a resumed run judges as the run that never
+ * stopped. save returns the size (call with len 0 to learn it) or
+ * -ENOSPC; load returns 0 or -EINVAL with err (bytes of another format,
+ * size or version), the guard unchanged.
+ */
+long sigma_rt_guard_save(const struct sigma_rt_guard *g, void *buf,
+			 size_t len);
+int sigma_rt_guard_load(struct sigma_rt_guard *g, const void *buf,
+			size_t len, char *err, size_t errlen);
+
+void sigma_rt_guard_close(struct sigma_rt_guard *g);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "ckpt.h" /* struct ckpt_state, for guard.h */
-#include "guard.h"
+#include "guard_run.h"
 #include "model.h"
 #include "tuner.h"
 

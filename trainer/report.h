@@ -12,7 +12,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "dist.h"
-#include "guard.h"
+#include "guard_run.h"
 #include "model.h"
 #include "opts.h"
 #include "tiers.h"

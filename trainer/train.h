@@ -18,7 +18,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "dist.h"
-#include "guard.h"
+#include "guard_run.h"
 #include "jobrec.h"
 #include "model.h"
 #include "opts.h"

@@ -33,7 +33,35 @@ def _load():
     lib.sigma_rt_job_exit.restype = None
     lib.sigma_rt_job_close.argtypes = [ctypes.c_void_p]
     lib.sigma_rt_job_close.restype = None
+    _guard(lib)
     return lib
+
+
+def _guard(lib):
+    c = ctypes
+    handle = c.c_void_p
+    lib.sigma_rt_guard_open.argtypes = [c.POINTER(handle), c.c_char_p,
+                                        c.c_char_p, c.c_size_t]
+    lib.sigma_rt_guard_open.restype = c.c_int
+    lib.sigma_rt_guard_check.argtypes = [handle, c.c_long, c.c_double,
+                                         c.c_double, c.c_int, c.c_void_p]
+    lib.sigma_rt_guard_check.restype = c.c_uint
+    lib.sigma_rt_guard_lr_scale.argtypes = [handle, c.c_long]
+    lib.sigma_rt_guard_lr_scale.restype = c.c_double
+    lib.sigma_rt_guard_rolled_back.argtypes = [handle, c.c_long, c.c_long]
+    lib.sigma_rt_guard_rolled_back.restype = None
+    lib.sigma_rt_guard_skip_data.argtypes = [handle, c.c_long]
+    lib.sigma_rt_guard_skip_data.restype = c.c_int
+    lib.sigma_rt_guard_describe.argtypes = [c.c_void_p, c.c_char_p,
+                                            c.c_size_t]
+    lib.sigma_rt_guard_describe.restype = None
+    lib.sigma_rt_guard_save.argtypes = [handle, c.c_void_p, c.c_size_t]
+    lib.sigma_rt_guard_save.restype = c.c_long
+    lib.sigma_rt_guard_load.argtypes = [handle, c.c_char_p, c.c_size_t,
+                                        c.c_char_p, c.c_size_t]
+    lib.sigma_rt_guard_load.restype = c.c_int
+    lib.sigma_rt_guard_close.argtypes = [handle]
+    lib.sigma_rt_guard_close.restype = None
 
 
 lib = _load()

@@ -21,7 +21,7 @@
 #include "ckpt.h"
 #include "seal.h"
 #include "model.h"
-#include "guard.h"
+#include "guard_run.h"
 #include "ops.h"
 #include "rng.h"
 

@@ -31,7 +31,7 @@
 #include "ckpt.h"
 #include "dist.h"
 #include "exitcodes.h"
-#include "guard.h"
+#include "guard_run.h"
 #include "model.h"
 #include "scratch.h"
 #include "tiers.h"

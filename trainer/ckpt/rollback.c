@@ -7,7 +7,7 @@
 
 #include "sigma.h"
 #include "ckpt.h"
-#include "guard.h"
+#include "guard_run.h"
 #include "rollback.h"
 
 long rollback_to_latest(struct guard_run *r, const char *dir, long step)

@@ -85,6 +85,27 @@ int sigma_kv_parse_word(const char *word, sigma_kv_fn fn, void *arg,
 	return kv_dispatch(word, len, "", fn, arg, err, errlen);
 }
 
+int sigma_kv_parse_words(const char *words, sigma_kv_fn fn, void *arg,
+			 char *err, size_t errlen)
+{
+	char buf[SIGMA_KV_MAX_LINE], *save = NULL, *w;
+
+	if (!words)
+		return 0;
+	if (sigma_strlcpy(buf, words, sizeof(buf)) >= sizeof(buf))
+		return sigma_set_err(err, errlen, ENAMETOOLONG,
+				     "settings longer than %zu bytes",
+				     sizeof(buf) - 1);
+	for (w = strtok_r(buf, " ,\t\n", &save); w;
+	     w = strtok_r(NULL, " ,\t\n", &save)) {
+		int rc = sigma_kv_parse_word(w, fn, arg, err, errlen);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int sigma_kv_parse_argv(int argc, char *const argv[], sigma_kv_fn fn,
 			void *arg, char *err, size_t errlen)
 {

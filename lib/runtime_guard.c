@@ -100,20 +100,9 @@ static int set_one(const char *key, const char *val, void *arg, char *err,
 static int parse_settings(struct guard_config *c, const char *settings,
 			  char *err, size_t len)
 {
-	char buf[SIGMA_KV_MAX_LINE], *save = NULL, *w;
-
-	if (!settings)
-		return 0;
-	if (sigma_strlcpy(buf, settings, sizeof(buf)) >= sizeof(buf))
-		return sigma_set_err(err, len, EINVAL,
-				     "guard settings: longer than %zu bytes",
-				     sizeof(buf) - 1);
-	for (w = strtok_r(buf, " ,\t\n", &save); w;
-	     w = strtok_r(NULL, " ,\t\n", &save)) {
-		/* out of range, too long: all bad settings (-EINVAL) */
-		if (sigma_kv_parse_word(w, set_one, c, err, len))
-			return -EINVAL;
-	}
+	/* out of range, too long: all bad settings (-EINVAL) */
+	if (sigma_kv_parse_words(settings, set_one, c, err, len))
+		return -EINVAL;
 	if (c->min_samples > c->window)
 		c->min_samples = c->window;
 	return guard_config_check(c, err, len);

@@ -153,6 +153,10 @@ typedef int (*sigma_kv_fn)(const char *key, const char *value, void *arg,
 /* One "key=value" word (plugstack.conf arguments). */
 int sigma_kv_parse_word(const char *word, sigma_kv_fn fn, void *arg,
 			char *err, size_t errlen);
+/* Words "key=value" in one string, separated by spaces or commas (at
+ * most SIGMA_KV_MAX_LINE bytes); stops at the first error. */
+int sigma_kv_parse_words(const char *words, sigma_kv_fn fn, void *arg,
+			 char *err, size_t errlen);
 /* argv-style words, each "key=value"; stops at the first error. */
 int sigma_kv_parse_argv(int argc, char *const argv[], sigma_kv_fn fn,
 			void *arg, char *err, size_t errlen);

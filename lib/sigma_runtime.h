@@ -5,8 +5,10 @@
  * pkg-config file (sigma-runtime.pc); the Python package sigmatorch is
  * built on it.
  *
- * Two objects: a job handle (the records a launcher reads) and a guard
- * (the numerical guardrails' decisions, docs/guardrails.md).
+ * Three objects: a job handle (the records a launcher reads), a guard
+ * (the numerical guardrails' decisions, docs/guardrails.md) and a
+ * straggler detector (which ranks are slow, and the early warning to
+ * sigmad for this rank's node, docs/tuner.md).
  *
  * Lifecycle of a job handle, one per rank:
  *
@@ -158,6 +160,66 @@ int sigma_rt_guard_load(struct sigma_rt_guard *g, const void *buf,
 			size_t len, char *err, size_t errlen);
 
 void sigma_rt_guard_close(struct sigma_rt_guard *g);
+
+/* ---- stragglers: which ranks are slow ------------------------------------ */
+
+/*
+ * sigma-train's test of a slow rank (docs/tuner.md, "detection") over the
+ * time each rank was busy in a step (its compute, without the waits in
+ * collectives), the same numbers on every rank (all-gather them first):
+ * a rank whose median over a window is above slow x the ranks' median,
+ * by more than 3 of its own MADs, confirmed after `confirm` steps in a
+ * row. A rank that stays slow `escalate` seconds reports its own node to
+ * sigmad as an early warning (sigmactl slow), which moves the job off it.
+ *
+ *   sigma_rt_straggler_open      for nranks ranks, this one rank
+ *   sigma_rt_straggler_record    every step, the ranks' busy seconds
+ *   sigma_rt_straggler_escalate  this rank's report, when due
+ *   sigma_rt_straggler_close
+ */
+struct sigma_rt_straggler;
+
+struct sigma_rt_straggler_event {
+	int rank;     /* the rank that changed */
+	int slow;     /* 1 now slow, 0 no longer slow */
+	double ratio; /* its median over the ranks' median */
+};
+
+/*
+ * Settings, words "key=value" (NULL or "": the defaults): window (10
+ * steps, 3 .. 64), slow (1.25), confirm (3), floor (0 seconds: the least
+ * excess that counts), escalate (60 seconds; 0 at once; "off" never).
+ * -EINVAL with err naming the setting (or nranks, rank), -ENOMEM.
+ */
+int sigma_rt_straggler_open(struct sigma_rt_straggler **s, int nranks,
+			    int rank, const char *settings, char *err,
+			    size_t len);
+
+/*
+ * The busy seconds of every rank, busy[nranks], for one step. Fills ev[]
+ * (room for nranks events) with the ranks whose state changed and
+ * returns how many; -EINVAL (a negative or non-finite time, nranks
+ * differs) with nothing recorded.
+ */
+int sigma_rt_straggler_record(struct sigma_rt_straggler *s, long step,
+			      const double *busy, int nranks,
+			      struct sigma_rt_straggler_event *ev);
+
+/* whether rank is confirmed slow, and its median over the ranks' median
+ * (0 before a full window) */
+int sigma_rt_straggler_slow(const struct sigma_rt_straggler *s, int rank);
+double sigma_rt_straggler_ratio(const struct sigma_rt_straggler *s, int rank);
+
+/*
+ * When this rank has been slow `escalate` seconds and has not reported
+ * yet: report its node (SLURMD_NODENAME, of job SLURM_JOB_ID) with
+ * sigmactl slow, in the background, and say so on stderr. 1 reported, 0
+ * nothing due, or -errno: not in a Slurm job (-ENOENT), a report still
+ * running (-EBUSY), sigmactl could not run (-EIO).
+ */
+int sigma_rt_straggler_escalate(struct sigma_rt_straggler *s, long step);
+
+void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@
 #include "run.h"
 #include "select.h"
 #include "train.h"
-#include "tuner_warn.h"
+#include "slow_report.h"
 
 #include <xxhash.h>
 
@@ -554,7 +554,7 @@ int trainer_teardown(struct trainer *t, int code)
 	}
 	if (t->tu_ready)
 		tuner_fini(&t->tu);
-	tuner_warn_reap(); /* a report that ended says how */
+	slow_report_reap(); /* a report that ended says how */
 	if (report_close(&t->rep) && code == TRAIN_EXIT_OK)
 		code = TRAIN_EXIT_CANTCREAT;
 	free(t->tok);

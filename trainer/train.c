@@ -21,7 +21,7 @@
 #include "sigma.h"
 #include "exitcodes.h"
 #include "train.h"
-#include "tuner_warn.h"
+#include "slow_report.h"
 
 volatile sig_atomic_t train_stop_signal;
 
@@ -360,10 +360,10 @@ static int step_tune(struct trainer *t, long done)
 		int world;
 
 		/* the last rung: the slow rank reports its own node */
-		tuner_warn_reap();
+		slow_report_reap();
 		if (tuner_escalate_due(&t->tu, &world, why, sizeof(why)) >= 0 &&
 		    world == d->rank)
-			(void)tuner_warn_node(done, why);
+			(void)slow_report_node("tuner", done, why);
 	}
 	if (rc) {
 		sigma_error("step %ld: the tuner's exchange failed: %s", done,

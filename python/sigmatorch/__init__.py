@@ -5,12 +5,15 @@ training script: sigma-launch then relaunches a failed step in the
 allocation, tells the node of a crashed rank from its peers, notices a
 stalled step, and sigmad's warning (SIGUSR1) becomes a checkpoint and a
 requeue. Guard takes sigma-train's guardrails' decisions (skip, lower the
-learning rate, roll back, give up) over a loop's loss and gradient norm.
+learning rate, roll back, give up) over a loop's loss and gradient norm;
+Straggler finds the slow ranks and reports a node that stays slow.
 Built on libsigma-runtime (sigma_runtime.h).
 """
 from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
                   EXIT_PEER, EXIT_REQUEUE, Job)
 from .guard import Decision, Guard
+from .straggler import Straggler
 
-__all__ = ["Job", "Guard", "Decision", "EXIT_OK", "EXIT_FAILURE", "EXIT_DIVERGED", "EXIT_REQUEUE",
-           "EXIT_PEER", "EXIT_HARDWARE"]
+__all__ = ["Job", "Guard", "Decision", "Straggler", "EXIT_OK",
+           "EXIT_FAILURE", "EXIT_DIVERGED", "EXIT_REQUEUE", "EXIT_PEER",
+           "EXIT_HARDWARE"]

@@ -34,7 +34,28 @@ def _load():
     lib.sigma_rt_job_close.argtypes = [ctypes.c_void_p]
     lib.sigma_rt_job_close.restype = None
     _guard(lib)
+    _straggler(lib)
     return lib
+
+
+def _straggler(lib):
+    c = ctypes
+    handle = c.c_void_p
+    lib.sigma_rt_straggler_open.argtypes = [c.POINTER(handle), c.c_int,
+                                            c.c_int, c.c_char_p, c.c_char_p,
+                                            c.c_size_t]
+    lib.sigma_rt_straggler_open.restype = c.c_int
+    lib.sigma_rt_straggler_record.argtypes = [handle, c.c_long, c.c_void_p,
+                                              c.c_int, c.c_void_p]
+    lib.sigma_rt_straggler_record.restype = c.c_int
+    lib.sigma_rt_straggler_slow.argtypes = [handle, c.c_int]
+    lib.sigma_rt_straggler_slow.restype = c.c_int
+    lib.sigma_rt_straggler_ratio.argtypes = [handle, c.c_int]
+    lib.sigma_rt_straggler_ratio.restype = c.c_double
+    lib.sigma_rt_straggler_escalate.argtypes = [handle, c.c_long]
+    lib.sigma_rt_straggler_escalate.restype = c.c_int
+    lib.sigma_rt_straggler_close.argtypes = [handle]
+    lib.sigma_rt_straggler_close.restype = None
 
 
 def _guard(lib):

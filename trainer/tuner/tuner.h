@@ -51,7 +51,7 @@
  *              trial when it saves 5% of a step (tuner_comm.h).
  *   escalation (--tuner-escalate S) a rank still slow S seconds after its
  *              shares moved is reported once as an early warning for its
- *              node (tuner_escalate_due; tuner_warn.h), and sigmad's
+ *              node (tuner_escalate_due; slow_report.h), and sigmad's
  *              warning path moves the job off it.
  *   replay     --tuner-replay FILE applies the decisions a run printed
  *              ("tuner: step N: shares a,b,...", "... gradient buckets

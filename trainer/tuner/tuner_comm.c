@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sigma.h"
+#include "straggler.h"
 #include "tuner_impl.h"
 
 /* the backward pass's share of a step's compute: twice the forward's
@@ -154,7 +155,7 @@ static double ranks_median(const struct tuner_sample *all, size_t n, size_t off)
 		return -1.0;
 	for (size_t i = 0; i < n; i++)
 		memcpy(&v[i], (const char *)&all[i] + off, sizeof(double));
-	m = tuner_median_of(v, n);
+	m = straggler_median(v, n);
 	free(v);
 	return m;
 }

@@ -25,9 +25,6 @@ void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
  * shares (tuner_watch.c) and the experts (tuner_place.c) alike */
 #define TUNER_TRIAL_SLOWER 1.05
 
-/* the median of v[n], sorted in place (0 when n is 0) */
-double tuner_median_of(double *v, size_t n);
-
 /* a decision on trial (struct tuner_trial, over windows of W exchanges):
  * the job's step time at an exchange; the start of a trial; its end, once
  * a window has measured it: 1 when the median step is TUNER_TRIAL_SLOWER

@@ -9,22 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "straggler.h"
 #include "tuner_impl.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-double tuner_median_of(double *v, size_t n)
-{
-	if (n == 0)
-		return 0.0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* the median of the ring's n values (copied) */
 static double trial_median(const struct tuner_trial *t)
@@ -33,7 +19,7 @@ static double trial_median(const struct tuner_trial *t)
 	size_t n = (size_t)t->n < 64 ? (size_t)t->n : 64;
 
 	memcpy(c, t->win, sizeof(double) * n);
-	return tuner_median_of(c, n);
+	return straggler_median(c, n);
 }
 
 void tuner_trial_push(struct tuner_trial *t, int W, double step_ns)

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "sigma.h"
+#include "straggler.h"
 #include "tuner_impl.h"
 
 void tuner_record(struct tuner *tu, const struct tuner_step *st)
@@ -45,21 +46,6 @@ static double now_s(void)
 }
 
 /* ---- the window ----------------------------------------------------------- */
-
-/* rank r's column of a window win[nwin][dp]: its median and MAD */
-static void window_stats(const struct tuner *tu, const double *win, int r,
-			 double *med, double *mad)
-{
-	double v[64], d[64];
-	int n = tu->nwin;
-
-	for (int i = 0; i < n; i++)
-		v[i] = win[(size_t)i * tu->dp + r];
-	*med = tuner_median_of(v, (size_t)n);
-	for (int i = 0; i < n; i++)
-		d[i] = fabs(v[i] - *med);
-	*mad = tuner_median_of(d, (size_t)n);
-}
 
 /* the summaries into the windows: per data-parallel rank, ns per sequence
  * of its slowest stage and its slowest link probe (with that rank's
@@ -116,36 +102,28 @@ struct watch {
 };
 
 /* the ranks that w's medians med[] (noise mad[], median M) confirm slow,
- * or no longer slow; true when the set changed */
+ * or no longer slow (straggler.h); true when the set changed */
 static bool detect(struct tuner *tu, const struct watch *w, const double *med,
 		   const double *mad, double M, long done, bool print)
 {
+	struct straggler_band b = {tu->cfg.slow, tu->cfg.confirm, w->floor};
 	bool changed = false;
 
 	for (int r = 0; r < tu->dp; r++) {
-		/* a band: called slow above slow x M (and its noise), no
-		 * longer slow only below the middle of 1 and slow */
-		double x = med[r] - M;
-		bool now = w->slow[r]
-				   ? med[r] > (1.0 + tu->cfg.slow) / 2 * M &&
-					     x > w->floor / 2
-				   : med[r] > tu->cfg.slow * M &&
-					     x > 3 * mad[r] && x > w->floor;
-		int *s = &w->streak[r];
+		int now = straggler_judge(&b, med[r], mad[r], M, &w->slow[r],
+					  &w->streak[r]);
 
-		*s = now ? (*s > 0 ? *s + 1 : 1) : (*s < 0 ? *s - 1 : -1);
-		if (w->slow[r] != now && (now ? *s : -*s) >= tu->cfg.confirm) {
-			w->slow[r] = now;
-			tu->moved_at[r] = 0.0;
-			tu->escalated[r] = false;
-			if (!tu->slow[r] && !tu->lslow[r])
-				tu->no_help[r] = false;
-			changed = true;
-			if (print)
-				printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
-				       done, r, now ? w->name : "no longer slow",
-				       M > 0 ? med[r] / M : 0.0, w->what);
-		}
+		if (!now)
+			continue;
+		tu->moved_at[r] = 0.0;
+		tu->escalated[r] = false;
+		if (!tu->slow[r] && !tu->lslow[r])
+			tu->no_help[r] = false;
+		changed = true;
+		if (print)
+			printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
+			       done, r, now > 0 ? w->name : "no longer slow",
+			       M > 0 ? med[r] / M : 0.0, w->what);
 	}
 	return changed;
 }
@@ -158,13 +136,14 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	double *v = med + 4 * (size_t)dp;
 
 	for (int r = 0; r < dp; r++) {
-		window_stats(tu, tu->win, r, &med[r], &med[dp + r]);
-		window_stats(tu, tu->lwin, r, &med[2 * dp + r],
-			     &med[3 * dp + r]);
+		straggler_column(tu->win, tu->nwin, dp, r, &med[r],
+				 &med[dp + r]);
+		straggler_column(tu->lwin, tu->nwin, dp, r, &med[2 * dp + r],
+				 &med[3 * dp + r]);
 	}
 	for (int k = 0; k < 2; k++) {
 		memcpy(v, med + 2 * k * (size_t)dp, sizeof(double) * (size_t)dp);
-		M[k] = tuner_median_of(v, (size_t)dp);
+		M[k] = straggler_median(v, (size_t)dp);
 	}
 	tu->slowest = tu->slowlink = 0;
 	for (int r = 1; r < dp; r++) {

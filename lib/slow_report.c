@@ -1,5 +1,5 @@
 /*
- * tuner_warn.c - a slow rank reports its node to sigmad (tuner_warn.h).
+ * slow_report.c - a slow rank reports its node to sigmad (slow_report.h).
  */
 #include "config.h"
 
@@ -13,24 +13,24 @@
 #include <unistd.h>
 
 #include "sigma.h"
-#include "tuner_warn.h"
+#include "slow_report.h"
 
 extern char **environ;
 
-/* the report in flight (0: none), and its node */
+/* the report in flight (0: none), its node and who asked */
 static pid_t pending;
-static char pending_node[256];
+static char pending_node[256], pending_who[32];
 
 /* the report's end: said when it failed */
 static void report_status(int status)
 {
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
-	sigma_error("tuner: sigmactl slow %s refused or failed (status %d)",
-		    pending_node, status);
+	sigma_error("%s: sigmactl slow %s refused or failed (status %d)",
+		    pending_who, pending_node, status);
 }
 
-void tuner_warn_reap(void)
+void slow_report_reap(void)
 {
 	int status;
 	pid_t r;
@@ -74,7 +74,7 @@ static int spawn(char **argv, pid_t *pid)
 	return rc;
 }
 
-int tuner_warn_node(long step, const char *why)
+int slow_report_node(const char *who, long step, const char *why)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *job = getenv("SLURM_JOB_ID");
@@ -87,13 +87,13 @@ int tuner_warn_node(long step, const char *why)
 	if (!node || !*node || !job || !*job) {
 		fprintf(
 		    stderr,
-		    "tuner: step %ld: %s; not in a Slurm job, nothing reported\n",
-		    step, why);
+		    "%s: step %ld: %s; not in a Slurm job, nothing reported\n",
+		    who, step, why);
 		return -ENOENT;
 	}
 	if (!conf || !*conf)
 		conf = getenv("SIGMA_CONFIG"); /* the old name */
-	tuner_warn_reap();
+	slow_report_reap();
 	if (pending > 0)
 		return -EBUSY;
 	argv[n++] = (char *)(ctl && *ctl ? ctl : "sigmactl");
@@ -108,17 +108,19 @@ int tuner_warn_node(long step, const char *why)
 	argv[n] = NULL;
 	fprintf(
 	    stderr,
-	    "tuner: step %ld: %s; reporting %s as an early warning (sigmactl slow)\n",
-	    step, why, node);
+	    "%s: step %ld: %s; reporting %s as an early warning (sigmactl slow)\n",
+	    who, step, why, node);
 	fflush(stderr);
 	rc = spawn(argv, &pid);
 	if (rc) {
-		sigma_error("tuner: cannot run %s: %s", argv[0], strerror(rc));
+		sigma_error("%s: cannot run %s: %s", who, argv[0],
+			    strerror(rc));
 		return -EIO;
 	}
 	/* not waited for here: the other ranks would wait for this one in
 	 * the next collective while sigmad answers */
 	pending = pid;
 	sigma_strlcpy(pending_node, node, sizeof(pending_node));
+	sigma_strlcpy(pending_who, who, sizeof(pending_who));
 	return 0;
 }

@@ -8,7 +8,7 @@
 # rings, uneven nodes), 1 rank under srun, and 1 process without srun.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 
-t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
+t=$SIGMA_BUILDDIR/tests/cluster/sigma-comm-test
 [ -x "$t" ] || skip "sigma-comm-test not built"
 "$t" --help | grep -q 'check' || fail "sigma-comm-test --help"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"

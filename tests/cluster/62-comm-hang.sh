@@ -6,7 +6,7 @@
 # then ends the step. Not before the timeout, and not much after.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 
-t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
+t=$SIGMA_BUILDDIR/tests/cluster/sigma-comm-test
 [ -x "$t" ] || skip "sigma-comm-test not built"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"
 grep -q '^#define HAVE_MPI 1' "$SIGMA_BUILDDIR/config.h" || skip "built without MPI"

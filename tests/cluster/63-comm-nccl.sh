@@ -5,7 +5,7 @@
 # reason instead of crashing, and the test is skipped.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 
-t=$SIGMA_BUILDDIR/trainer/comm/sigma-comm-test
+t=$SIGMA_BUILDDIR/tests/cluster/sigma-comm-test
 [ -x "$t" ] || skip "sigma-comm-test not built"
 grep -q '^#define HAVE_NCCL 1' "$SIGMA_BUILDDIR/config.h" || skip "built without NCCL"
 grep -q '^#define HAVE_PMIX 1' "$SIGMA_BUILDDIR/config.h" || skip "built without PMIx"

@@ -1,6 +1,7 @@
 /*
- * comm_test.c - sigma-comm-test: drives libsigma_comm under srun, for the
- * cluster tests and the benchmark.
+ * comm_test.c - sigma-comm-test: drives trainer/comm's libsigma_comm under
+ * srun, for the cluster tests and the benchmark (built by make
+ * check-cluster).
  *
  *   sigma-comm-test [--backend self|mpi|nccl] check
  *       every collective on the world and on the layout's sub-communicators,

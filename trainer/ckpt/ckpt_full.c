@@ -326,6 +326,39 @@ int ckpt_write_config(struct ckpt_ctx *c, int64_t f, const struct model *m,
 	return rc ?: write_placement(c, f, m);
 }
 
+/* ---- the groups' attributes, one table each (ckpt_h5.h) ------------------ */
+
+#define OPT(name, type, member) CKPT_FIELD(name, type, struct optim_config, member)
+static const struct ckpt_field optim_fields[] = {
+    OPT("lr", CKPT_FIELD_F32, lr),
+    OPT("lr_min_ratio", CKPT_FIELD_F32, lr_min_ratio),
+    OPT("warmup", CKPT_FIELD_LONG, warmup),
+    OPT("steps", CKPT_FIELD_LONG, steps),
+    OPT("beta1", CKPT_FIELD_F32, beta1),
+    OPT("beta2", CKPT_FIELD_F32, beta2),
+    OPT("eps", CKPT_FIELD_F32, eps),
+    OPT("weight_decay", CKPT_FIELD_F32, weight_decay),
+    OPT("clip", CKPT_FIELD_F32, clip),
+};
+#undef OPT
+
+/* /data: also sampler (written) and next_step (the step, checked) */
+#define ST(name, type, member) CKPT_FIELD(name, type, struct ckpt_state, member)
+static const struct ckpt_field data_fields[] = {
+    ST("seed", CKPT_FIELD_U64, seed),
+    ST("batch", CKPT_FIELD_INT, batch),
+    ST("train_ntokens", CKPT_FIELD_U64, data_ntokens),
+    ST("train_checksum", CKPT_FIELD_U64, data_checksum),
+};
+
+/* /rng: also algorithm (written) */
+static const struct ckpt_field rng_fields[] = {
+    ST("state", CKPT_FIELD_U64, rng),
+};
+#undef ST
+
+#define NFIELDS(t) (sizeof(t) / sizeof(*(t)))
+
 /* data position, RNG state and the guard's */
 static int write_position(struct ckpt_ctx *c, int64_t f,
 			  const struct ckpt_state *st)
@@ -337,11 +370,8 @@ static int write_position(struct ckpt_ctx *c, int64_t f,
 	if (g < 0)
 		return ckpt_fail(c, EIO, "cannot create group data");
 	rc = ckpt_h5_set_str(c, g, "sampler", "hash3-v1") ?:
-	     ckpt_h5_set_u64(c, g, "seed", st->seed) ?:
 	     ckpt_h5_set_i64(c, g, "next_step", st->step) ?:
-	     ckpt_h5_set_i32(c, g, "batch", st->batch) ?:
-	     ckpt_h5_set_u64(c, g, "train_ntokens", st->data_ntokens) ?:
-	     ckpt_h5_set_u64(c, g, "train_checksum", st->data_checksum);
+	     ckpt_h5_set_fields(c, g, data_fields, NFIELDS(data_fields), st);
 	ckpt_h5_close(g);
 	if (rc)
 		return rc;
@@ -349,7 +379,7 @@ static int write_position(struct ckpt_ctx *c, int64_t f,
 	if (g < 0)
 		return ckpt_fail(c, EIO, "cannot create group rng");
 	rc = ckpt_h5_set_str(c, g, "algorithm", "splitmix64") ?:
-	     ckpt_h5_set_u64(c, g, "state", st->rng);
+	     ckpt_h5_set_fields(c, g, rng_fields, NFIELDS(rng_fields), st);
 	ckpt_h5_close(g);
 	return rc ?: write_guard(c, f, &st->guard) ?:
 		     write_tuner(c, f, &st->tuner);
@@ -395,15 +425,8 @@ static int write_optim(struct ckpt_ctx *c, int64_t f,
 	if (og < 0)
 		return ckpt_fail(c, EIO, "cannot open group optim");
 	rc = ckpt_h5_set_str(c, og, "algorithm", "adamw") ?:
-	     ckpt_h5_set_f32(c, og, "lr", o->lr) ?:
-	     ckpt_h5_set_f32(c, og, "lr_min_ratio", o->lr_min_ratio) ?:
-	     ckpt_h5_set_i64(c, og, "warmup", o->warmup) ?:
-	     ckpt_h5_set_i64(c, og, "steps", o->steps) ?:
-	     ckpt_h5_set_f32(c, og, "beta1", o->beta1) ?:
-	     ckpt_h5_set_f32(c, og, "beta2", o->beta2) ?:
-	     ckpt_h5_set_f32(c, og, "eps", o->eps) ?:
-	     ckpt_h5_set_f32(c, og, "weight_decay", o->weight_decay) ?:
-	     ckpt_h5_set_f32(c, og, "clip", o->clip) ?:
+	     ckpt_h5_set_fields(c, og, optim_fields, NFIELDS(optim_fields),
+				o) ?:
 	     ckpt_h5_set_i64(c, og, "t", st->step);
 	ckpt_h5_close(og);
 	return rc;
@@ -753,23 +776,13 @@ int ckpt_read_block(struct ckpt_ctx *c, int64_t f, const char *gname,
 
 static int read_optim(struct ckpt_ctx *c, int64_t f, struct optim_config *o)
 {
-	int64_t g, v64 = 0;
+	int64_t g;
 	int rc;
 
 	g = ckpt_h5_group_open(f, "optim");
 	if (g < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open group optim");
-	rc = ckpt_h5_get_f32(c, g, "lr", &o->lr) ?:
-	     ckpt_h5_get_f32(c, g, "lr_min_ratio", &o->lr_min_ratio) ?:
-	     ckpt_h5_get_i64(c, g, "warmup", &v64);
-	o->warmup = (long)v64;
-	rc = rc ?: ckpt_h5_get_i64(c, g, "steps", &v64);
-	o->steps = (long)v64;
-	rc = rc ?: ckpt_h5_get_f32(c, g, "beta1", &o->beta1) ?:
-	     ckpt_h5_get_f32(c, g, "beta2", &o->beta2) ?:
-	     ckpt_h5_get_f32(c, g, "eps", &o->eps) ?:
-	     ckpt_h5_get_f32(c, g, "weight_decay", &o->weight_decay) ?:
-	     ckpt_h5_get_f32(c, g, "clip", &o->clip);
+	rc = ckpt_h5_get_fields(c, g, optim_fields, NFIELDS(optim_fields), o);
 	ckpt_h5_close(g);
 	return rc;
 }
@@ -785,23 +798,20 @@ static int read_position(struct ckpt_ctx *c, int64_t f, struct ckpt_state *st)
 	g = ckpt_h5_group_open(f, "data");
 	if (g < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open group data");
-	rc = ckpt_h5_get_u64(c, g, "seed", &st->seed) ?:
-	     ckpt_h5_get_i64(c, g, "next_step", &v64);
+	rc = ckpt_h5_get_i64(c, g, "next_step", &v64);
 	if (!rc && v64 != st->step)
 		rc = ckpt_fail(c, EBADMSG,
 			       "data next_step %lld differs from step %ld",
 			       (long long)v64, st->step);
-	rc = rc ?: ckpt_h5_get_i64(c, g, "batch", &v64);
-	st->batch = (int)v64;
-	rc = rc ?: ckpt_h5_get_u64(c, g, "train_ntokens", &st->data_ntokens) ?:
-	     ckpt_h5_get_u64(c, g, "train_checksum", &st->data_checksum);
+	rc = rc ?: ckpt_h5_get_fields(c, g, data_fields, NFIELDS(data_fields),
+				      st);
 	ckpt_h5_close(g);
 	if (rc)
 		return rc;
 	g = ckpt_h5_group_open(f, "rng");
 	if (g < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open group rng");
-	rc = ckpt_h5_get_u64(c, g, "state", &st->rng);
+	rc = ckpt_h5_get_fields(c, g, rng_fields, NFIELDS(rng_fields), st);
 	ckpt_h5_close(g);
 	return rc;
 }

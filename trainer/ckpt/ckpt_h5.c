@@ -454,6 +454,76 @@ int ckpt_h5_get_str(struct ckpt_ctx *c, int64_t loc, const char *name,
 	return rc;
 }
 
+/* ---- attribute tables ---------------------------------------------------- */
+
+int ckpt_h5_set_fields(struct ckpt_ctx *c, int64_t loc,
+		       const struct ckpt_field *f, size_t n, const void *obj)
+{
+	const char *base = obj;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		const void *p = base + f[i].offset;
+
+		switch (f[i].type) {
+		case CKPT_FIELD_F32:
+			rc = ckpt_h5_set_f32(c, loc, f[i].name,
+					     *(const float *)p);
+			break;
+		case CKPT_FIELD_U64:
+			rc = ckpt_h5_set_u64(c, loc, f[i].name,
+					     *(const uint64_t *)p);
+			break;
+		case CKPT_FIELD_LONG:
+			rc = ckpt_h5_set_i64(c, loc, f[i].name,
+					     *(const long *)p);
+			break;
+		case CKPT_FIELD_INT:
+			rc = ckpt_h5_set_i32(c, loc, f[i].name,
+					     *(const int *)p);
+			break;
+		}
+	}
+	return rc;
+}
+
+int ckpt_h5_get_fields(struct ckpt_ctx *c, int64_t loc,
+		       const struct ckpt_field *f, size_t n, void *obj)
+{
+	char *base = obj;
+	int64_t v = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		void *p = base + f[i].offset;
+
+		switch (f[i].type) {
+		case CKPT_FIELD_F32:
+			rc = ckpt_h5_get_f32(c, loc, f[i].name, p);
+			break;
+		case CKPT_FIELD_U64:
+			rc = ckpt_h5_get_u64(c, loc, f[i].name, p);
+			break;
+		case CKPT_FIELD_LONG:
+			rc = ckpt_h5_get_i64(c, loc, f[i].name, &v);
+			if (!rc)
+				*(long *)p = (long)v;
+			break;
+		case CKPT_FIELD_INT:
+			rc = ckpt_h5_get_i64(c, loc, f[i].name, &v);
+			if (!rc && (v < INT_MIN || v > INT_MAX))
+				rc = ckpt_fail(c, EBADMSG,
+					       "attribute %s %lld is out of "
+					       "range",
+					       f[i].name, (long long)v);
+			else if (!rc)
+				*(int *)p = (int)v;
+			break;
+		}
+	}
+	return rc;
+}
+
 /* ---- datasets ------------------------------------------------------------ */
 
 static hid_t file_type(enum ckpt_h5_type t)

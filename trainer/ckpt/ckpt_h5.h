@@ -122,6 +122,36 @@ int ckpt_h5_get_f32(struct ckpt_ctx *c, int64_t loc, const char *name,
 int ckpt_h5_get_str(struct ckpt_ctx *c, int64_t loc, const char *name,
 		    char *buf, size_t len);
 
+/* ---- attribute tables ---------------------------------------------------- */
+
+/*
+ * A group's scalar attributes as one table of fields of a struct, which
+ * its writer and its reader both walk, so that a name or a type is
+ * written down once (docs/checkpoint-format.md lists them).
+ */
+enum ckpt_field_type {
+	CKPT_FIELD_F32,	 /* float */
+	CKPT_FIELD_U64,	 /* uint64_t */
+	CKPT_FIELD_LONG, /* long, int64 in the file */
+	CKPT_FIELD_INT,	 /* int, int32 in the file */
+};
+
+struct ckpt_field {
+	const char *name; /* the attribute */
+	enum ckpt_field_type type;
+	size_t offset; /* of the member in its struct */
+};
+
+#define CKPT_FIELD(name, type, st, member) {name, type, offsetof(st, member)}
+
+/* every field of obj as loc's attributes; 0 or the first failure */
+int ckpt_h5_set_fields(struct ckpt_ctx *c, int64_t loc,
+		       const struct ckpt_field *f, size_t n, const void *obj);
+/* every field of obj from loc's attributes (an int out of its range:
+ * -EBADMSG); 0 or the first failure */
+int ckpt_h5_get_fields(struct ckpt_ctx *c, int64_t loc,
+		       const struct ckpt_field *f, size_t n, void *obj);
+
 /* ---- datasets ------------------------------------------------------------ */
 
 /* element types, in the file little-endian */

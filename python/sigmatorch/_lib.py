@@ -88,6 +88,32 @@ def _guard(lib):
 lib = _load()
 
 
+class Handle:
+    """A library object: opened by sigma_rt_KIND_open(&handle, *args, err,
+    len), which raises ValueError with the library's reason, and freed by
+    sigma_rt_KIND_close."""
+
+    _handle = None
+
+    def __init__(self, kind, *args):
+        self._close = getattr(lib, f"sigma_rt_{kind}_close")
+        handle = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(512)
+        if getattr(lib, f"sigma_rt_{kind}_open")(ctypes.byref(handle), *args,
+                                                 err, len(err)) != 0:
+            raise ValueError(f"sigmatorch: {err.value.decode()}")
+        self._handle = handle
+
+    def close(self):
+        """Free the library's object (once)."""
+        if self._handle:
+            self._close(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
 def exit_code(name):
     """The job protocol's exit code called name ("ok", "requeue", ...)."""
     code = lib.sigma_rt_exit_code(name.encode())

@@ -83,19 +83,14 @@ class Decision:
         return self._line
 
 
-class Guard:
+class Guard(_lib.Handle):
     """The guardrails' decisions; settings as in sigma_runtime.h, e.g.
     Guard(window=50, z=6, lr_factor=0.5, rollback_after=3, recompute=True).
     A bad setting raises ValueError naming it."""
 
     def __init__(self, **settings):
-        handle = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(512)
         words = " ".join(_setting(k, v) for k, v in settings.items())
-        if _lib.lib.sigma_rt_guard_open(ctypes.byref(handle), words.encode(),
-                                        err, len(err)) != 0:
-            raise ValueError(f"sigmatorch: {err.value.decode()}")
-        self._handle = handle
+        super().__init__("guard", words.encode())
 
     def check(self, step, loss, grad_norm, recomputed=False):
         """Judge step (1-based) from its loss and gradient norm (floats or
@@ -138,12 +133,3 @@ class Guard:
         if _lib.lib.sigma_rt_guard_load(self._handle, bytes(blob), len(blob),
                                         err, len(err)) != 0:
             raise ValueError(f"sigmatorch: {err.value.decode()}")
-
-    def close(self):
-        if self._handle:
-            _lib.lib.sigma_rt_guard_close(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __del__(self):
-        if getattr(self, "_handle", None):
-            self.close()

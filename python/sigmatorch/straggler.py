@@ -32,7 +32,7 @@ def _world():
     return 1, 0
 
 
-class Straggler:
+class Straggler(_lib.Handle):
     """Straggler detection; settings as in sigma_runtime.h: window (10
     steps), slow (1.25), confirm (3), floor (0 s), escalate (60 s, 0 at
     once, "off" never). A bad setting raises ValueError naming it."""
@@ -45,14 +45,8 @@ class Straggler:
         self.group = group
         self.verbose = verbose
         words = " ".join(f"{k}={v}" for k, v in settings.items())
-        handle = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(512)
-        if _lib.lib.sigma_rt_straggler_open(ctypes.byref(handle),
-                                            self.world_size, self.rank,
-                                            words.encode(), err,
-                                            len(err)) != 0:
-            raise ValueError(f"sigmatorch: {err.value.decode()}")
-        self._handle = handle
+        super().__init__("straggler", self.world_size, self.rank,
+                         words.encode())
         self._events = (_Event * self.world_size)()
 
     def _gather(self, busy):
@@ -102,12 +96,3 @@ class Straggler:
     def ratio(self, rank):
         """rank's median busy time over the ranks' median (0 at first)."""
         return _lib.lib.sigma_rt_straggler_ratio(self._handle, rank)
-
-    def close(self):
-        if self._handle:
-            _lib.lib.sigma_rt_straggler_close(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __del__(self):
-        if getattr(self, "_handle", None):
-            self.close()

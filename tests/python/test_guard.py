@@ -3,19 +3,13 @@ libsigma-runtime: sigma-train's decisions on a loop's loss and gradient
 norm, its settings' refusals, and its state in a checkpoint.
 """
 import math
-import os
 import pickle
-import sys
 
 import pytest
 
-BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__),
-                                                    "..", "..", "_build"))
-SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__),
-                                                "..", ".."))
-os.environ["SIGMA_RUNTIME_LIB"] = os.path.join(BUILD, "lib", ".libs",
-                                               "libsigma-runtime.so.0")
-sys.path.insert(0, os.path.join(SRC, "python"))
+import tree
+
+tree.use_tree()
 import sigmatorch  # noqa: E402
 
 

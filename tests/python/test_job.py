@@ -12,11 +12,7 @@ import time
 
 import pytest
 
-BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__),
-                                                    "..", "..", "_build"))
-SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__),
-                                                "..", ".."))
-LIB = os.path.join(BUILD, "lib", ".libs", "libsigma-runtime.so.0")
+from tree import BUILD, LIB, SRC
 
 
 def contract():

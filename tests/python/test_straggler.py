@@ -3,20 +3,15 @@ libsigma-runtime: a rank at half speed found and cleared, its settings'
 refusals, bad times, and the report of its node through a sigmactl that
 writes down how it was called.
 """
-import os
 import random
 import sys
 import time
 
 import pytest
 
-BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__),
-                                                    "..", "..", "_build"))
-SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__),
-                                                "..", ".."))
-os.environ["SIGMA_RUNTIME_LIB"] = os.path.join(BUILD, "lib", ".libs",
-                                               "libsigma-runtime.so.0")
-sys.path.insert(0, os.path.join(SRC, "python"))
+import tree
+
+tree.use_tree()
 import sigmatorch  # noqa: E402
 
 

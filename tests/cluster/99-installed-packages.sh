@@ -73,10 +73,16 @@ so=$(dpkg-query -L sigma-slurm-plugin | grep '/sigma\.so$')
 log "installed: plugin $so, conffiles, state directory root 700, unit not enabled"
 # the runtime library as a program and a Python script find it
 pkg-config --exists sigma-runtime || fail "pkg-config does not know sigma-runtime"
-code=$(env -u SIGMA_RUNTIME_LIB -u PYTHONPATH /usr/bin/python3 -c 'import sigmatorch; print(sigmatorch.EXIT_PEER)') ||
-	fail "the installed sigmatorch does not import"
-[ "$code" = 76 ] || fail "sigmatorch.EXIT_PEER is $code"
-log "installed: libsigma-runtime (pkg-config), sigmatorch imports"
+# (and its guard and straggler detection reach the installed library)
+code=$(env -u SIGMA_RUNTIME_LIB -u PYTHONPATH /usr/bin/python3 -c '
+import sigmatorch
+g = sigmatorch.Guard(recompute=False)
+s = sigmatorch.Straggler(world_size=2, rank=0, escalate="off")
+print(sigmatorch.EXIT_PEER, g.check(1, float("nan"), 1.0).cause,
+      s.record(1, [0.1, 0.1]))') ||
+	fail "the installed sigmatorch does not import or run"
+[ "$code" = "76 non-finite []" ] || fail "the installed sigmatorch says: $code"
+log "installed: libsigma-runtime (pkg-config), sigmatorch imports, its guard and straggler detection run"
 
 "$TESTBED" down >/dev/null 2>&1
 "$TESTBED" up --installed || fail "testbed up --installed failed"

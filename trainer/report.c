@@ -15,6 +15,7 @@
 #include "sigma.h"
 #include "exitcodes.h"
 #include "blas_pick.h"
+#include "ckpt_h5.h"
 #include "report.h"
 
 /* ---- at start ------------------------------------------------------------ */
@@ -47,7 +48,7 @@ void report_config(const struct train_opts *o, const struct model *m,
 	char be[256], hv[64];
 
 	m->ops->describe(be, sizeof(be));
-	ckpt_library_version(hv, sizeof(hv));
+	ckpt_h5_version(hv, sizeof(hv));
 	printf("sigma-train %s (git %s), %s, %s\n", PACKAGE_VERSION,
 	       SIGMA_GIT_REVISION, be, hv);
 	blas_pick_describe(be, sizeof(be));

@@ -1,9 +1,9 @@
 /*
- * ckpt_seal.c - the gate in front of libhdf5 (trainer/ckpt/seal.c seal_open):
+ * ckpt_seal.c - the gate in front of libhdf5 (lib/seal.c seal_open):
  * the input is a seal line and the bytes of a checkpoint, split at the
  * first newline (inclusive), written as NAME.h5.seal and NAME.h5.
  *
- * FUZZ_SOURCES: trainer/ckpt/seal.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: lib/seal.c lib/str.c lib/log.c lib/file.c
  * FUZZ_LIBS: -lxxhash
  *
  * To get past the hash, bit 0 of the first byte (a flags byte, not

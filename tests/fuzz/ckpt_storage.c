@@ -1,6 +1,6 @@
 /*
  * ckpt_storage.c - where a checkpoint tensor's bytes may come from: the
- * one dataset opener (trainer/ckpt/ckpt_h5.c ckpt_h5_dataset_open) on a file
+ * one dataset opener (lib/ckpt_h5.c ckpt_h5_dataset_open) on a file
  * whose tensor the input stores elsewhere. The first byte picks the
  * storage: in the file; in an external raw file (H5Pset_external); as a
  * virtual dataset outside a shard index; as one inside a verified shard
@@ -8,7 +8,7 @@
  * names: plain, relative, absolute, "..", "${ORIGIN}", the file's own, or
  * a private file of the reader's next to it.
  *
- * FUZZ_SOURCES: trainer/ckpt/ckpt_h5.c trainer/ckpt/seal.c trainer/ckpt/delta.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: lib/ckpt_h5.c lib/seal.c lib/str.c lib/log.c lib/file.c
  * FUZZ_PKG: hdf5
  * FUZZ_LIBS: -lxxhash
  *

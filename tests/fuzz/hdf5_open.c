@@ -1,9 +1,9 @@
 /*
  * hdf5_open.c - libhdf5 itself on bytes that no seal vouches for: what a
- * reader without the gate (trainer/ckpt/seal.c) would hand it. The input is
+ * reader without the gate (lib/seal.c) would hand it. The input is
  * written as a file and opened, and the calls the checkpoint reader makes
  * before it trusts anything (trainer/ckpt/ckpt_full.c ckpt_check_header,
- * trainer/ckpt/ckpt_h5.c ckpt_h5_get_str) are made on it: H5Fis_hdf5, H5Fopen,
+ * lib/ckpt_h5.c ckpt_h5_get_str) are made on it: H5Fis_hdf5, H5Fopen,
  * H5Aexists, H5Aopen, the attribute's type, class, size and dataspace,
  * and the groups "model" and "config".
  *

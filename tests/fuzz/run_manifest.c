@@ -2,7 +2,7 @@
  * run_manifest.c - the run manifest of a checkpoint directory
  * (trainer/ckpt/run.c run_read): the input is the bytes of DIR/run.
  *
- * FUZZ_SOURCES: trainer/ckpt/run.c trainer/ckpt/seal.c lib/str.c lib/log.c lib/file.c
+ * FUZZ_SOURCES: trainer/ckpt/run.c lib/seal.c lib/str.c lib/log.c lib/file.c
  * FUZZ_LIBS: -lxxhash
  *
  * Invariants:

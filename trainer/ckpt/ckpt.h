@@ -162,7 +162,6 @@ int ckpt_prune(const char *dir, int keep);
  */
 #define CKPT_DIFF_FORMAT "sigma-checkpoint-diff"
 #define CKPT_DIFF_VERSION 1
-#define CKPT_DIFF_DEFLATE 1 /* deflate level: speed, the gain is small */
 
 /* The base in host memory: a full checkpoint's state as written. */
 struct ckpt_base {
@@ -317,9 +316,6 @@ int ckpt_async_submit_diff(struct ckpt_async *w, const struct model *m,
 long ckpt_newest(const char *dir, int *attempt);
 /* waits for the write in flight, stops the thread; NULL is fine */
 void ckpt_async_destroy(struct ckpt_async *w);
-
-/* "HDF5 1.10.8" */
-void ckpt_library_version(char *buf, size_t len);
 
 /* ---- sharded checkpoints (ckpt_shard.c) ------------------------------------
  *

@@ -78,10 +78,13 @@ void ckpt_base_set(struct ckpt_base *b, const struct model *m,
 	b->step = step;
 }
 
+/* the estimate's chunk: one sample window, as delta_choose samples them */
+static const size_t estimate_chunk = DELTA_SAMPLE_WINDOW;
+
 long ckpt_diff_estimate(const uint32_t *words, size_t n)
 {
 	ckpt_h5_quiet();
-	return ckpt_h5_estimate(NULL, words, n);
+	return ckpt_h5_estimate((void *)&estimate_chunk, words, n);
 }
 
 /* ---- write ---------------------------------------------------------------- */
@@ -129,7 +132,8 @@ static int diff_write_block(struct ckpt_ctx *c, int64_t f, int blk,
 		const float *x = cur + t->offset, *b = base + t->offset;
 		struct delta_choice ch;
 
-		rc = delta_choose(x, b, t->n, scratch, ckpt_h5_estimate, NULL,
+		rc = delta_choose(x, b, t->n, scratch, ckpt_h5_estimate,
+				  (void *)&estimate_chunk,
 				  &ch);
 		if (rc) {
 			rc = ckpt_fail(c, -rc,

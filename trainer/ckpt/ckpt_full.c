@@ -394,7 +394,7 @@ static int write_provenance(struct ckpt_ctx *c, int64_t f,
 	int64_t g;
 	int rc;
 
-	ckpt_library_version(ver, sizeof(ver));
+	ckpt_h5_version(ver, sizeof(ver));
 	gethostname(host, sizeof(host) - 1);
 	gmtime_r(&now, &tmv);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tmv);

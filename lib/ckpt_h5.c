@@ -1,6 +1,6 @@
 /*
  * ckpt_h5.c - the HDF5 layer under the checkpoints (ckpt_h5.h): the only
- * file of the trainer that includes hdf5.h. Every H5 call is checked and
+ * file of sigma's programs and libraries that includes hdf5.h. Every H5 call is checked and
  * a failure names the file and the object.
  */
 #include "config.h"
@@ -22,9 +22,7 @@
 #include <hdf5.h>
 
 #include "sigma.h"
-#include "ckpt.h"
 #include "ckpt_h5.h"
-#include "delta.h"
 #include "seal.h"
 
 _Static_assert(sizeof(hid_t) <= sizeof(int64_t),
@@ -70,7 +68,7 @@ void ckpt_h5_quiet(void)
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-void ckpt_library_version(char *buf, size_t len)
+void ckpt_h5_version(char *buf, size_t len)
 {
 	unsigned maj = 0, min = 0, rel = 0;
 
@@ -169,7 +167,7 @@ int ckpt_h5_publish(struct ckpt_ctx *c, int64_t *f, const char *dir,
 	rc = sigma_fsync_path(c->path, O_RDONLY);
 	if (rc)
 		return ckpt_fail(c, -rc, "fsync: %s", strerror(-rc));
-	rc = stale(dir, st, c->err, c->len);
+	rc = stale ? stale(dir, st, c->err, c->len) : 0;
 	if (rc)
 		return rc;
 	/* readers refuse a checkpoint others may write (seal.h), whatever
@@ -574,7 +572,7 @@ int ckpt_h5_dataset_write(struct ckpt_ctx *c, int64_t loc, const char *name,
 	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, ndim, chunk) < 0 ||
 	    ((flags & CKPT_H5_COMPRESS) &&
 	     (H5Pset_shuffle(dcpl) < 0 ||
-	      H5Pset_deflate(dcpl, CKPT_DIFF_DEFLATE) < 0)) ||
+	      H5Pset_deflate(dcpl, CKPT_H5_DEFLATE) < 0)) ||
 	    H5Pset_fletcher32(dcpl) < 0) {
 		rc = ckpt_fail(c, EIO, "cannot set up dataset %s", what);
 		goto out;
@@ -898,12 +896,11 @@ bool ckpt_h5_can_compress(void)
 
 long ckpt_h5_estimate(void *ctx, const uint32_t *words, size_t n)
 {
-	hsize_t dims = n, chunk = n < DELTA_SAMPLE_WINDOW ? n
-							 : DELTA_SAMPLE_WINDOW;
+	const size_t *window = ctx;
+	hsize_t dims = n, chunk = n < *window ? n : *window;
 	hid_t fapl = -1, f = -1, sp = -1, dcpl = -1, d = -1;
 	long size = -EIO;
 
-	(void)ctx;
 	if (n == 0)
 		return 0;
 	fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -914,7 +911,7 @@ long ckpt_h5_estimate(void *ctx, const uint32_t *words, size_t n)
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	if (f < 0 || sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
 	    H5Pset_shuffle(dcpl) < 0 ||
-	    H5Pset_deflate(dcpl, CKPT_DIFF_DEFLATE) < 0)
+	    H5Pset_deflate(dcpl, CKPT_H5_DEFLATE) < 0)
 		goto out;
 	d = H5Dcreate2(f, "e", H5T_STD_U32LE, sp, H5P_DEFAULT, dcpl,
 		       H5P_DEFAULT);

@@ -2,16 +2,17 @@
  * ckpt_h5.h - the HDF5 layer under the checkpoints, in sigma's own types:
  * opening a sealed file, typed attributes, datasets (tensors and the
  * guard's windows), and the atomic publish of a new file (temporary name,
- * completion marker, fsync, seal, rename). Private to trainer/ckpt/ckpt_*.c;
- * ckpt_h5.c is the only file of the trainer that includes hdf5.h.
+ * completion marker, fsync, seal, rename). Used by trainer/ckpt/ckpt_*.c
+ * and the runtime's tensor tables (lib/ckpt_table.c); ckpt_h5.c is the only
+ * file of sigma's programs and libraries that includes hdf5.h.
  *
  * An HDF5 object (file, group, dataset) is an int64_t handle here, < 0
  * for none. Every function that can fail says which object in the
  * caller's error context (struct ckpt_ctx) and returns 0 or -errno;
  * EBADMSG for a file that is not as it should be, EIO for a write.
  */
-#ifndef SIGMA_TRAIN_CKPT_H5_H
-#define SIGMA_TRAIN_CKPT_H5_H
+#ifndef SIGMA_CKPT_H5_H
+#define SIGMA_CKPT_H5_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,9 @@ int ckpt_fail(struct ckpt_ctx *c, int code, const char *fmt, ...)
 /* HDF5 prints no error stack of its own (our messages name the object) */
 void ckpt_h5_quiet(void);
 
+/* the library's version: "HDF5 1.10.8" */
+void ckpt_h5_version(char *buf, size_t len);
+
 /* ---- files --------------------------------------------------------------- */
 
 /*
@@ -59,7 +63,7 @@ int ckpt_h5_create_tmp(struct ckpt_ctx *c, const char *dir, const char *final,
 /*
  * The end of every checkpoint write, c->path the temporary: the completion
  * marker last, flush, close, fsync, a last check that no newer instance
- * published meanwhile (stale), the seal, the rename to final and the fsync
+ * published meanwhile (stale, when given), the seal, the rename to final and the fsync
  * of dir. *f is -1 once closed; a file whose close failed is left to
  * ckpt_h5_finish_failed.
  */
@@ -163,8 +167,9 @@ enum ckpt_h5_type {
 };
 
 #define CKPT_H5_RANK_MAX 3
-/* shuffle and deflate (level CKPT_DIFF_DEFLATE) before the checksum */
+/* shuffle and deflate (level CKPT_H5_DEFLATE) before the checksum */
 #define CKPT_H5_COMPRESS 1u
+#define CKPT_H5_DEFLATE 1 /* deflate level: speed, the gain is small */
 
 /*
  * Dataset name of loc: ndim axes of shape, chunked along the first axis so
@@ -238,9 +243,9 @@ void ckpt_h5_unlock(void);
 bool ckpt_h5_can_compress(void);
 /*
  * Compressed size of n words through those filters, measured by HDF5
- * itself in a file that lives in memory only (a delta_size_fn; ctx
- * unused); -EIO on failure.
+ * itself in a file that lives in memory only, in chunks of at most
+ * *(const size_t *)ctx words (a delta_size_fn); -EIO on failure.
  */
 long ckpt_h5_estimate(void *ctx, const uint32_t *words, size_t n);
 
-#endif /* SIGMA_TRAIN_CKPT_H5_H */
+#endif /* SIGMA_CKPT_H5_H */

@@ -296,10 +296,13 @@ bool ckpt_h5_has_attr(int64_t loc, const char *name)
 
 /* ---- attributes ---------------------------------------------------------- */
 
-static int attr_write(struct ckpt_ctx *c, hid_t loc, const char *name,
-		      hid_t ftype, hid_t mtype, const void *val)
+/* n values: a scalar (0) or a 1-D array of n */
+static int attr_write_n(struct ckpt_ctx *c, hid_t loc, const char *name,
+			hid_t ftype, hid_t mtype, const void *val, int n)
 {
-	hid_t sp = H5Screate(H5S_SCALAR), a;
+	hsize_t dim = (hsize_t)n;
+	hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR);
+	hid_t a;
 	herr_t rc = -1;
 
 	if (sp < 0)
@@ -313,6 +316,21 @@ static int attr_write(struct ckpt_ctx *c, hid_t loc, const char *name,
 	H5Sclose(sp);
 	return rc < 0 ? ckpt_fail(c, EIO, "cannot write attribute %s", name)
 		      : 0;
+}
+
+static int attr_write(struct ckpt_ctx *c, hid_t loc, const char *name,
+		      hid_t ftype, hid_t mtype, const void *val)
+{
+	return attr_write_n(c, loc, name, ftype, mtype, val, 0);
+}
+
+int ckpt_h5_set_i64s(struct ckpt_ctx *c, int64_t loc, const char *name,
+		     const int64_t *v, int n)
+{
+	if (n < 1)
+		return ckpt_fail(c, EINVAL, "attribute %s: no values", name);
+	return attr_write_n(c, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v,
+			    n);
 }
 
 int ckpt_h5_set_i64(struct ckpt_ctx *c, int64_t loc, const char *name,
@@ -357,8 +375,9 @@ int ckpt_h5_set_str(struct ckpt_ctx *c, int64_t loc, const char *name,
 	return rc;
 }
 
-static int attr_read(struct ckpt_ctx *c, hid_t loc, const char *name,
-		     hid_t mtype, void *val)
+/* exactly n values (0: one scalar) into val, whatever the file holds */
+static int attr_read_n(struct ckpt_ctx *c, hid_t loc, const char *name,
+		       hid_t mtype, void *val, int n)
 {
 	hid_t a, sp;
 	int rc = 0;
@@ -369,15 +388,33 @@ static int attr_read(struct ckpt_ctx *c, hid_t loc, const char *name,
 	if (a < 0)
 		return ckpt_fail(c, EBADMSG, "cannot open attribute %s", name);
 	sp = H5Aget_space(a);
-	if (sp < 0 || H5Sget_simple_extent_npoints(sp) != 1)
-		rc = ckpt_fail(c, EBADMSG, "attribute %s is not a scalar",
-			       name);
+	if (sp < 0 || H5Sget_simple_extent_npoints(sp) != (n ? n : 1) ||
+	    (n && H5Sget_simple_extent_ndims(sp) != 1))
+		rc = n ? ckpt_fail(c, EBADMSG,
+				   "attribute %s is not an array of %d", name,
+				   n)
+		       : ckpt_fail(c, EBADMSG, "attribute %s is not a scalar",
+				   name);
 	else if (H5Aread(a, mtype, val) < 0)
 		rc = ckpt_fail(c, EBADMSG, "cannot read attribute %s", name);
 	if (sp >= 0)
 		H5Sclose(sp);
 	H5Aclose(a);
 	return rc;
+}
+
+static int attr_read(struct ckpt_ctx *c, hid_t loc, const char *name,
+		     hid_t mtype, void *val)
+{
+	return attr_read_n(c, loc, name, mtype, val, 0);
+}
+
+int ckpt_h5_get_i64s(struct ckpt_ctx *c, int64_t loc, const char *name,
+		     int64_t *v, int n)
+{
+	if (n < 1)
+		return ckpt_fail(c, EINVAL, "attribute %s: no values", name);
+	return attr_read_n(c, loc, name, H5T_NATIVE_INT64, v, n);
 }
 
 int ckpt_h5_get_i64(struct ckpt_ctx *c, int64_t loc, const char *name,
@@ -526,16 +563,39 @@ int ckpt_h5_get_fields(struct ckpt_ctx *c, int64_t loc,
 
 static hid_t file_type(enum ckpt_h5_type t)
 {
-	return t == CKPT_H5_F64 ? H5T_IEEE_F64LE
-	       : t == CKPT_H5_U32 ? H5T_STD_U32LE
-				  : H5T_IEEE_F32LE;
+	switch (t) {
+	case CKPT_H5_F64: return H5T_IEEE_F64LE;
+	case CKPT_H5_U32: return H5T_STD_U32LE;
+	case CKPT_H5_I64: return H5T_STD_I64LE;
+	case CKPT_H5_I32: return H5T_STD_I32LE;
+	case CKPT_H5_U16: return H5T_STD_U16LE;
+	case CKPT_H5_U8:  return H5T_STD_U8LE;
+	default:	  return H5T_IEEE_F32LE;
+	}
 }
 
 static hid_t mem_type(enum ckpt_h5_type t)
 {
-	return t == CKPT_H5_F64 ? H5T_NATIVE_DOUBLE
-	       : t == CKPT_H5_U32 ? H5T_NATIVE_UINT32
-				  : H5T_NATIVE_FLOAT;
+	switch (t) {
+	case CKPT_H5_F64: return H5T_NATIVE_DOUBLE;
+	case CKPT_H5_U32: return H5T_NATIVE_UINT32;
+	case CKPT_H5_I64: return H5T_NATIVE_INT64;
+	case CKPT_H5_I32: return H5T_NATIVE_INT32;
+	case CKPT_H5_U16: return H5T_NATIVE_UINT16;
+	case CKPT_H5_U8:  return H5T_NATIVE_UINT8;
+	default:	  return H5T_NATIVE_FLOAT;
+	}
+}
+
+size_t ckpt_h5_type_size(enum ckpt_h5_type t)
+{
+	switch (t) {
+	case CKPT_H5_F64: case CKPT_H5_I64: return 8;
+	case CKPT_H5_F32: case CKPT_H5_U32: case CKPT_H5_I32: return 4;
+	case CKPT_H5_U16: return 2;
+	case CKPT_H5_U8: return 1;
+	default: return 0;
+	}
 }
 
 /* along the first axis so a chunk stays under CHUNK_MAX_BYTES */
@@ -566,7 +626,7 @@ int ckpt_h5_dataset_write(struct ckpt_ctx *c, int64_t loc, const char *name,
 	hid_t sp = -1, dcpl = -1, d = -1;
 	int rc = 0;
 
-	chunk_dims(ndim, shape, type == CKPT_H5_F64 ? 8 : 4, dims, chunk);
+	chunk_dims(ndim, shape, ckpt_h5_type_size(type), dims, chunk);
 	sp = H5Screate_simple(ndim, dims, NULL);
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, ndim, chunk) < 0 ||
@@ -692,14 +752,20 @@ void ckpt_h5_dataset_shape(int64_t d, enum ckpt_h5_type *type, int *ndim,
 	H5T_class_t cls = ty >= 0 ? H5Tget_class(ty) : H5T_NO_CLASS;
 	size_t size = ty >= 0 ? H5Tget_size(ty) : 0;
 
+	H5T_sign_t sign = cls == H5T_INTEGER ? H5Tget_sign(ty) : H5T_SGN_ERROR;
+
 	*type = CKPT_H5_OTHER;
 	if (cls == H5T_FLOAT && size == 4)
 		*type = CKPT_H5_F32;
 	else if (cls == H5T_FLOAT && size == 8)
 		*type = CKPT_H5_F64;
-	else if (cls == H5T_INTEGER && size == 4 &&
-		 H5Tget_sign(ty) == H5T_SGN_NONE)
-		*type = CKPT_H5_U32;
+	else if (sign == H5T_SGN_NONE)
+		*type = size == 4 ? CKPT_H5_U32 : size == 2 ? CKPT_H5_U16
+					     : size == 1 ? CKPT_H5_U8
+							 : CKPT_H5_OTHER;
+	else if (sign == H5T_SGN_2)
+		*type = size == 8 ? CKPT_H5_I64 : size == 4 ? CKPT_H5_I32
+							 : CKPT_H5_OTHER;
 	*ndim = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
 	/* the dimensions only where they fit: a hostile file's rank is
 	 * anything */

@@ -123,6 +123,11 @@ int ckpt_h5_get_u64(struct ckpt_ctx *c, int64_t loc, const char *name,
 int ckpt_h5_get_f32(struct ckpt_ctx *c, int64_t loc, const char *name,
 		    float *v);
 /* one fixed-length string of at most 64 KiB, truncated to len */
+/* a 1-D array of n int64 (n >= 1); get reads exactly n or -EBADMSG */
+int ckpt_h5_set_i64s(struct ckpt_ctx *c, int64_t loc, const char *name,
+		     const int64_t *v, int n);
+int ckpt_h5_get_i64s(struct ckpt_ctx *c, int64_t loc, const char *name,
+		     int64_t *v, int n);
 int ckpt_h5_get_str(struct ckpt_ctx *c, int64_t loc, const char *name,
 		    char *buf, size_t len);
 
@@ -164,7 +169,16 @@ enum ckpt_h5_type {
 	CKPT_H5_F64,
 	CKPT_H5_U32,
 	CKPT_H5_OTHER, /* read only: anything else */
+	/* the element types of a tensor table (ckpt_table.h); bf16 and f16
+	 * travel as their bits, U16 */
+	CKPT_H5_I64,
+	CKPT_H5_I32,
+	CKPT_H5_U16,
+	CKPT_H5_U8,
 };
+
+/* bytes per element of t (0 for OTHER) */
+size_t ckpt_h5_type_size(enum ckpt_h5_type t);
 
 #define CKPT_H5_RANK_MAX 3
 /* shuffle and deflate (level CKPT_H5_DEFLATE) before the checksum */

@@ -5,10 +5,11 @@
  * pkg-config file (sigma-runtime.pc); the Python package sigmatorch is
  * built on it.
  *
- * Three objects: a job handle (the records a launcher reads), a guard
- * (the numerical guardrails' decisions, docs/guardrails.md) and a
+ * Four objects: a job handle (the records a launcher reads), a guard
+ * (the numerical guardrails' decisions, docs/guardrails.md), a
  * straggler detector (which ranks are slow, and the early warning to
- * sigmad for this rank's node, docs/tuner.md).
+ * sigmad for this rank's node, docs/tuner.md) and a checkpoint of a
+ * table of named tensors (the node-local tier, docs/pytorch.md).
  *
  * Lifecycle of a job handle, one per rank:
  *
@@ -30,6 +31,7 @@
 #define SIGMA_RUNTIME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -220,6 +222,109 @@ double sigma_rt_straggler_ratio(const struct sigma_rt_straggler *s, int rank);
 int sigma_rt_straggler_escalate(struct sigma_rt_straggler *s, long step);
 
 void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
+
+/* ---- checkpoints: a table of named tensors ------------------------------- */
+
+/*
+ * A rank's state as a table of named tensors (a model's parameters, an
+ * optimizer's moments and step, a data position, RNG states as bytes),
+ * written every step to the node-local tier: DIR/rank-R/step-S.h5, one
+ * sealed HDF5 file per rank and step (the seal and the checksummed
+ * datasets of docs/checkpoint-format.md), the newest `keep` kept.
+ *
+ *   sigma_rt_ckpt_open   this rank's directory, the run's identity
+ *   sigma_rt_ckpt_save   after a step: copies the tensors, returns, and
+ *                        writes the copy in the background
+ *   sigma_rt_ckpt_wait   the write in flight is on disk (or failed)
+ *   sigma_rt_ckpt_steps  the steps this rank has, newest first
+ *   sigma_rt_ckpt_load   a step's tensors, by name, into the caller's
+ *   sigma_rt_ckpt_close  waits, frees
+ *
+ * The step to resume is the newest that every rank has: all-gather the
+ * steps and take the newest in all of them. A file of another run (its
+ * run attribute differs) is refused, never read.
+ *
+ * Thread safety: one thread uses an object; the writer thread is its
+ * own. Memory: save holds one copy of the table until its write ends.
+ */
+
+/* element types; bf16 and f16 are stored as their 16 bits */
+enum sigma_rt_dtype {
+	SIGMA_RT_F32 = 1,
+	SIGMA_RT_F64,
+	SIGMA_RT_BF16,
+	SIGMA_RT_F16,
+	SIGMA_RT_I64,
+	SIGMA_RT_I32,
+	SIGMA_RT_U8,
+	SIGMA_RT_BOOL, /* one byte each */
+};
+
+#define SIGMA_RT_NDIM_MAX 8   /* dimensions of a tensor */
+#define SIGMA_RT_NAME_MAX 255 /* bytes of a tensor's name */
+
+/*
+ * One entry of a table. name: unique in the table, letters, digits and
+ * "_.:-", not starting with "."; shape[ndim] (ndim 0: a scalar); data:
+ * the elements, contiguous, row-major, in host memory. For a shard of a
+ * larger tensor, global_shape[ndim] and offset[ndim] say where this part
+ * lies (both NULL: the tensor is whole). Nothing is kept after a call.
+ */
+struct sigma_rt_tensor {
+	const char *name;
+	int dtype; /* enum sigma_rt_dtype */
+	int ndim;
+	const int64_t *shape;
+	void *data;
+	const int64_t *global_shape;
+	const int64_t *offset;
+};
+
+struct sigma_rt_ckpt;
+
+/*
+ * The node-local tier of rank under dir (made, mode 0700, if missing) for
+ * the run named run (letters, digits, "_.-", at most 64 bytes: the job's
+ * identity, the same on every rank and attempt). Settings, words
+ * "key=value" (NULL or "": the defaults): keep (2, 1 .. 64), the steps
+ * kept. -EINVAL with err naming what is wrong, -ENOTSUP (a library built
+ * without HDF5), -ENOMEM, or dir's problem (-EACCES, -ENOTDIR, ...).
+ */
+int sigma_rt_ckpt_open(struct sigma_rt_ckpt **ck, const char *dir,
+		       const char *run, int rank, const char *settings,
+		       char *err, size_t len);
+
+/*
+ * The table t[n] as step's checkpoint: checked (-EINVAL with err naming
+ * the entry: a bad name, dtype or shape, a duplicate, a size that
+ * overflows), copied, and written in the background. A write still in
+ * flight is waited for first; when that one failed, its failure is
+ * returned (err names its step) and nothing new is started. -ENOMEM.
+ */
+int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
+		       const struct sigma_rt_tensor *t, size_t n, char *err,
+		       size_t len);
+
+/* wait for the write in flight: 0, or its failure (-EIO, -ENOSPC, ...)
+ * with err naming the file */
+int sigma_rt_ckpt_wait(struct sigma_rt_ckpt *ck, char *err, size_t len);
+
+/* the sealed steps this rank has, newest first, at most max into steps;
+ * returns how many there are (may exceed max) or -errno */
+int sigma_rt_ckpt_steps(struct sigma_rt_ckpt *ck, long *steps, int max);
+
+/*
+ * Read step's checkpoint into t[n]: every entry by name, its dtype and
+ * shape as the file has them, or -EBADMSG with err saying which (a
+ * missing tensor, another shape, a damaged file, a seal that does not
+ * match, a file of another run or rank). -ENOENT: no such step.
+ * Entries the file has and t does not are ignored.
+ */
+int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
+		       const struct sigma_rt_tensor *t, size_t n, char *err,
+		       size_t len);
+
+void sigma_rt_ckpt_close(struct sigma_rt_ckpt *ck);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,69 @@
+/*
+ * ckpt_table.h - one checkpoint file of a table of named tensors (struct
+ * sigma_rt_tensor, sigma_runtime.h): the format under the runtime's
+ * node-local tier (runtime_ckpt.c). See docs/checkpoint-format.md,
+ * "Tensor tables".
+ *
+ * The file is sealed HDF5 (ckpt_h5.h, seal.h). Its root has the
+ * attributes format "sigma-tensor-table", version, run, rank, step and
+ * count; its group "tensors" one dataset per entry, named by the entry,
+ * holding the elements as a 1-D array (bf16 and f16 as uint16, bool as
+ * uint8) with the attributes dtype (its name), ndim, and when ndim > 0
+ * shape, and for a shard global_shape and offset.
+ */
+#ifndef SIGMA_CKPT_TABLE_H
+#define SIGMA_CKPT_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sigma_runtime.h"
+
+#define CKPT_TABLE_FORMAT "sigma-tensor-table"
+#define CKPT_TABLE_VERSION 1
+#define CKPT_TABLE_RUN_MAX 64 /* bytes of a run's name */
+
+/* who wrote a file: checked on every read */
+struct ckpt_table_head {
+	char run[CKPT_TABLE_RUN_MAX + 1];
+	int rank;
+	long step;
+};
+
+/* bytes per element of dtype, 0 for none; its name ("bf16"), or NULL */
+size_t ckpt_table_dtype_size(int dtype);
+const char *ckpt_table_dtype_name(int dtype);
+
+/* whether name is a run's name: letters, digits, "_.-", 1 .. 64 bytes */
+int ckpt_table_run_ok(const char *run);
+
+/*
+ * Whether t[n] is a table that can be written: every name valid and
+ * unique, every dtype known, every shape within SIGMA_RT_NDIM_MAX and
+ * non-negative, a shard inside its global shape, data for any bytes, no
+ * size that overflows. The bytes of the elements in *bytes. 0 or -EINVAL
+ * with err naming the entry; -ENOMEM.
+ */
+int ckpt_table_check(const struct sigma_rt_tensor *t, size_t n,
+		     size_t *bytes, char *err, size_t len);
+
+/*
+ * Write t[n] (checked) as h's checkpoint final in dir (made if missing):
+ * a temporary, published with its seal (ckpt_h5_publish). 0 or -errno
+ * with err naming the file.
+ */
+int ckpt_table_write(const char *dir, const char *final,
+		     const struct ckpt_table_head *h,
+		     const struct sigma_rt_tensor *t, size_t n, char *err,
+		     size_t len);
+
+/*
+ * Read the checkpoint path, written for h (run, rank and step must match),
+ * into t[n] by name (each dtype and shape as the file has it). 0,
+ * -ENOENT (no such file) or -EBADMSG with err saying why.
+ */
+int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
+		    const struct sigma_rt_tensor *t, size_t n, char *err,
+		    size_t len);
+
+#endif

@@ -6,14 +6,18 @@ allocation, tells the node of a crashed rank from its peers, notices a
 stalled step, and sigmad's warning (SIGUSR1) becomes a checkpoint and a
 requeue. Guard takes sigma-train's guardrails' decisions (skip, lower the
 learning rate, roll back, give up) over a loop's loss and gradient norm;
-Straggler finds the slow ranks and reports a node that stays slow.
+Straggler finds the slow ranks and reports a node that stays slow;
+Checkpoint writes a rank's tensors to the node-local tier every step,
+in the background, and reads them back on resume.
 Built on libsigma-runtime (sigma_runtime.h).
 """
 from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
                   EXIT_PEER, EXIT_REQUEUE, Job)
 from .guard import Decision, Guard
 from .straggler import Straggler
+from .checkpoint import Checkpoint, Shard
 
-__all__ = ["Job", "Guard", "Decision", "Straggler", "EXIT_OK",
+__all__ = ["Job", "Guard", "Decision", "Straggler", "Checkpoint", "Shard",
+           "EXIT_OK",
            "EXIT_FAILURE", "EXIT_DIVERGED", "EXIT_REQUEUE", "EXIT_PEER",
            "EXIT_HARDWARE"]

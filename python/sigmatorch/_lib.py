@@ -35,7 +35,28 @@ def _load():
     lib.sigma_rt_job_close.restype = None
     _guard(lib)
     _straggler(lib)
+    _ckpt(lib)
     return lib
+
+
+def _ckpt(lib):
+    c = ctypes
+    handle = c.c_void_p
+    lib.sigma_rt_ckpt_open.argtypes = [c.POINTER(handle), c.c_char_p,
+                                       c.c_char_p, c.c_int, c.c_char_p,
+                                       c.c_char_p, c.c_size_t]
+    lib.sigma_rt_ckpt_open.restype = c.c_int
+    for verb in ("save", "load"):
+        fn = getattr(lib, f"sigma_rt_ckpt_{verb}")
+        fn.argtypes = [handle, c.c_long, c.c_void_p, c.c_size_t, c.c_char_p,
+                       c.c_size_t]
+        fn.restype = c.c_int
+    lib.sigma_rt_ckpt_wait.argtypes = [handle, c.c_char_p, c.c_size_t]
+    lib.sigma_rt_ckpt_wait.restype = c.c_int
+    lib.sigma_rt_ckpt_steps.argtypes = [handle, c.POINTER(c.c_long), c.c_int]
+    lib.sigma_rt_ckpt_steps.restype = c.c_int
+    lib.sigma_rt_ckpt_close.argtypes = [handle]
+    lib.sigma_rt_ckpt_close.restype = None
 
 
 def _straggler(lib):

@@ -1,0 +1,206 @@
+"""The node-local checkpoint tier for a PyTorch training loop
+(docs/pytorch.md, "Checkpoints").
+
+A rank's state is a flat table of named tensors: torch tensors (CPU or
+CUDA) or NumPy arrays, of float32, float64, bfloat16, float16, int64,
+int32, uint8 or bool. libsigma-runtime copies them when save() is called
+and writes the copy in the background, as one sealed HDF5 file per rank
+and step under DIR/rank-R, so the write overlaps the next step:
+
+    ckpt = sigmatorch.Checkpoint("/dev/shm/ckpt", run=job_id)
+    start = sigmatorch.Checkpoint.common_step(ckpt.steps())  # all ranks
+    if start is not None:
+        ckpt.load(start, state)          # state: {name: tensor}, in place
+    for step in range(start + 1, steps + 1):
+        ...
+        ckpt.save(step, state)           # returns once copied
+
+Tensors reach the library by pointer: no Python loop over elements. A
+CUDA tensor is copied to host memory first. A file of another run (run=
+differs), or with another dtype or shape, is refused with ValueError.
+"""
+import ctypes
+import sys
+
+from . import _lib
+
+F32, F64, BF16, F16, I64, I32, U8, BOOL = range(1, 9)
+NDIM_MAX = 8
+
+_NUMPY = {"<f4": F32, "<f8": F64, "<f2": F16, "<i8": I64, "<i4": I32,
+          "|u1": U8, "|b1": BOOL}
+_TORCH = {"torch.float32": F32, "torch.float64": F64,
+          "torch.bfloat16": BF16, "torch.float16": F16,
+          "torch.int64": I64, "torch.int32": I32, "torch.uint8": U8,
+          "torch.bool": BOOL}
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int),
+                ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("data", ctypes.c_void_p),
+                ("global_shape", ctypes.POINTER(ctypes.c_int64)),
+                ("offset", ctypes.POINTER(ctypes.c_int64))]
+
+
+class Shard:
+    """A part of a larger tensor: its whole shape and where it starts."""
+
+    def __init__(self, tensor, global_shape, offset):
+        self.tensor = tensor
+        self.global_shape = tuple(int(d) for d in global_shape)
+        self.offset = tuple(int(d) for d in offset)
+
+
+def _int64s(values):
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch" and \
+        hasattr(x, "data_ptr")
+
+
+class _Entry:
+    """One tensor as the C table sees it; holds what its pointers need."""
+
+    def __init__(self, name, value, writing):
+        shard = value if isinstance(value, Shard) else None
+        x = shard.tensor if shard else value
+        self.name, self.target, self.copy_back = name, x, False
+        if _is_torch(x):
+            dtype = _TORCH.get(str(x.dtype))
+            host = x.detach()
+            if host.device.type != "cpu" or not host.is_contiguous():
+                # staged through host memory; a load copies it back
+                host = host.to("cpu").contiguous()
+                self.copy_back = not writing
+            self.keep = host
+            ptr, shape = host.data_ptr(), tuple(host.shape)
+        elif hasattr(x, "__array_interface__"):
+            ai = x.__array_interface__
+            dtype = _NUMPY.get(ai["typestr"])
+            if ai.get("strides") is not None:
+                raise ValueError(f"sigmatorch: tensor {name}: not "
+                                 "contiguous (numpy.ascontiguousarray)")
+            if not writing and ai["data"][1]:
+                raise ValueError(f"sigmatorch: tensor {name}: read-only")
+            self.keep = x
+            ptr, shape = ai["data"][0], tuple(ai["shape"])
+        else:
+            raise TypeError(f"sigmatorch: tensor {name}: a torch tensor or "
+                            f"a NumPy array, not {type(x).__name__}")
+        if dtype is None:
+            raise TypeError(f"sigmatorch: tensor {name}: dtype "
+                            f"{getattr(x, 'dtype', '?')} cannot be "
+                            "checkpointed")
+        if len(shape) > NDIM_MAX:
+            raise ValueError(f"sigmatorch: tensor {name}: more than "
+                             f"{NDIM_MAX} dimensions")
+        self._shape = _int64s(shape)
+        self.c = _Tensor(name.encode(), dtype, len(shape), self._shape,
+                         ptr or None, None, None)
+        if shard:
+            if len(shard.global_shape) != len(shape) or \
+                    len(shard.offset) != len(shape):
+                raise ValueError(f"sigmatorch: tensor {name}: the shard's "
+                                 "global shape and offset need "
+                                 f"{len(shape)} dimensions")
+            self._global = _int64s(shard.global_shape)
+            self._offset = _int64s(shard.offset)
+            self.c.global_shape, self.c.offset = self._global, self._offset
+
+    def finish(self):
+        """After a load into a staged copy: the copy back into the
+        caller's tensor."""
+        if self.copy_back:
+            self.target.copy_(self.keep)
+
+
+def _table(tensors, writing):
+    if not hasattr(tensors, "items"):
+        raise TypeError("sigmatorch: a mapping of names to tensors")
+    entries = [_Entry(str(k), v, writing) for k, v in tensors.items()]
+    table = (_Tensor * max(len(entries), 1))(*[e.c for e in entries])
+    return entries, table
+
+
+class Checkpoint(_lib.Handle):
+    """This rank's node-local tier under directory, for the run named run
+    (the same on every rank and attempt: the job's identity). keep: the
+    newest steps kept (2)."""
+
+    def __init__(self, directory, run, rank=None, keep=2):
+        if rank is None:
+            rank = _rank()
+        self.rank = int(rank)
+        super().__init__("ckpt", str(directory).encode(), str(run).encode(),
+                         self.rank, f"keep={keep}".encode())
+
+    def _call(self, fn, *args):
+        err = ctypes.create_string_buffer(1024)
+        rc = fn(self._handle, *args, err, len(err))
+        if rc == -2:  # ENOENT
+            raise FileNotFoundError(f"sigmatorch: {err.value.decode()}")
+        if rc == -22 or rc == -74:  # EINVAL, EBADMSG
+            raise ValueError(f"sigmatorch: {err.value.decode()}")
+        if rc:
+            raise OSError(-rc, f"sigmatorch: {err.value.decode()}")
+
+    def save(self, step, tensors):
+        """Copy tensors ({name: tensor or Shard}) as step's checkpoint;
+        the write goes on in the background. A write that failed before
+        raises OSError here."""
+        entries, table = _table(tensors, writing=True)
+        self._call(_lib.lib.sigma_rt_ckpt_save, int(step), table,
+                   len(entries))
+
+    def wait(self):
+        """The write in flight is on disk; OSError if it failed."""
+        self._call(_lib.lib.sigma_rt_ckpt_wait)
+
+    def steps(self):
+        """The steps this rank has, newest first."""
+        n = _lib.lib.sigma_rt_ckpt_steps(self._handle, None, 0)
+        if n < 0:
+            raise OSError(-n, "sigmatorch: cannot list the checkpoints")
+        buf = (ctypes.c_long * max(n, 1))()
+        n = _lib.lib.sigma_rt_ckpt_steps(self._handle, buf, n)
+        return list(buf[:n])
+
+    def load(self, step, tensors):
+        """Read step's checkpoint into tensors ({name: tensor or Shard}),
+        in place. FileNotFoundError: no such step; ValueError: refused."""
+        entries, table = _table(tensors, writing=False)
+        self._call(_lib.lib.sigma_rt_ckpt_load, int(step), table,
+                   len(entries))
+        for e in entries:
+            e.finish()
+
+    @staticmethod
+    def common_step(steps, group=None):
+        """The newest step that every rank has (steps: this rank's); with
+        torch.distributed initialized, the ranks' lists are all-gathered
+        (over group). None when there is none."""
+        lists = [list(steps)]
+        dist = sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and \
+                dist.is_initialized():
+            lists = [None] * dist.get_world_size(group)
+            dist.all_gather_object(lists, list(steps), group=group)
+        return Checkpoint.newest_common(lists)
+
+    @staticmethod
+    def newest_common(lists):
+        """The newest step in every one of lists (the ranks' steps), or
+        None."""
+        common = set(lists[0]).intersection(*lists[1:]) if lists else ()
+        return max(common) if common else None
+
+
+def _rank():
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return 0

@@ -329,6 +329,27 @@ out:
 	return rc;
 }
 
+/* path opened and checked (seal, format, h), its group tensors in *g */
+static int open_table(struct ckpt_ctx *c, const struct ckpt_table_head *h,
+		      struct seal_file *sf, int64_t *f, int64_t *g)
+{
+	int rc;
+
+	*g = -1;
+	rc = ckpt_h5_open(c, SEAL_REQUIRED, sf, f);
+	if (rc)
+		return rc;
+	rc = check_head(c, *f, h);
+	if (!rc) {
+		*g = ckpt_h5_group_open(*f, "tensors");
+		if (*g < 0)
+			rc = ckpt_fail(c, EBADMSG, "group tensors is missing");
+	}
+	if (rc)
+		ckpt_h5_close_checked(*f, sf);
+	return rc;
+}
+
 int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
 		    const struct sigma_rt_tensor *t, size_t n, char *err,
 		    size_t len)
@@ -341,17 +362,50 @@ int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
 	rc = ckpt_table_check(t, n, NULL, err, len);
 	if (rc)
 		return rc;
-	rc = ckpt_h5_open(&c, SEAL_REQUIRED, &sf, &f);
+	rc = open_table(&c, h, &sf, &f, &g);
 	if (rc)
 		return rc;
-	rc = check_head(&c, f, h);
-	if (!rc) {
-		g = ckpt_h5_group_open(f, "tensors");
-		if (g < 0)
-			rc = ckpt_fail(&c, EBADMSG, "group tensors is missing");
-	}
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = read_entry(&c, g, &t[i]);
+	ckpt_h5_close(g);
+	ckpt_h5_close_checked(f, &sf);
+	return rc;
+}
+
+int ckpt_table_shape(const char *path, const struct ckpt_table_head *h,
+		     const char *name, int *dtype, int *ndim, int64_t *shape,
+		     char *err, size_t len)
+{
+	struct ckpt_ctx c = { path, err, len };
+	struct seal_file sf;
+	int64_t f = -1, g = -1, d = -1, nd = -1;
+	char type[16];
+	int rc;
+
+	if (!name || !chars_ok(name, SIGMA_RT_NAME_MAX, "_.:-"))
+		return sigma_set_err(err, len, EINVAL, "not a tensor's name");
+	rc = open_table(&c, h, &sf, &f, &g);
+	if (rc)
+		return rc;
+	rc = ckpt_h5_dataset_open(&c, g, name, name, &d) ?:
+	     ckpt_h5_get_str(&c, d, "dtype", type, sizeof(type)) ?:
+	     ckpt_h5_get_i64(&c, d, "ndim", &nd);
+	if (!rc && (!dtype_by_name(type) || nd < 0 || nd > SIGMA_RT_NDIM_MAX))
+		rc = ckpt_fail(&c, EBADMSG,
+			       "tensor %s: dtype %s with %lld dimensions", name,
+			       type, (long long)nd);
+	if (!rc && nd)
+		rc = ckpt_h5_get_i64s(&c, d, "shape", shape, (int)nd);
+	for (int i = 0; !rc && i < nd; i++)
+		if (shape[i] < 0)
+			rc = ckpt_fail(&c, EBADMSG,
+				       "tensor %s: shape[%d] is negative",
+				       name, i);
+	if (!rc) {
+		*dtype = dtype_by_name(type);
+		*ndim = (int)nd;
+	}
+	ckpt_h5_close(d);
 	ckpt_h5_close(g);
 	ckpt_h5_close_checked(f, &sf);
 	return rc;

@@ -66,4 +66,13 @@ int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
 		    const struct sigma_rt_tensor *t, size_t n, char *err,
 		    size_t len);
 
+/*
+ * The dtype, ndim and shape[SIGMA_RT_NDIM_MAX] of name in the checkpoint
+ * path written for h (checked as by ckpt_table_read). 0, -ENOENT or
+ * -EBADMSG with err.
+ */
+int ckpt_table_shape(const char *path, const struct ckpt_table_head *h,
+		     const char *name, int *dtype, int *ndim, int64_t *shape,
+		     char *err, size_t len);
+
 #endif

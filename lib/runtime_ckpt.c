@@ -347,22 +347,44 @@ int sigma_rt_ckpt_steps(struct sigma_rt_ckpt *ck, long *steps, int max)
 	return n;
 }
 
+/* step's file in path[PATH_MAX + 32] and its head in h, after the write
+ * in flight: 0 or -ENOENT with err */
+static int find_step(struct sigma_rt_ckpt *ck, long step, char *path,
+		     struct ckpt_table_head *h, char *err, size_t len)
+{
+	struct stat st;
+
+	sigma_rt_ckpt_wait(ck, NULL, 0);
+	step_path(ck, step, path, PATH_MAX + 32);
+	if (step < 0 || stat(path, &st) != 0)
+		return sigma_set_err(err, len, ENOENT,
+				     "%s: no checkpoint of step %ld", ck->dir,
+				     step);
+	*h = ck->head;
+	h->step = step;
+	return 0;
+}
+
 int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,
 		       size_t len)
 {
 	char path[PATH_MAX + 32];
-	struct ckpt_table_head h = ck->head;
-	struct stat st;
+	struct ckpt_table_head h;
 
-	sigma_rt_ckpt_wait(ck, NULL, 0);
-	step_path(ck, step, path, sizeof(path));
-	if (step < 0 || stat(path, &st) != 0)
-		return sigma_set_err(err, len, ENOENT,
-				     "%s: no checkpoint of step %ld", ck->dir,
-				     step);
-	h.step = step;
-	return ckpt_table_read(path, &h, t, n, err, len);
+	return find_step(ck, step, path, &h, err, len) ?:
+	       ckpt_table_read(path, &h, t, n, err, len);
+}
+
+int sigma_rt_ckpt_shape(struct sigma_rt_ckpt *ck, long step,
+			const char *name, int *dtype, int *ndim,
+			int64_t *shape, char *err, size_t len)
+{
+	char path[PATH_MAX + 32];
+	struct ckpt_table_head h;
+
+	return find_step(ck, step, path, &h, err, len) ?:
+	       ckpt_table_shape(path, &h, name, dtype, ndim, shape, err, len);
 }
 
 void sigma_rt_ckpt_close(struct sigma_rt_ckpt *ck)

@@ -48,6 +48,14 @@ int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 	return sigma_set_err(err, len, ENOTSUP, "no checkpoints");
 }
 
+int sigma_rt_ckpt_shape(struct sigma_rt_ckpt *ck, long step,
+			const char *name, int *dtype, int *ndim,
+			int64_t *shape, char *err, size_t len)
+{
+	(void)ck, (void)step, (void)name, (void)dtype, (void)ndim, (void)shape;
+	return sigma_set_err(err, len, ENOTSUP, "no checkpoints");
+}
+
 void sigma_rt_ckpt_close(struct sigma_rt_ckpt *ck)
 {
 	(void)ck;

@@ -237,6 +237,7 @@ void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
  *                        writes the copy in the background
  *   sigma_rt_ckpt_wait   the write in flight is on disk (or failed)
  *   sigma_rt_ckpt_steps  the steps this rank has, newest first
+ *   sigma_rt_ckpt_shape  a tensor's dtype and shape in a step
  *   sigma_rt_ckpt_load   a step's tensors, by name, into the caller's
  *   sigma_rt_ckpt_close  waits, frees
  *
@@ -323,6 +324,16 @@ int sigma_rt_ckpt_steps(struct sigma_rt_ckpt *ck, long *steps, int max);
 int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,
 		       size_t len);
+
+/*
+ * What step's checkpoint holds as name: *dtype, *ndim and
+ * shape[SIGMA_RT_NDIM_MAX], for a caller that makes room before a load
+ * (a structure saved as bytes). 0, -ENOENT (no such step) or -EBADMSG
+ * (no such tensor, a file refused as by load) with err.
+ */
+int sigma_rt_ckpt_shape(struct sigma_rt_ckpt *ck, long step,
+			const char *name, int *dtype, int *ndim,
+			int64_t *shape, char *err, size_t len);
 
 void sigma_rt_ckpt_close(struct sigma_rt_ckpt *ck);
 

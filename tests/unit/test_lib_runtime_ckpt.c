@@ -139,6 +139,28 @@ static void test_round_trip(void **state)
 	fill(&want, 4);
 	assert_int_equal(sigma_rt_ckpt_load(ck, 8, t, n, err, sizeof(err)), 0);
 	assert_memory_equal(&got, &want, sizeof(want));
+	/* what the file holds, for a caller that makes room first */
+	{
+		int dtype = 0, ndim = -1;
+		int64_t shape[SIGMA_RT_NDIM_MAX];
+
+		assert_int_equal(sigma_rt_ckpt_shape(ck, 8, "model.w", &dtype,
+						     &ndim, shape, err,
+						     sizeof(err)), 0);
+		assert_int_equal(dtype, SIGMA_RT_F32);
+		assert_int_equal(ndim, 2);
+		assert_int_equal(shape[0], 2);
+		assert_int_equal(shape[1], 3);
+		assert_int_equal(sigma_rt_ckpt_shape(ck, 8, "optim.step",
+						     &dtype, &ndim, shape, err,
+						     sizeof(err)), 0);
+		assert_int_equal(dtype, SIGMA_RT_I64);
+		assert_int_equal(ndim, 0);
+		assert_int_equal(sigma_rt_ckpt_shape(ck, 8, "nope", &dtype,
+						     &ndim, shape, err,
+						     sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "nope is missing"));
+	}
 	/* a subset by name; the order of the table does not matter */
 	assert_int_equal(sigma_rt_ckpt_load(ck, 8, t + 3, 2, err, sizeof(err)),
 			 0);

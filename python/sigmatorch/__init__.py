@@ -8,7 +8,8 @@ requeue. Guard takes sigma-train's guardrails' decisions (skip, lower the
 learning rate, roll back, give up) over a loop's loss and gradient norm;
 Straggler finds the slow ranks and reports a node that stays slow;
 Checkpoint writes a rank's tensors to the node-local tier every step,
-in the background, and reads them back on resume.
+in the background, and reads them back on resume; Snapshot does so for a
+model, its optimizer, scheduler and RNG states, bit for bit.
 Built on libsigma-runtime (sigma_runtime.h).
 """
 from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
@@ -16,8 +17,8 @@ from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
 from .guard import Decision, Guard
 from .straggler import Straggler
 from .checkpoint import Checkpoint, Shard
+from .snapshot import Snapshot
 
 __all__ = ["Job", "Guard", "Decision", "Straggler", "Checkpoint", "Shard",
-           "EXIT_OK",
-           "EXIT_FAILURE", "EXIT_DIVERGED", "EXIT_REQUEUE", "EXIT_PEER",
-           "EXIT_HARDWARE"]
+           "Snapshot", "EXIT_OK", "EXIT_FAILURE", "EXIT_DIVERGED",
+           "EXIT_REQUEUE", "EXIT_PEER", "EXIT_HARDWARE"]

@@ -55,6 +55,12 @@ def _ckpt(lib):
     lib.sigma_rt_ckpt_wait.restype = c.c_int
     lib.sigma_rt_ckpt_steps.argtypes = [handle, c.POINTER(c.c_long), c.c_int]
     lib.sigma_rt_ckpt_steps.restype = c.c_int
+    lib.sigma_rt_ckpt_shape.argtypes = [handle, c.c_long, c.c_char_p,
+                                        c.POINTER(c.c_int),
+                                        c.POINTER(c.c_int),
+                                        c.POINTER(c.c_int64), c.c_char_p,
+                                        c.c_size_t]
+    lib.sigma_rt_ckpt_shape.restype = c.c_int
     lib.sigma_rt_ckpt_close.argtypes = [handle]
     lib.sigma_rt_ckpt_close.restype = None
 

@@ -25,6 +25,8 @@ import sys
 from . import _lib
 
 F32, F64, BF16, F16, I64, I32, U8, BOOL = range(1, 9)
+DTYPE_NAMES = {F32: "f32", F64: "f64", BF16: "bf16", F16: "f16", I64: "i64",
+               I32: "i32", U8: "u8", BOOL: "bool"}
 NDIM_MAX = 8
 
 _NUMPY = {"<f4": F32, "<f8": F64, "<f2": F16, "<i8": I64, "<i4": I32,
@@ -168,6 +170,15 @@ class Checkpoint(_lib.Handle):
         buf = (ctypes.c_long * max(n, 1))()
         n = _lib.lib.sigma_rt_ckpt_steps(self._handle, buf, n)
         return list(buf[:n])
+
+    def shape(self, step, name):
+        """What step's checkpoint holds as name: (dtype, shape), dtype one
+        of "f32", "f64", "bf16", "f16", "i64", "i32", "u8", "bool"."""
+        dtype, ndim = ctypes.c_int(), ctypes.c_int()
+        shape = (ctypes.c_int64 * NDIM_MAX)()
+        self._call(_lib.lib.sigma_rt_ckpt_shape, int(step), name.encode(),
+                   ctypes.byref(dtype), ctypes.byref(ndim), shape)
+        return DTYPE_NAMES[dtype.value], tuple(shape[:ndim.value])
 
     def load(self, step, tensors):
         """Read step's checkpoint into tensors ({name: tensor or Shard}),

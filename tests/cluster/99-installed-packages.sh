@@ -73,16 +73,24 @@ so=$(dpkg-query -L sigma-slurm-plugin | grep '/sigma\.so$')
 log "installed: plugin $so, conffiles, state directory root 700, unit not enabled"
 # the runtime library as a program and a Python script find it
 pkg-config --exists sigma-runtime || fail "pkg-config does not know sigma-runtime"
-# (and its guard and straggler detection reach the installed library)
+# (and its guard, straggler detection and checkpoints reach the installed
+# library)
+ckdir=$(mktemp -d)
 code=$(env -u SIGMA_RUNTIME_LIB -u PYTHONPATH /usr/bin/python3 -c '
-import sigmatorch
+import sys, numpy, sigmatorch
 g = sigmatorch.Guard(recompute=False)
 s = sigmatorch.Straggler(world_size=2, rank=0, escalate="off")
+c = sigmatorch.Checkpoint(sys.argv[1], run="r", rank=0)
+c.save(3, {"w": numpy.arange(4, dtype=numpy.float32)})
+w = numpy.zeros(4, dtype=numpy.float32)
+c.load(c.steps()[0], {"w": w})
 print(sigmatorch.EXIT_PEER, g.check(1, float("nan"), 1.0).cause,
-      s.record(1, [0.1, 0.1]))') ||
+      s.record(1, [0.1, 0.1]), c.steps(), w.tolist())' "$ckdir") ||
 	fail "the installed sigmatorch does not import or run"
-[ "$code" = "76 non-finite []" ] || fail "the installed sigmatorch says: $code"
-log "installed: libsigma-runtime (pkg-config), sigmatorch imports, its guard and straggler detection run"
+rm -rf "$ckdir"
+[ "$code" = "76 non-finite [] [3] [0.0, 1.0, 2.0, 3.0]" ] ||
+	fail "the installed sigmatorch says: $code"
+log "installed: libsigma-runtime (pkg-config), sigmatorch imports, its guard, straggler detection and checkpoints run"
 
 "$TESTBED" down >/dev/null 2>&1
 "$TESTBED" up --installed || fail "testbed up --installed failed"

@@ -1,0 +1,162 @@
+"""Everything a PyTorch loop needs to continue bit for bit, in the
+node-local tier (docs/pytorch.md, "Checkpoints"): the model's state
+(parameters and buffers), the optimizer's (its moments and step, its
+parameter groups), the learning-rate scheduler's, the RNG states (CPU and
+every CUDA device) and the loop's own position (JSON values: the step's
+batch, an epoch, a data loader's offset).
+
+    snap = sigmatorch.Snapshot("/dev/shm/ckpt", run=job_id, model=model,
+                               optimizer=opt, scheduler=sched)
+    start, position = snap.restore()     # (0, None): nothing to resume
+    for step in range(start + 1, steps + 1):
+        ...
+        snap.save(step, {"batch": step})  # copied; written meanwhile
+
+The tensors go by pointer to libsigma-runtime (sigmatorch.Checkpoint);
+the structure (parameter groups, scheduler, position, the names and
+shapes of the optimizer's state) goes as one JSON entry, "meta". Nothing
+is pickled, so a checkpoint file cannot run code when it is loaded.
+"""
+import json
+
+from .checkpoint import Checkpoint
+
+META = "meta"
+# the runtime's dtype names as torch's
+_TORCH_DTYPE = {"f32": "float32", "f64": "float64", "bf16": "bfloat16",
+                "f16": "float16", "i64": "int64", "i32": "int32",
+                "u8": "uint8", "bool": "bool"}
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _json_bytes(obj, what):
+    try:
+        return json.dumps(obj, allow_nan=True).encode()
+    except TypeError as e:
+        raise TypeError(f"sigmatorch: {what} cannot be saved as JSON: "
+                        f"{e}") from e
+
+
+class Snapshot:
+    """A model, an optimizer and a scheduler (both may be None) kept in
+    the node-local tier under directory for the run named run; rank and
+    keep as for Checkpoint."""
+
+    def __init__(self, directory, run, model, optimizer=None,
+                 scheduler=None, rank=None, keep=2):
+        self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep)
+        self.model, self.optimizer, self.scheduler = (model, optimizer,
+                                                      scheduler)
+
+    def close(self):
+        """Wait for the write in flight; free the library's object."""
+        self.checkpoint.close()
+
+    # ---- save ------------------------------------------------------------
+
+    def _optimizer_table(self, table):
+        sd = self.optimizer.state_dict()
+        state = {}
+        for pid, st in sd["state"].items():
+            entry = {}
+            for key, v in st.items():
+                if hasattr(v, "data_ptr"):
+                    table[f"optim.{pid}.{key}"] = v
+                    entry[key] = ["tensor", str(v.dtype).split(".")[-1],
+                                  list(v.shape), str(v.device)]
+                else:
+                    entry[key] = ["value", v]
+            state[str(pid)] = entry
+        return {"state": state, "param_groups": sd["param_groups"]}
+
+    def save(self, step, position=None):
+        """Copy the state as step's checkpoint (written in the
+        background); position: the loop's own JSON values."""
+        torch = _torch()
+        table = {f"model.{k}": v for k, v in
+                 self.model.state_dict().items()}
+        meta = {"position": position}
+        if self.optimizer is not None:
+            meta["optimizer"] = self._optimizer_table(table)
+        if self.scheduler is not None:
+            meta["scheduler"] = self.scheduler.state_dict()
+        table["rng.cpu"] = torch.get_rng_state()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            for i, s in enumerate(torch.cuda.get_rng_state_all()):
+                table[f"rng.cuda.{i}"] = s
+            meta["cuda_devices"] = torch.cuda.device_count()
+        raw = _json_bytes(meta, "the optimizer, scheduler or position")
+        table[META] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+        self.checkpoint.save(step, table)
+
+    def wait(self):
+        """The write in flight is on disk; OSError if it failed."""
+        self.checkpoint.wait()
+
+    # ---- restore ---------------------------------------------------------
+
+    def _empty(self, name):
+        """A tensor of the dtype and size name has in the step being
+        restored."""
+        torch = _torch()
+        dtype, shape = self.checkpoint.shape(self._step, name)
+        return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPE[dtype]))
+
+    def _optimizer_state(self, saved, table):
+        torch = _torch()
+        state = {}
+        for pid, entry in saved["state"].items():
+            st = {}
+            for key, (kind, *rest) in entry.items():
+                if kind == "tensor":
+                    dtype, shape, device = rest
+                    t = torch.empty(shape, dtype=getattr(torch, dtype))
+                    table[f"optim.{pid}.{key}"] = t
+                    st[key] = (t, device)
+                else:
+                    st[key] = rest[0]
+            state[int(pid)] = st
+        return state
+
+    def restore(self, group=None):
+        """Load the newest step every rank has (all-gathered over group
+        when torch.distributed is initialized) into the model, optimizer,
+        scheduler and RNG states. Returns (step, position); (0, None)
+        when no step is common to all ranks."""
+        torch = _torch()
+        step = Checkpoint.common_step(self.checkpoint.steps(), group)
+        if step is None:
+            return 0, None
+        self._step = step
+        raw = self._empty(META)
+        self.checkpoint.load(step, {META: raw})
+        meta = json.loads(raw.numpy().tobytes().decode())
+
+        table = {f"model.{k}": v for k, v in
+                 self.model.state_dict().items()}
+        table["rng.cpu"] = torch.empty_like(torch.get_rng_state())
+        ncuda = meta.get("cuda_devices", 0)
+        for i in range(ncuda):
+            table[f"rng.cuda.{i}"] = self._empty(f"rng.cuda.{i}")
+        if self.optimizer is not None:
+            state = self._optimizer_state(meta["optimizer"], table)
+        with torch.no_grad():
+            self.checkpoint.load(step, table)
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict({
+                "state": {pid: {k: (v[0].to(v[1]) if isinstance(v, tuple)
+                                    else v) for k, v in st.items()}
+                          for pid, st in state.items()},
+                "param_groups": meta["optimizer"]["param_groups"]})
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(meta["scheduler"])
+        torch.set_rng_state(table["rng.cpu"])
+        if ncuda:
+            torch.cuda.set_rng_state_all(
+                [table[f"rng.cuda.{i}"] for i in range(ncuda)])
+        return step, meta["position"]
+

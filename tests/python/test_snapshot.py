@@ -1,0 +1,119 @@
+"""sigmatorch.Snapshot (python/sigmatorch/snapshot.py) with Debian's
+python3-torch, on the CPU with deterministic algorithms: a loop that is
+stopped and resumed from the node-local tier ends bit for bit where the
+run that never stopped ends (model, AdamW's moments and step, the
+scheduler, the RNG that drives dropout and the data), in float32 and in
+bfloat16; a checkpoint of another run is refused. Skipped without torch.
+"""
+import pytest
+
+import tree
+
+tree.use_tree()
+import sigmatorch  # noqa: E402
+
+torch = pytest.importorskip("torch")
+
+
+class Tiny(torch.nn.Module):
+    """Two experts behind a router, dropout between: every part of the
+    state a resume must restore moves in each step."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 8, dtype=dtype)
+        self.router = torch.nn.Linear(8, 2, dtype=dtype)
+        self.experts = torch.nn.ModuleList(
+            torch.nn.Linear(8, 8, dtype=dtype) for _ in range(2))
+        self.drop = torch.nn.Dropout(0.1)
+        self.out = torch.nn.Linear(8, 32, dtype=dtype)
+        self.register_buffer("seen", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        h = self.emb(x)
+        gate = torch.softmax(self.router(h).float(), -1).to(h.dtype)
+        h = h + sum(gate[..., i:i + 1] * e(h)
+                    for i, e in enumerate(self.experts))
+        self.seen += x.numel()
+        return self.out(self.drop(h))
+
+
+def build(dtype, seed):
+    torch.manual_seed(seed)
+    model = Tiny(dtype)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 5))
+    return model, opt, sched
+
+
+def train(model, opt, sched, first, last, snap=None):
+    for step in range(first, last + 1):
+        x = torch.randint(0, 32, (4, 6))  # the data comes from the RNG
+        loss = torch.nn.functional.cross_entropy(
+            model(x).float().flatten(0, 1), x.roll(1, 1).flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if snap:
+            snap.save(step, {"step": step})
+
+
+def state_bytes(model, opt):
+    out = {k: v.detach().view(torch.uint8).numpy().tobytes()
+           if v.dtype == torch.bfloat16 else v.detach().numpy().tobytes()
+           for k, v in model.state_dict().items()}
+    for pid, st in opt.state_dict()["state"].items():
+        for k, v in st.items():
+            t = v.float() if v.dtype == torch.bfloat16 else v
+            out[f"optim.{pid}.{k}"] = t.numpy().tobytes()
+    out["lr"] = repr([g["lr"] for g in opt.param_groups])
+    out["rng"] = torch.get_rng_state().numpy().tobytes()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_resume_is_bitwise(tmp_path, dtype):
+    torch.use_deterministic_algorithms(True)
+    model, opt, sched = build(dtype, 0)
+    train(model, opt, sched, 1, 14)
+    whole = state_bytes(model, opt)
+
+    model, opt, sched = build(dtype, 0)
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
+    train(model, opt, sched, 1, 9, snap)
+    snap.close()  # the process ends after step 9's save
+
+    model, opt, sched = build(dtype, 1)  # another start, another RNG
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
+    start, position = snap.restore()
+    assert (start, position) == (9, {"step": 9})
+    train(model, opt, sched, start + 1, 14)
+    resumed = state_bytes(model, opt)
+    assert resumed.keys() == whole.keys()
+    for k in whole:
+        assert resumed[k] == whole[k], k
+
+
+def test_nothing_to_resume(tmp_path):
+    model, opt, sched = build(torch.float32, 0)
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
+    assert snap.restore() == (0, None)
+
+
+def test_another_run_is_refused(tmp_path):
+    model, opt, sched = build(torch.float32, 0)
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
+    train(model, opt, sched, 1, 2, snap)
+    snap.close()
+    other = sigmatorch.Snapshot(tmp_path, "job-8", model, opt, sched, rank=0)
+    with pytest.raises(ValueError, match="run job-7, not of this run"):
+        other.restore()
+
+
+def test_unsaveable_position_is_named(tmp_path):
+    model, opt, sched = build(torch.float32, 0)
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
+    with pytest.raises(TypeError, match="cannot be saved as JSON"):
+        snap.save(1, {"loader": object()})

@@ -18,6 +18,7 @@
 #include "slurm_api.h"
 
 #define CTL_POOL_MAX 256
+#define CTL_NEW_FAILURE_WAIT_S 60 /* for the node that ended an in-job job */
 
 /* the nodes one decision is about, and what happened to the first */
 struct ctl_blame {
@@ -424,6 +425,12 @@ static void ctl_detect_running(struct ctl *c, const struct ctl_view *v,
  * often drains the node a few seconds after the step ended, so an ended
  * job is watched for a while (ctl_job_may_come_back). Its nodes are the
  * last ones sigmad saw it on.
+ *
+ * An in-job job carries the nodes its launcher moved off, drained, in its
+ * allocation (--no-kill). They did not end it: the node that did fails
+ * after them, and the requeue must replace it too, or the job waits for
+ * good for a node it cannot have. So sigmad waits for a failed node the
+ * launcher did not move off, CTL_NEW_FAILURE_WAIT_S at most.
  */
 static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
 			       const struct ctl_job *job)
@@ -442,6 +449,7 @@ static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
 	bool node_failed_end =
 	    job->state == CTL_J_ENDED && job->node_fail && !decided;
 	bool script_failed_end = !decided && ctl_job_may_come_back(job, v->now);
+	bool fresh = false; /* a failed node the launcher did not move off */
 
 	if (!slurm_requeued && !node_failed_end && !script_failed_end) {
 		/*
@@ -460,11 +468,17 @@ static void ctl_detect_stopped(struct ctl *c, const struct ctl_view *v,
 		long i = ctl_view_node(v, tok);
 		const char *w;
 
-		if (i >= 0 && (w = node_failed(&v->nodes[i])))
+		if (i >= 0 && (w = node_failed(&v->nodes[i]))) {
 			ctl_blame_add(&bad, tok, w);
+			if (!sigma_list_has(ctl_in_job_told(c, job->id), tok))
+				fresh = true;
+		}
 	}
 	if (!bad.n)
 		return; /* not a node failure we can see */
+	if (!slurm_requeued && !node_failed_end && !fresh &&
+	    v->now - job->end_time < CTL_NEW_FAILURE_WAIT_S)
+		return; /* the node that ended it has not drained yet */
 	ctl_decide(c, v, job, slurm_requeued ? R - 1 : R, false, &bad);
 }
 

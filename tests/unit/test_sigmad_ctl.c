@@ -891,6 +891,83 @@ static void test_in_job_fallback_account(void **state)
 }
 
 /*
+ * An in-job job relaunches off a failed n2, which stays in its allocation,
+ * drained. Later a rank on n3 dies, no in-allocation spare is left, and
+ * the job exits 76 before the probe drains n3. sigmad waits for n3 and
+ * requeues the job onto spares for both: requeued at once, for n2 alone,
+ * it waited for good on a node it could not have (the demo's job, left
+ * pending with n3 drained and one pool spare still reserved).
+ */
+static void test_in_job_second_failure_waits(void **state)
+{
+	struct ctl *c = NULL;
+	FILE *out = fopen("/dev/null", "w");
+
+	(void)state;
+	assert_non_null(out);
+	c = in_job_start(false);
+	strcpy(M.job.comment, "sigma[probe=quick,spares=2,max_restarts=3,"
+			      "ckpt_every=10,restart=in-job,job_spares=1]");
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	ticks(c, 2);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	ticks(c, 5);
+	fjob_release_nodes(); /* n3's rank died, no spare left: exit 76 */
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+	ticks(c, 4); /* the probe has not drained n3 yet */
+	assert_int_equal(M.requeues, 0);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	ticks(c, 8);
+	ctl_destroy(c);
+	fclose(out);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_false(job_on("n2"));
+	assert_false(job_on("n3"));
+	assert_true(job_on("n5"));
+	assert_true(job_on("n6"));
+	assert_non_null(strstr(M.job.exc, "n2"));
+	assert_non_null(strstr(M.job.exc, "n3"));
+}
+
+/*
+ * The same, but n3 never drains (the probe found nothing): sigmad does not
+ * wait forever, it requeues the job for n2 after a minute.
+ */
+static void test_in_job_second_failure_gives_up_waiting(void **state)
+{
+	struct ctl *c = NULL;
+	FILE *out = fopen("/dev/null", "w");
+
+	(void)state;
+	assert_non_null(out);
+	c = in_job_start(false);
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	ticks(c, 2);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	ticks(c, 5);
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+	ticks(c, 30);
+	assert_int_equal(M.requeues, 0);
+	M.now += 60;
+	ticks(c, 3);
+	ctl_destroy(c);
+	fclose(out);
+	assert_int_equal(M.requeues, 1);
+	assert_non_null(strstr(M.job.exc, "n2"));
+}
+
+/*
  * An admin's drain stands against every drain path of sigmad: a user's
  * suspect or slow report on a node an admin drained (in Slurm, or through
  * sigmactl drain) leaves the reason as it is, and the failure path does not
@@ -1946,6 +2023,8 @@ int main(void)
 	    cmocka_unit_test(test_lent_spare_while_requeue_waits),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
+	    cmocka_unit_test(test_in_job_second_failure_waits),
+	    cmocka_unit_test(test_in_job_second_failure_gives_up_waiting),
 	    cmocka_unit_test(test_admin_drain_stands),
 	    cmocka_unit_test(test_in_job_drain_once),
 	    cmocka_unit_test(test_log_compact),

@@ -44,17 +44,23 @@ def _json_bytes(obj, what):
 class Snapshot:
     """A model, an optimizer and a scheduler (both may be None) kept in
     the node-local tier under directory for the run named run; rank and
-    keep as for Checkpoint."""
+    keep as for Checkpoint. extra: {name: object} whose state_dict() is a
+    dict of bytes (sigmatorch.Guard's), kept and given back alike."""
 
     def __init__(self, directory, run, model, optimizer=None,
-                 scheduler=None, rank=None, keep=2):
+                 scheduler=None, rank=None, keep=2, extra=None):
         self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep)
         self.model, self.optimizer, self.scheduler = (model, optimizer,
                                                       scheduler)
+        self.extra = dict(extra or {})
 
     def close(self):
-        """Wait for the write in flight; free the library's object."""
-        self.checkpoint.close()
+        """Wait for the write in flight (OSError if it failed); free the
+        library's object."""
+        try:
+            self.checkpoint.wait()
+        finally:
+            self.checkpoint.close()
 
     # ---- save ------------------------------------------------------------
 
@@ -84,6 +90,13 @@ class Snapshot:
             meta["optimizer"] = self._optimizer_table(table)
         if self.scheduler is not None:
             meta["scheduler"] = self.scheduler.state_dict()
+        meta["extra"] = {}
+        for name, obj in self.extra.items():
+            keys = meta["extra"][name] = []
+            for key, blob in obj.state_dict().items():
+                keys.append(key)
+                table[f"extra.{name}.{key}"] = torch.frombuffer(
+                    bytearray(blob), dtype=torch.uint8)
         table["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             for i, s in enumerate(torch.cuda.get_rng_state_all()):
@@ -144,6 +157,12 @@ class Snapshot:
             table[f"rng.cuda.{i}"] = self._empty(f"rng.cuda.{i}")
         if self.optimizer is not None:
             state = self._optimizer_state(meta["optimizer"], table)
+        extra = {name: {key: self._empty(f"extra.{name}.{key}")
+                        for key in keys}
+                 for name, keys in meta.get("extra", {}).items()
+                 if name in self.extra}
+        for name, blobs in extra.items():
+            table.update({f"extra.{name}.{k}": t for k, t in blobs.items()})
         with torch.no_grad():
             self.checkpoint.load(step, table)
         if self.optimizer is not None:
@@ -154,6 +173,9 @@ class Snapshot:
                 "param_groups": meta["optimizer"]["param_groups"]})
         if self.scheduler is not None:
             self.scheduler.load_state_dict(meta["scheduler"])
+        for name, blobs in extra.items():
+            self.extra[name].load_state_dict(
+                {k: t.numpy().tobytes() for k, t in blobs.items()})
         torch.set_rng_state(table["rng.cpu"])
         if ncuda:
             torch.cuda.set_rng_state_all(

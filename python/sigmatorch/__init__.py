@@ -9,7 +9,8 @@ learning rate, roll back, give up) over a loop's loss and gradient norm;
 Straggler finds the slow ranks and reports a node that stays slow;
 Checkpoint writes a rank's tensors to the node-local tier every step,
 in the background, and reads them back on resume; Snapshot does so for a
-model, its optimizer, scheduler and RNG states, bit for bit.
+model, its optimizer, scheduler and RNG states, bit for bit. Run puts
+them all around one loop.
 Built on libsigma-runtime (sigma_runtime.h).
 """
 from .job import (EXIT_DIVERGED, EXIT_FAILURE, EXIT_HARDWARE, EXIT_OK,
@@ -18,7 +19,8 @@ from .guard import Decision, Guard
 from .straggler import Straggler
 from .checkpoint import Checkpoint, Shard
 from .snapshot import Snapshot
+from .run import Run
 
 __all__ = ["Job", "Guard", "Decision", "Straggler", "Checkpoint", "Shard",
-           "Snapshot", "EXIT_OK", "EXIT_FAILURE", "EXIT_DIVERGED",
+           "Snapshot", "Run", "EXIT_OK", "EXIT_FAILURE", "EXIT_DIVERGED",
            "EXIT_REQUEUE", "EXIT_PEER", "EXIT_HARDWARE"]

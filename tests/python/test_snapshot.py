@@ -117,3 +117,62 @@ def test_unsaveable_position_is_named(tmp_path):
     snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)
     with pytest.raises(TypeError, match="cannot be saved as JSON"):
         snap.save(1, {"loader": object()})
+
+
+# ---- sigmatorch.Run: the loop's one object -----------------------------------
+
+def run_loop(tmp_path, last, dtype=torch.float32, bad=None, stop_at=None,
+             seed=0):
+    """Train through a Run; bad: {step: factor} multiplies that step's
+    loss (nan: a NaN); stop_at: SIGUSR1 arrives during that step."""
+    import os
+    import signal
+    model, opt, sched = build(dtype, seed)
+    checks = {}
+    with sigmatorch.Run(tmp_path, "job-9", model, opt, sched, rank=0,
+                        straggler=False,
+                        guard={"min_samples": 5, "window": 10}) as run:
+        for step in run.steps(last):
+            x = torch.randint(0, 32, (4, 6))
+            loss = torch.nn.functional.cross_entropy(
+                model(x).float().flatten(0, 1), x.roll(1, 1).flatten())
+            loss = loss * (bad or {}).get(step, 1.0)
+            opt.zero_grad()
+            loss.backward()
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+            checks[step] = run.check(step, loss, gnorm)
+            if checks[step]:
+                opt.step()
+            sched.step()
+            if step == stop_at:
+                os.kill(os.getpid(), signal.SIGUSR1)
+            run.step_done(step)
+    return model, opt, checks, run.start
+
+
+def test_run_stops_on_request_and_resumes_bitwise(tmp_path):
+    torch.use_deterministic_algorithms(True)
+    model, opt, _, _ = run_loop(tmp_path / "whole", 12)
+    whole = state_bytes(model, opt)
+    with pytest.raises(SystemExit) as stop:
+        run_loop(tmp_path / "moved", 12, stop_at=7)
+    assert stop.value.code == sigmatorch.EXIT_REQUEUE
+    model, opt, _, start = run_loop(tmp_path / "moved", 12, seed=1)
+    assert start == 7  # 0 steps lost: the stop waited for step 7's write
+    resumed = state_bytes(model, opt)
+    for k in whole:
+        assert resumed[k] == whole[k], k
+
+
+def test_run_skips_a_nan_and_rolls_back_after_spikes(tmp_path, capsys):
+    nan = float("nan")
+    model, opt, checks, _ = run_loop(tmp_path, 20, bad={8: nan})
+    assert checks[8] is False and checks[9] is True
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    # three spikes in a row: the third rolls back to the newest snapshot
+    model, opt, checks, _ = run_loop(tmp_path / "spikes", 24,
+                                     bad={14: 1e4, 15: 1e4, 16: 1e4})
+    out = capsys.readouterr().out
+    assert "loss-spike" in out and "rollback" in out, out
+    assert not any(checks[s] for s in (14, 15, 16))
+    assert all(torch.isfinite(p).all() for p in model.parameters())

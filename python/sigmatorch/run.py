@@ -1,0 +1,112 @@
+"""One object around a PyTorch training loop (docs/pytorch.md, "Run"):
+the job protocol (Job), the node-local tier every step (Snapshot), the
+guardrails (Guard) and the straggler report (Straggler), in the calls a
+loop already has:
+
+    with sigmatorch.Run(local_dir, job_id, model, opt, sched) as run:
+        for step in run.steps(last):            # resumes; skips bad data
+            t0 = time.monotonic()
+            loss, gnorm = forward_backward(step)  # the same on every rank
+            if run.check(step, loss, gnorm):    # the guard says: update
+                opt.step()
+            sched.step()
+            run.step_done(step, time.monotonic() - t0)
+
+check() leaves with the guard's exit code (79, 70) when it gives up, and
+reloads the newest step's snapshot when it rolls back. step_done() snaps
+the state, records the step for sigma-launch, reports a slow rank, and on
+SIGUSR1 or SIGTERM to any rank (agreed by all, under torch.distributed)
+waits for the snapshot and leaves with 75.
+"""
+import sys
+
+import torch
+import torch.distributed as dist
+
+from .guard import Guard
+from .job import EXIT_REQUEUE, Job
+from .snapshot import Snapshot
+from .straggler import Straggler
+
+
+class Run:
+    """Job, Snapshot, Guard and Straggler for one loop. guard and
+    straggler: their settings (dicts; the guard's recompute is off, since
+    the loop, not the Run, would compute a step again); straggler=False:
+    none. rank, keep: as for Snapshot."""
+
+    def __init__(self, directory, run, model, optimizer, scheduler=None,
+                 guard=None, straggler=None, rank=None, keep=2):
+        self.job = Job(rank)
+        self.guard = Guard(**{"recompute": False, **(guard or {})})
+        self.straggler = None if straggler is False else \
+            Straggler(**(straggler or {}))
+        self.snapshot = Snapshot(directory, run, model, optimizer,
+                                 scheduler, rank=self.job.rank, keep=keep,
+                                 extra={"guard": self.guard})
+        self.start, self.position = 0, None
+
+    def steps(self, last):
+        """The steps to run, after the newest one every rank has (restored
+        first); a step whose batch a rollback skips is passed over."""
+        self.start, self.position = self.snapshot.restore()
+        if self.start and self.job.rank == 0:
+            print(f"sigmatorch: resumed after step {self.start}",
+                  file=sys.stderr, flush=True)
+        for step in range(self.start + 1, last + 1):
+            if not self.guard.skip_data(step):
+                yield step
+
+    def check(self, step, loss, grad_norm):
+        """The guard's judgement of step; True: apply the update."""
+        d = self.guard.check(step, loss, grad_norm)
+        if d and self.job.rank == 0:
+            print(d, flush=True)
+        if d.exit_code is not None:
+            self.snapshot.wait()
+            self.job.exit(d.exit_code)
+        if d.rollback:
+            back, _ = self.snapshot.restore()
+            self.guard.rolled_back(back, step)
+        return not (d.skip or d.rollback)
+
+    def step_done(self, step, busy=None, position=None):
+        """After the update: the snapshot (written in the background), the
+        record, the straggler test over busy seconds (this rank's own
+        work, without waits in collectives where it can tell), and a stop
+        on request."""
+        self.snapshot.save(step, position)
+        self.job.step_done(step)
+        if busy is not None and self.straggler is not None:
+            self.straggler.step(step, busy)
+        if self._stop_agreed():
+            self.snapshot.wait()
+            print(f"sigmatorch: rank {self.job.rank}: stopped after step "
+                  f"{step} on request: exit {EXIT_REQUEUE}", file=sys.stderr,
+                  flush=True)
+            self.job.exit(EXIT_REQUEUE)
+
+    def _stop_agreed(self):
+        """Whether any rank was asked to stop, agreed by all: Slurm's
+        signal reaches the ranks at slightly different steps, and a rank
+        that stopped alone would leave the others hanging in the next
+        step's collectives."""
+        stop = self.job.stop_requested
+        if not (dist.is_available() and dist.is_initialized()):
+            return stop
+        device = "cpu"
+        if dist.get_backend() == "nccl":
+            device = torch.device("cuda", torch.cuda.current_device())
+        flag = torch.tensor([int(stop)], dtype=torch.int32, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        try:
+            self.snapshot.close()  # OSError: the last write failed
+        finally:
+            handled = self.job.__exit__(kind, exc, tb)
+        return handled

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The PyTorch example as a sigma job (contrib/examples/torch-moe/train.sbatch:
+# two ranks under srun, expert-parallel over gloo, sigmatorch.Run). A
+# warning on one of its nodes moves it: sigmad signals the job, every rank
+# writes its snapshot and exits 75 at the same step, sigmad requeues the job
+# onto a pool spare, and it resumes after that step and trains to the end.
+. "$SIGMA_SRCDIR/tests/cluster/lib.sh"
+. "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
+PY=/usr/bin/python3
+"$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed"
+grep -q '^HealthCheckProgram=' "$SLURM_CONF" || skip "no HealthCheckProgram in the testbed"
+LIB=$SIGMA_BUILDDIR/lib/.libs/libsigma-runtime.so.0
+[ -e "$LIB" ] || skip "libsigma-runtime is not built"
+EX=$SIGMA_SRCDIR/contrib/examples/torch-moe
+
+sigmad_fresh
+d=$(workdir torch-moe)
+head -c 3000 /usr/share/games/fortunes/fortunes > "$d/corpus.txt"
+chmod 644 "$d/corpus.txt"
+inj=""
+trap 'rm -f $inj' EXIT
+jid=$(cd "$d" && run_as_user sbatch --parsable -o "$d/out" \
+	--export="ALL,MOE_DATA=$d/corpus.txt,MOE_STEPS=600,MOE_CKPT_DIR=$d/ckpt,MOE_EXAMPLE_DIR=$EX,SIGMA_PYTHON=$PY,PYTHONPATH=$SIGMA_SRCDIR/python,PYTHONDONTWRITEBYTECODE=1,SIGMA_RUNTIME_LIB=$LIB,MOE_ARGS=--batch 4 --seq 16 --warmup 4 --log-every 10" \
+	"$EX/train.sbatch") || fail "sbatch failed"
+at_step() { grep -q "^step $1 " "$d/out" 2>/dev/null; }
+until_true 120 at_step 20 || fail "job $jid does not train: $(jstate "$jid"): $(tail -n 5 "$d/out")"
+n=$(job_nodes "$jid" | tail -n 1)
+inj="$SIGMA_TESTBED_DIR/inject/$n"
+printf 'ecc_corrected_rate=40\n' > "$inj"
+chmod 644 "$inj"
+log "job $jid trains on $(jfield "$jid" NodeList); warning injected on $n"
+until_true 60 running_without "$jid" "$n" ||
+	fail "job $jid not moved off $n: $(jstate "$jid") $(jfield "$jid" NodeList); $(nreason "$n"); $(tail -n 5 "$d/out")"
+log "job $jid moved to $(jfield "$jid" NodeList)"
+stops=$(grep -c 'stopped after step [0-9]* on request: exit 75' "$d/out")
+[ "$stops" = 2 ] || fail "$stops of 2 ranks said they stopped on request: $(grep -E 'stopped|exit|Error' "$d/out" | tail -n 6)"
+at=$(sed -n 's/.*stopped after step \([0-9]*\) on request.*/\1/p' "$d/out" | sort -u)
+[ "$(wc -l <<<"$at")" = 1 ] || fail "the ranks stopped at different steps: $at"
+grep -q '^attempt 0: exit 75' "$d/out" || fail "the batch script did not leave with 75: $(grep '^attempt' "$d/out")"
+until_true 240 sh -c "grep -q 'rank 0 done: step 600' '$d/out'" ||
+	fail "the moved job did not finish: $(jstate "$jid"): $(tail -n 5 "$d/out")"
+grep -q "sigmatorch: resumed after step $at\$" "$d/out" ||
+	fail "the requeued job did not resume after step $at: $(grep -E 'resumed|^step 10 ' "$d/out")"
+ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
+echo "$ac" | grep -q "sigma: attempt 2: $n warning .* -> checkpointed, requeued onto n[56]" ||
+	fail "AdminComment: $ac"
+log "stopped after step $at on both ranks, resumed there on the spare, done; $(grep 'rank 0 done' "$d/out")"

@@ -25,13 +25,20 @@
 #define KEEP_MAX 64
 #define STEPS_MAX 4096 /* step files looked at in a directory */
 
-/* a table copied by save: its entries point into names, dims and data */
+/*
+ * A table copied by save: its entries point into names, dims and data.
+ * The buffers are kept from one save to the next and grow when a table
+ * needs more (cap_*): a checkpoint every step then copies into memory
+ * already mapped, instead of faulting in fresh pages each time.
+ */
 struct staged {
 	struct sigma_rt_tensor *t;
-	size_t n;
+	size_t n, cap_n;
 	char *names;
+	size_t cap_names;
 	int64_t *dims; /* shape, global_shape, offset of each: 3 x NDIM_MAX */
 	unsigned char *data;
+	size_t cap_data;
 	long step;
 };
 
@@ -125,22 +132,42 @@ static void staged_free(struct staged *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* a copy of t[n] (checked, bytes of elements) that owns its memory */
+/* *p holding at least want bytes (its old contents not kept); -ENOMEM
+ * leaves it as it was */
+static int grow(void **p, size_t *cap, size_t want)
+{
+	void *q;
+
+	if (*p && want <= *cap)
+		return 0;
+	q = malloc(want ? want : 1);
+	if (!q)
+		return -ENOMEM;
+	free(*p);
+	*p = q;
+	*cap = want;
+	return 0;
+}
+
+/* a copy of t[n] (checked, bytes of elements) into s's own buffers */
 static int stage(struct staged *s, long step, const struct sigma_rt_tensor *t,
 		 size_t n, size_t bytes)
 {
+	const size_t dims_each = sizeof(int64_t) * 3 * SIGMA_RT_NDIM_MAX;
 	size_t names = 0, at = 0, off = 0;
+	size_t cap_t = s->cap_n * sizeof(*s->t), cap_dims = s->cap_n * dims_each;
 
 	for (size_t i = 0; i < n; i++)
 		names += strlen(t[i].name) + 1;
-	s->t = calloc(n ? n : 1, sizeof(*s->t));
-	s->names = malloc(names ? names : 1);
-	s->dims = calloc(n ? n : 1, sizeof(int64_t) * 3 * SIGMA_RT_NDIM_MAX);
-	s->data = malloc(bytes ? bytes : 1);
-	if (!s->t || !s->names || !s->dims || !s->data) {
-		staged_free(s);
+	if (grow((void **)&s->names, &s->cap_names, names) ||
+	    grow((void **)&s->data, &s->cap_data, bytes) ||
+	    grow((void **)&s->t, &cap_t, n * sizeof(*s->t)) ||
+	    grow((void **)&s->dims, &cap_dims, n * dims_each))
 		return -ENOMEM;
-	}
+	s->cap_n = cap_t / sizeof(*s->t) < cap_dims / dims_each
+			   ? cap_t / sizeof(*s->t)
+			   : cap_dims / dims_each;
+	memset(s->t, 0, n * sizeof(*s->t));
 	for (size_t i = 0; i < n; i++) {
 		struct sigma_rt_tensor *c = &s->t[i];
 		int64_t *dims = s->dims + i * 3 * SIGMA_RT_NDIM_MAX;
@@ -196,7 +223,6 @@ static void *writer(void *arg)
 			prune(ck);
 
 		pthread_mutex_lock(&ck->mu);
-		staged_free(&ck->job);
 		ck->rc = rc;
 		sigma_strlcpy(ck->err, err, sizeof(ck->err));
 		ck->busy = false;
@@ -306,7 +332,6 @@ int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,
 		       size_t len)
 {
-	struct staged s = { 0 };
 	size_t bytes;
 	int rc;
 
@@ -319,13 +344,13 @@ int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
 	rc = sigma_rt_ckpt_wait(ck, err, len);
 	if (rc)
 		return rc;
-	rc = stage(&s, step, t, n, bytes);
+	/* the writer is idle: the staging buffers are the caller's */
+	rc = stage(&ck->job, step, t, n, bytes);
 	if (rc)
 		return sigma_set_err(err, len, ENOMEM,
 				     "out of memory for a copy of %zu bytes",
 				     bytes);
 	pthread_mutex_lock(&ck->mu);
-	ck->job = s;
 	ck->busy = true;
 	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&ck->mu);
@@ -400,5 +425,6 @@ void sigma_rt_ckpt_close(struct sigma_rt_ckpt *ck)
 	pthread_join(ck->thread, NULL);
 	pthread_cond_destroy(&ck->cv);
 	pthread_mutex_destroy(&ck->mu);
+	staged_free(&ck->job);
 	free(ck);
 }

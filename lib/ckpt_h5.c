@@ -629,11 +629,14 @@ int ckpt_h5_dataset_write(struct ckpt_ctx *c, int64_t loc, const char *name,
 	chunk_dims(ndim, shape, ckpt_h5_type_size(type), dims, chunk);
 	sp = H5Screate_simple(ndim, dims, NULL);
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, ndim, chunk) < 0 ||
-	    ((flags & CKPT_H5_COMPRESS) &&
-	     (H5Pset_shuffle(dcpl) < 0 ||
-	      H5Pset_deflate(dcpl, CKPT_H5_DEFLATE) < 0)) ||
-	    H5Pset_fletcher32(dcpl) < 0) {
+	/* a property list left as created lays the dataset out contiguous */
+	if (sp < 0 || dcpl < 0 ||
+	    (!(flags & CKPT_H5_CONTIGUOUS) &&
+	     (H5Pset_chunk(dcpl, ndim, chunk) < 0 ||
+	      ((flags & CKPT_H5_COMPRESS) &&
+	       (H5Pset_shuffle(dcpl) < 0 ||
+		H5Pset_deflate(dcpl, CKPT_H5_DEFLATE) < 0)) ||
+	      H5Pset_fletcher32(dcpl) < 0))) {
 		rc = ckpt_fail(c, EIO, "cannot set up dataset %s", what);
 		goto out;
 	}

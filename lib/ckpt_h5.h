@@ -183,12 +183,16 @@ size_t ckpt_h5_type_size(enum ckpt_h5_type t);
 #define CKPT_H5_RANK_MAX 3
 /* shuffle and deflate (level CKPT_H5_DEFLATE) before the checksum */
 #define CKPT_H5_COMPRESS 1u
+/* one contiguous block, no filter and no Fletcher32: for a file whose seal
+ * covers every byte (the node-local tier's tables), written every step */
+#define CKPT_H5_CONTIGUOUS 2u
 #define CKPT_H5_DEFLATE 1 /* deflate level: speed, the gain is small */
 
 /*
  * Dataset name of loc: ndim axes of shape, chunked along the first axis so
  * a chunk stays under 16 MiB, Fletcher32 on every chunk, after the
- * filters of flags. what names it in messages (e.g. "model/layers.0.wq").
+ * filters of flags (CKPT_H5_CONTIGUOUS: none of it). what names it in
+ * messages (e.g. "model/layers.0.wq").
  * d NULL: closed; else *d is the open dataset (for its attributes), the
  * caller's to close, -1 on failure.
  */

@@ -183,8 +183,8 @@ static int write_entry(struct ckpt_ctx *c, int64_t g,
 	for (int i = 0; i < t->ndim; i++)
 		elems *= (uint64_t)t->shape[i];
 	rc = elems ? ckpt_h5_dataset_write(c, g, t->name, t->name,
-					   dtypes[t->dtype].store, 1, &elems, 0,
-					   t->data, &d)
+					   dtypes[t->dtype].store, 1, &elems,
+					   CKPT_H5_CONTIGUOUS, t->data, &d)
 		   : ckpt_h5_dataset_empty(c, g, t->name, t->name, &d);
 	if (rc)
 		return rc;

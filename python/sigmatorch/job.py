@@ -104,10 +104,15 @@ class Job:
         sys.stdout.flush()
         raise SystemExit(code)
 
-    def close(self):
-        """Give the signals back and free the handle (no record)."""
+    def close(self, leaving=False):
+        """Give the signals back and free the handle (no record).
+        leaving: the process is on its way out with its code recorded;
+        the stop signals are ignored from here, so that a launcher's
+        SIGTERM to the ranks still running (srun --kill-on-bad-exit,
+        once a first rank left) does not replace the code with a death
+        by the signal."""
         for sig, old in self._old.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_IGN if leaving else old)
         self._old = {}
         if self._handle:
             _lib.lib.sigma_rt_job_close(self._handle)
@@ -132,5 +137,5 @@ class Job:
             else:
                 self.record_exit(EXIT_FAILURE)
         finally:
-            self.close()
+            self.close(leaving=exc is not None)
         return False

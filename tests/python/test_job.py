@@ -110,6 +110,22 @@ def test_sigusr1_stops_at_a_step_boundary(tmp_path):
         f"sigma-job 1 rank=1 node=n7 launch=0 step={step} state=exit code=75"
 
 
+def test_a_chosen_exit_outlives_sigterm(tmp_path):
+    """srun --kill-on-bad-exit sends SIGTERM to the ranks still running
+    once one left with 75; a rank already leaving with 75 itself must not
+    turn into one killed by the signal (the batch script saw 143, not a
+    request to requeue)."""
+    rc, out, err = run("""
+        import atexit, os, signal
+        import sigmatorch
+        atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))
+        with sigmatorch.Job(rank=0) as job:
+            job.step_done(3)
+            job.exit(sigmatorch.EXIT_REQUEUE)
+    """, tmp_path)
+    assert rc == contract()["TRAIN_EXIT_REQUEUE"], (rc, err)
+
+
 def test_an_exception_is_a_failure(tmp_path):
     rc, out, err = run("""
         import sigmatorch

@@ -3,7 +3,8 @@
 # two ranks under srun, expert-parallel over gloo, sigmatorch.Run). A
 # warning on one of its nodes moves it: sigmad signals the job, every rank
 # writes its snapshot and exits 75 at the same step, sigmad requeues the job
-# onto a pool spare, and it resumes after that step and trains to the end.
+# onto a pool spare, and it resumes after that step and trains to the end,
+# to the parameters a run never stopped (train_plain.py) ends with.
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 PY=/usr/bin/python3
@@ -45,3 +46,18 @@ ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
 echo "$ac" | grep -q "sigma: attempt 2: $n warning .* -> checkpointed, requeued onto n[56]" ||
 	fail "AdminComment: $ac"
 log "stopped after step $at on both ranks, resumed there on the spare, done; $(grep 'rank 0 done' "$d/out")"
+
+# the same training, never stopped, as the plain script: the same
+# parameters, bit for bit, on both ranks
+(cd "$d" && run_as_user env PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 \
+	srun -N2 --ntasks-per-node=1 --sigma-probe=off "$PY" "$EX/train_plain.py" \
+	--data "$d/corpus.txt" --steps 600 --ep 2 --batch 4 --seq 16 --warmup 4 \
+	--log-every 100 --ckpt-dir "$d/plain") > "$d/plain.out" 2>&1 ||
+	fail "the plain run failed: $(tail -n 5 "$d/plain.out")"
+for r in 0 1; do
+	want=$(grep "^rank $r done: " "$d/plain.out")
+	got=$(grep "^rank $r done: " "$d/out")
+	[ -n "$want" ] && [ "$want" = "$got" ] ||
+		fail "rank $r: moved \"$got\", never stopped \"$want\""
+done
+log "bitwise equal to the run never stopped: $(grep '^rank 0 done' "$d/plain.out")"

@@ -11,6 +11,8 @@ training scripts differ only in what sigma adds.
 import hashlib
 import math
 import os
+import re
+import subprocess
 
 import torch
 import torch.distributed as dist
@@ -43,12 +45,33 @@ class Layout:
                 self.dp_group = grp
 
 
+def slurm_rendezvous():
+    """Under srun: the address Slurm has for the step's first node (rank 0
+    runs there), and a port drawn from the job, its requeues and
+    sigma-launch's relaunches, so that each launch meets on a fresh one."""
+    nodes = os.environ.get("SLURM_STEP_NODELIST",
+                           os.environ.get("SLURM_JOB_NODELIST", ""))
+    first = subprocess.run(["scontrol", "show", "hostnames", nodes],
+                           capture_output=True, text=True,
+                           check=True).stdout.split()[0]
+    node = subprocess.run(["scontrol", "show", "node", first],
+                          capture_output=True, text=True).stdout
+    addr = re.search(r"NodeAddr=(\S+)", node)
+    launch = (int(os.environ.get("SLURM_JOB_ID", 0)) * 64 +
+              int(os.environ.get("SLURM_RESTART_COUNT", 0)) * 8 +
+              int(os.environ.get("SIGMA_LAUNCH", 0)))
+    return addr.group(1) if addr else first, str(20000 + launch % 20000)
+
+
 def init_distributed(backend="gloo"):
-    """torch.distributed from torchrun's variables, or from Slurm's under
-    srun (MASTER_ADDR and MASTER_PORT set by the batch script)."""
+    """torch.distributed from torchrun's variables (RANK, WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT), else from Slurm's under srun."""
     rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", 0)))
     world = int(os.environ.get("WORLD_SIZE",
                                os.environ.get("SLURM_NTASKS", 1)))
+    if "MASTER_ADDR" not in os.environ and "SLURM_PROCID" in os.environ:
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = \
+            slurm_rendezvous()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     dist.init_process_group(backend, rank=rank, world_size=world)

@@ -21,7 +21,7 @@ chmod 644 "$d/corpus.txt"
 inj=""
 trap 'rm -f $inj' EXIT
 jid=$(cd "$d" && run_as_user sbatch --parsable -o "$d/out" \
-	--export="ALL,MOE_DATA=$d/corpus.txt,MOE_STEPS=600,MOE_CKPT_DIR=$d/ckpt,MOE_EXAMPLE_DIR=$EX,SIGMA_PYTHON=$PY,PYTHONPATH=$SIGMA_SRCDIR/python,PYTHONDONTWRITEBYTECODE=1,SIGMA_RUNTIME_LIB=$LIB,MOE_ARGS=--batch 4 --seq 16 --warmup 4 --log-every 10" \
+	--export="ALL,MOE_DATA=$d/corpus.txt,MOE_STEPS=600,MOE_CKPT_DIR=$d/ckpt,MOE_EXAMPLE_DIR=$EX,SIGMA_PYTHON=$PY,PYTHONPATH=$SIGMA_SRCDIR/python,PYTHONDONTWRITEBYTECODE=1,SIGMA_RUNTIME_LIB=$LIB,MOE_ARGS=--batch 4 --seq 16 --warmup 4 --log-every 1" \
 	"$EX/train.sbatch") || fail "sbatch failed"
 at_step() { grep -q "^step $1 " "$d/out" 2>/dev/null; }
 until_true 120 at_step 20 || fail "job $jid does not train: $(jstate "$jid"): $(tail -n 5 "$d/out")"
@@ -29,10 +29,14 @@ n=$(job_nodes "$jid" | tail -n 1)
 inj="$SIGMA_TESTBED_DIR/inject/$n"
 printf 'ecc_corrected_rate=40\n' > "$inj"
 chmod 644 "$inj"
+t0=$(date +%s.%N)
 log "job $jid trains on $(jfield "$jid" NodeList); warning injected on $n"
 until_true 60 running_without "$jid" "$n" ||
 	fail "job $jid not moved off $n: $(jstate "$jid") $(jfield "$jid" NodeList); $(nreason "$n"); $(tail -n 5 "$d/out")"
 log "job $jid moved to $(jfield "$jid" NodeList)"
+until_true 120 sh -c "sed -n '/^attempt 1 on /,\$p' '$d/out' | grep -q '^step '" ||
+	fail "the moved job does not train: $(tail -n 5 "$d/out")"
+log "recovery: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s from the warning to the first step on the spare (HealthCheckInterval $(sed -n "s/^HealthCheckInterval=//p" "$SLURM_CONF") s)"
 stops=$(grep -c 'stopped after step [0-9]* on request: exit 75' "$d/out")
 [ "$stops" = 2 ] || fail "$stops of 2 ranks said they stopped on request: $(grep -E 'stopped|exit|Error' "$d/out" | tail -n 6)"
 at=$(sed -n 's/.*stopped after step \([0-9]*\) on request.*/\1/p' "$d/out" | sort -u)

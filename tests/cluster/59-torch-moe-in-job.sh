@@ -51,9 +51,14 @@ for p in $(pgrep -f "$EX/train_sigma.py"); do
 done
 [ -n "$pid" ] || fail "no rank of job $jid on ${N[1]}"
 at=$(last_step)
+t0=$(date +%s.%N)
 kill -KILL "$pid"
 log "killed the rank on ${N[1]} (pid $pid) at step $at"
 until_true 60 sh -c "grep -q '^sigma-launch: launch 1 ' '$out'" || fail "not relaunched: $(tail -n 5 "$out")"
+# the first step the relaunch printed: the recovery, to half a second
+until_true 60 sh -c "sed -n '/^sigma-launch: launch 1 /,\$p' '$out' | grep -q '^step '" ||
+	fail "the relaunch does not train: $(tail -n 5 "$out")"
+log "recovery: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s from the kill to the relaunch's first step"
 grep -q "^sigma-launch: launch 1 .* on ${N[0]},${N[1]} " "$out" ||
 	fail "relaunched elsewhere than the same nodes: $(grep '^sigma-launch' "$out")"
 until_true 240 sh -c "grep -q 'rank 0 done: step 500' '$out'" ||

@@ -131,14 +131,38 @@ def _table(tensors, writing):
 class Checkpoint(_lib.Handle):
     """This rank's node-local tier under directory, for the run named run
     (the same on every rank and attempt: the job's identity). keep: the
-    newest steps kept (2)."""
+    newest steps kept (2). replica=True (under torch.distributed, every
+    rank alike): each step also goes to the next rank's directory, the
+    buddy's replica (sigmatorch.replica), from which a rank that lost
+    its own gets it back on restore."""
 
-    def __init__(self, directory, run, rank=None, keep=2):
+    def __init__(self, directory, run, rank=None, keep=2, replica=False):
         if rank is None:
             rank = _rank()
         self.rank = int(rank)
+        self.replica = None
         super().__init__("ckpt", str(directory).encode(), str(run).encode(),
                          self.rank, f"keep={keep}".encode())
+        if replica:
+            if keep < 2:
+                raise ValueError("sigmatorch: a replica needs keep=2 or "
+                                 "more (the step sent while the next is "
+                                 "written)")
+            from .replica import Replica
+            self.replica = Replica(str(directory), self.rank, keep,
+                                   self._wait_own)
+
+    def close(self):
+        """Free the library's object, once the replica's thread is done
+        with it (a thread stuck on a lost peer keeps it: a leak, not a
+        crash, on the way out)."""
+        if self.replica is not None:
+            done = self.replica.close()
+            self.replica = None
+            if not done:
+                self._handle = None
+                return
+        super().close()
 
     def _call(self, fn, *args):
         err = ctypes.create_string_buffer(1024)
@@ -157,10 +181,28 @@ class Checkpoint(_lib.Handle):
         entries, table = _table(tensors, writing=True)
         self._call(_lib.lib.sigma_rt_ckpt_save, int(step), table,
                    len(entries))
+        if self.replica is not None:
+            self.replica.after_save(step)
+
+    def _wait_own(self):
+        self._call(_lib.lib.sigma_rt_ckpt_wait)
 
     def wait(self):
-        """The write in flight is on disk; OSError if it failed."""
-        self._call(_lib.lib.sigma_rt_ckpt_wait)
+        """The write in flight is on disk, and with a replica at the
+        buddy; OSError if either failed."""
+        self._wait_own()
+        if self.replica is not None:
+            self.replica.wait()
+
+    def restorable_step(self, group=None):
+        """The newest step every rank can load: common_step over the
+        ranks' own steps, or with a replica, over their own and their
+        buddies' (a rank that lacks the step gets it from its buddy
+        first). None when there is none. Collective."""
+        if self.replica is not None:
+            self.wait()  # the exchange's thread is done with the group
+            return self.replica.restorable_step(self.steps())
+        return Checkpoint.common_step(self.steps(), group)
 
     def steps(self):
         """The steps this rank has, newest first."""

@@ -33,17 +33,19 @@ class Run:
     """Job, Snapshot, Guard and Straggler for one loop. guard and
     straggler: their settings (dicts; the guard's recompute is off, since
     the loop, not the Run, would compute a step again); straggler=False:
-    none. rank, keep: as for Snapshot."""
+    none. rank, keep, replica: as for Snapshot."""
 
     def __init__(self, directory, run, model, optimizer, scheduler=None,
-                 guard=None, straggler=None, rank=None, keep=2):
+                 guard=None, straggler=None, rank=None, keep=2,
+                 replica=False):
         self.job = Job(rank)
         self.guard = Guard(**{"recompute": False, **(guard or {})})
         self.straggler = None if straggler is False else \
             Straggler(**(straggler or {}))
         self.snapshot = Snapshot(directory, run, model, optimizer,
                                  scheduler, rank=self.job.rank, keep=keep,
-                                 extra={"guard": self.guard})
+                                 extra={"guard": self.guard},
+                                 replica=replica)
         self.start, self.position = 0, None
 
     def steps(self, last):

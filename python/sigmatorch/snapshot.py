@@ -44,12 +44,15 @@ def _json_bytes(obj, what):
 class Snapshot:
     """A model, an optimizer and a scheduler (both may be None) kept in
     the node-local tier under directory for the run named run; rank and
-    keep as for Checkpoint. extra: {name: object} whose state_dict() is a
-    dict of bytes (sigmatorch.Guard's), kept and given back alike."""
+    keep and replica as for Checkpoint. extra: {name: object} whose
+    state_dict() is a dict of bytes (sigmatorch.Guard's), kept and given
+    back alike."""
 
     def __init__(self, directory, run, model, optimizer=None,
-                 scheduler=None, rank=None, keep=2, extra=None):
-        self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep)
+                 scheduler=None, rank=None, keep=2, extra=None,
+                 replica=False):
+        self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep,
+                                     replica=replica)
         self.model, self.optimizer, self.scheduler = (model, optimizer,
                                                       scheduler)
         self.extra = dict(extra or {})
@@ -141,7 +144,7 @@ class Snapshot:
         scheduler and RNG states. Returns (step, position); (0, None)
         when no step is common to all ranks."""
         torch = _torch()
-        step = Checkpoint.common_step(self.checkpoint.steps(), group)
+        step = self.checkpoint.restorable_step(group)
         if step is None:
             return 0, None
         self._step = step

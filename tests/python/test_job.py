@@ -160,3 +160,17 @@ def test_rank_from_slurm(tmp_path):
     assert rc == 0, err
     assert out.strip() == "6"
     assert record(tmp_path, 6).startswith("sigma-job 1 rank=6 ")
+
+
+def test_the_package_and_its_example_are_whole():
+    """Every module imports, and the example's files are there (the
+    tests that train with them are left out of distcheck)."""
+    rc, out, err = run("""
+        import sigmatorch, sigmatorch.replica
+        print(sorted(sigmatorch.__all__))
+    """, None)
+    assert rc == 0, err
+    example = os.path.join(SRC, "contrib", "examples", "torch-moe")
+    for name in ("moe.py", "train_plain.py", "train_sigma.py",
+                 "train.sbatch"):
+        assert os.path.isfile(os.path.join(example, name)), name

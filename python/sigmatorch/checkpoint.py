@@ -20,6 +20,8 @@ CUDA tensor is copied to host memory first. A file of another run (run=
 differs), or with another dtype or shape, is refused with ValueError.
 """
 import ctypes
+import os
+import socket
 import sys
 
 from . import _lib
@@ -129,8 +131,9 @@ def _table(tensors, writing):
 
 
 class Checkpoint(_lib.Handle):
-    """This rank's node-local tier under directory, for the run named run
-    (the same on every rank and attempt: the job's identity). keep: the
+    """This rank's node-local tier under directory (%N in it: the node's
+    name), for the run named run (the same on every rank and attempt:
+    the job's identity). keep: the
     newest steps kept (2). replica=True (under torch.distributed, every
     rank alike): each step also goes to the next rank's directory, the
     buddy's replica (sigmatorch.replica), from which a rank that lost
@@ -141,6 +144,7 @@ class Checkpoint(_lib.Handle):
             rank = _rank()
         self.rank = int(rank)
         self.replica = None
+        directory = node_dir(directory)
         super().__init__("ckpt", str(directory).encode(), str(run).encode(),
                          self.rank, f"keep={keep}".encode())
         if replica:
@@ -250,6 +254,18 @@ class Checkpoint(_lib.Handle):
         None."""
         common = set(lists[0]).intersection(*lists[1:]) if lists else ()
         return max(common) if common else None
+
+
+def node_dir(directory):
+    """directory with %N replaced by this node's name (SLURMD_NODENAME,
+    else the host's short name): one path, a directory of each node's
+    own, where nodes share a file system (a testbed on one machine)."""
+    directory = str(directory)
+    if "%N" in directory:
+        node = os.environ.get("SLURMD_NODENAME") or \
+            socket.gethostname().split(".")[0]
+        directory = directory.replace("%N", node)
+    return directory
 
 
 def _rank():

@@ -4,6 +4,8 @@ data_ptr): a resumed loop continues bit for bit like the run that never
 stopped, a checkpoint of another run or shape is refused, the newest
 common step of several ranks, and what cannot be checkpointed.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,19 @@ def test_resume_is_bitwise(tmp_path):
         train_step(state, step)
     for name in whole:
         assert whole[name].tobytes() == state[name].tobytes(), name
+
+
+def test_a_directory_of_each_node(tmp_path, monkeypatch):
+    """%N names the node: ranks on two nodes of one file system keep
+    apart, as on nodes of their own."""
+    for node in ("n1", "n2"):
+        monkeypatch.setenv("SLURMD_NODENAME", node)
+        ck = sigmatorch.Checkpoint(tmp_path / "%N", run="job-1", rank=0)
+        ck.save(1 if node == "n1" else 2, fresh_state())
+        ck.close()
+    assert sorted(os.listdir(tmp_path)) == ["n1", "n2"]
+    assert sorted(os.listdir(tmp_path / "n2" / "rank-0")) == [
+        "step-2.h5", "step-2.h5.seal"]
 
 
 def test_another_run_is_refused(tmp_path):

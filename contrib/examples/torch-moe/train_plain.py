@@ -8,7 +8,8 @@ straggler report, the job protocol). `diff -u train_plain.py
 train_sigma.py` is what protecting a job costs (docs/pytorch.md).
 
   srun python3 train_plain.py --data corpus.txt --steps 200 --ep 2
-  sigma-launch -- python3 train_sigma.py --data corpus.txt --ckpt-dir /dev/shm/moe
+  sigma-launch -- python3 train_sigma.py --data corpus.txt \
+      --ckpt-dir /dev/shm/moe --replica   # node-local, each step at a buddy
 
 --inject-nan, --inject-spike and --slow-rank put the faults of the
 testbed's drills into the job.

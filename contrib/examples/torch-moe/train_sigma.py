@@ -8,7 +8,8 @@ straggler report, the job protocol). `diff -u train_plain.py
 train_sigma.py` is what protecting a job costs (docs/pytorch.md).
 
   srun python3 train_plain.py --data corpus.txt --steps 200 --ep 2
-  sigma-launch -- python3 train_sigma.py --data corpus.txt --ckpt-dir /dev/shm/moe
+  sigma-launch -- python3 train_sigma.py --data corpus.txt \
+      --ckpt-dir /dev/shm/moe --replica   # node-local, each step at a buddy
 
 --inject-nan, --inject-spike and --slow-rank put the faults of the
 testbed's drills into the job.
@@ -35,6 +36,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--ckpt-dir", default="ckpt")
+    p.add_argument("--replica", action="store_true")  # each step at a buddy
     p.add_argument("--inject-nan", type=int, default=0, metavar="STEP")
     p.add_argument("--inject-spike", type=int, default=0, metavar="STEP")
     p.add_argument("--slow-rank", type=int, default=-1, metavar="RANK")
@@ -77,7 +79,8 @@ def main():
     data = moe.Corpus(a.data, a.seq, a.batch, rank, a.seed)
     torch.manual_seed(a.seed + 1 + rank)  # dropout: each rank its own
     run_id = os.environ.get("SLURM_JOB_ID", "local")
-    with sigmatorch.Run(a.ckpt_dir, run_id, model, opt, sched) as run:
+    with sigmatorch.Run(a.ckpt_dir, run_id, model, opt, sched,
+                        replica=a.replica) as run:
         for step in run.steps(a.steps):
             loss, gnorm, compute = forward_backward(model, layout, data,
                                                     step, a)

@@ -14,5 +14,5 @@ py=${SIGMA_PYTHON:-/usr/bin/python3}
 # the package and its example, run in full by the unit-test stage): not
 # the tests that train over several processes
 quick=
-[ "${SIGMA_PYTHON_QUICK:-0}" = 1 ] && quick="not test_torch_moe and not test_replica"
+[ "${SIGMA_PYTHON_QUICK:-0}" = 1 ] && quick="not test_replica"
 exec "$py" -m pytest -q -p no:cacheprovider ${quick:+-k "$quick"} "$here"

@@ -1,4 +1,4 @@
-"""The buddy's replica (sigmatorch.replica) as real processes: three ranks
+"""The buddy's replica (sigmatorch.replica) as real processes: two ranks
 over gloo snapshot a model every step with replica=True; one rank's own
 directory is then lost (its node replaced), and the job, started again,
 gets that rank's newest step back from its buddy and ends bit for bit as
@@ -16,7 +16,7 @@ import pytest
 import tree
 
 torch = pytest.importorskip("torch")
-RANKS = 3
+RANKS = 2
 
 SCRIPT = textwrap.dedent("""
     import os, sys, hashlib

@@ -196,6 +196,16 @@ static void fjob_release_nodes(void)
 	}
 }
 
+/* the job's batch script fails with 76 (a peer rank died) now */
+static void fjob_exit_76(void)
+{
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED;
+	M.job.failed = true;
+	M.job.exit_code = 76;
+	M.job.end = M.now;
+}
+
 int ctl_slurm_drain(const char *node, const char *reason)
 {
 	int i = fnode_idx(node);
@@ -730,11 +740,7 @@ static void test_second_failure_after_exit(void **state)
 	assert_false(M.n[4].flags & CTL_N_RESERVED);
 	M.n[4].flags = (M.n[4].flags & ~(unsigned)CTL_N_IDLE) | CTL_N_BUSY;
 
-	fjob_release_nodes(); /* a rank died: exit 76 */
-	M.job.state = CTL_J_ENDED;
-	M.job.failed = true;
-	M.job.exit_code = 76;
-	M.job.end = M.now;
+	fjob_exit_76(); /* a rank died: exit 76 */
 	ticks(c, 3);
 	assert_int_equal(M.requeues, 1); /* no drained node yet: waits */
 	assert_false(M.n[4].flags & CTL_N_RESERVED);
@@ -778,11 +784,7 @@ static void test_lent_spare_while_requeue_waits(void **state)
 	ticks(c, 8);
 	assert_true(job_on("n5"));
 	M.now += 400; /* long after the first recovery */
-	fjob_release_nodes(); /* a rank died: exit 76 */
-	M.job.state = CTL_J_ENDED;
-	M.job.failed = true;
-	M.job.exit_code = 76;
-	M.job.end = M.now;
+	fjob_exit_76(); /* a rank died: exit 76 */
 	M.n[1].flags |= CTL_N_DRAIN;
 	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
 	M.requeue_refusals = 3;
@@ -875,11 +877,7 @@ static void test_in_job_fallback_account(void **state)
 	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
 	ticks(c, 3); /* the launcher judges; sigmad leaves the job to it */
 	assert_int_equal(M.requeues, 0);
-	fjob_release_nodes(); /* no spare left: exit 76 */
-	M.job.state = CTL_J_ENDED;
-	M.job.failed = true;
-	M.job.exit_code = 76;
-	M.job.end = M.now;
+	fjob_exit_76(); /* no spare left: exit 76 */
 	ticks(c, 8);
 	ctl_destroy(c);
 	assert_int_equal(M.requeues, 1);
@@ -888,6 +886,28 @@ static void test_in_job_fallback_account(void **state)
 	assert_non_null(strstr(M.job.comment, "sigma: attempt 2: n2 host "
 					      "compute=fail -> requeued onto"));
 	assert_int_equal(logged_at("in_job", 1), 0);
+}
+
+/*
+ * An in-job job (SPARES of the pool) whose launcher moved off a failed
+ * n2, reported to sigmad through out; then a rank on n3 dies with no
+ * in-allocation spare left, and the job exits 76 before n3 drains.
+ */
+static struct ctl *in_job_second_failure(FILE *out, const char *spares)
+{
+	struct ctl *c = in_job_start(false);
+
+	snprintf(M.job.comment, sizeof(M.job.comment),
+		 "sigma[probe=quick,%s,max_restarts=3,ckpt_every=10,"
+		 "restart=in-job,job_spares=1]",
+		 spares);
+	M.n[1].flags |= CTL_N_DRAIN;
+	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
+	ticks(c, 2);
+	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
+	ticks(c, 5);
+	fjob_exit_76();
+	return c;
 }
 
 /*
@@ -905,19 +925,7 @@ static void test_in_job_second_failure_waits(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	c = in_job_start(false);
-	strcpy(M.job.comment, "sigma[probe=quick,spares=2,max_restarts=3,"
-			      "ckpt_every=10,restart=in-job,job_spares=1]");
-	M.n[1].flags |= CTL_N_DRAIN;
-	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
-	ticks(c, 2);
-	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
-	ticks(c, 5);
-	fjob_release_nodes(); /* n3's rank died, no spare left: exit 76 */
-	M.job.state = CTL_J_ENDED;
-	M.job.failed = true;
-	M.job.exit_code = 76;
-	M.job.end = M.now;
+	c = in_job_second_failure(out, "spares=2");
 	ticks(c, 4); /* the probe has not drained n3 yet */
 	assert_int_equal(M.requeues, 0);
 	M.n[2].flags |= CTL_N_DRAIN;
@@ -946,17 +954,7 @@ static void test_in_job_second_failure_gives_up_waiting(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	c = in_job_start(false);
-	M.n[1].flags |= CTL_N_DRAIN;
-	strcpy(M.n[1].reason, "sigma: probe quick: host compute=fail");
-	ticks(c, 2);
-	assert_int_equal(ctl_cmd_relaunch(c, 7, 1, "n2", 1000, false, out), 0);
-	ticks(c, 5);
-	fjob_release_nodes();
-	M.job.state = CTL_J_ENDED;
-	M.job.failed = true;
-	M.job.exit_code = 76;
-	M.job.end = M.now;
+	c = in_job_second_failure(out, "spares=1");
 	ticks(c, 30);
 	assert_int_equal(M.requeues, 0);
 	M.now += 60;

@@ -34,6 +34,12 @@ def _read(path):
         return None
 
 
+def _read_step(directory, name):
+    """name's bytes and its seal's in directory; None for a missing one."""
+    path = os.path.join(directory, name)
+    return _read(path), _read(path + SEAL)
+
+
 def _publish(directory, name, data, seal):
     """name and its seal in directory, the seal first, each written to a
     temporary and renamed, as the runtime publishes its own."""
@@ -120,8 +126,7 @@ class Replica:
         data = seal = None
         try:
             self._wait_written()
-            data = _read(os.path.join(self.own, name))
-            seal = _read(os.path.join(self.own, name + SEAL))
+            data, seal = _read_step(self.own, name)
         except OSError as e:  # the write failed: said at the next wait
             self._write_error = e
         # the buddy waits for this step all the same: told it has none
@@ -205,8 +210,7 @@ class Replica:
         name = f"step-{step}.h5"
         reqs = []
         if need[self.left]:
-            data = _read(os.path.join(self.held, name))
-            seal = _read(os.path.join(self.held, name + SEAL))
+            data, seal = _read_step(self.held, name)
             if data is None or seal is None:
                 data, seal = b"", b""
             size = torch.tensor([len(data), len(seal)], dtype=torch.int64)

@@ -33,12 +33,11 @@
  */
 struct staged {
 	struct sigma_rt_tensor *t;
-	size_t n, cap_n;
+	size_t n;
 	char *names;
-	size_t cap_names;
 	int64_t *dims; /* shape, global_shape, offset of each: 3 x NDIM_MAX */
 	unsigned char *data;
-	size_t cap_data;
+	size_t cap_t, cap_names, cap_dims, cap_data; /* bytes of each */
 	long step;
 };
 
@@ -155,18 +154,14 @@ static int stage(struct staged *s, long step, const struct sigma_rt_tensor *t,
 {
 	const size_t dims_each = sizeof(int64_t) * 3 * SIGMA_RT_NDIM_MAX;
 	size_t names = 0, at = 0, off = 0;
-	size_t cap_t = s->cap_n * sizeof(*s->t), cap_dims = s->cap_n * dims_each;
 
 	for (size_t i = 0; i < n; i++)
 		names += strlen(t[i].name) + 1;
 	if (grow((void **)&s->names, &s->cap_names, names) ||
 	    grow((void **)&s->data, &s->cap_data, bytes) ||
-	    grow((void **)&s->t, &cap_t, n * sizeof(*s->t)) ||
-	    grow((void **)&s->dims, &cap_dims, n * dims_each))
+	    grow((void **)&s->t, &s->cap_t, n * sizeof(*s->t)) ||
+	    grow((void **)&s->dims, &s->cap_dims, n * dims_each))
 		return -ENOMEM;
-	s->cap_n = cap_t / sizeof(*s->t) < cap_dims / dims_each
-			   ? cap_t / sizeof(*s->t)
-			   : cap_dims / dims_each;
 	memset(s->t, 0, n * sizeof(*s->t));
 	for (size_t i = 0; i < n; i++) {
 		struct sigma_rt_tensor *c = &s->t[i];

@@ -64,8 +64,10 @@ def launch(directory, stop, last):
     port = str(free_port())
     procs = []
     for rank in range(RANKS):
+        # USE_LIBUV=0: Debian's torch 2.4 and later asks for a libuv store
+        # by default but is built without libuv (docs/pytorch.md)
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(RANKS),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, USE_LIBUV="0",
                    SIGMA_RUNTIME_LIB=tree.LIB, OMP_NUM_THREADS="1",
                    PYTHONPATH=os.path.join(tree.SRC, "python"))
         procs.append(subprocess.Popen(

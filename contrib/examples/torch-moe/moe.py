@@ -74,6 +74,9 @@ def init_distributed(backend="gloo"):
             slurm_rendezvous()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
+    # Debian's torch 2.4 and later asks for a libuv store by default, but
+    # is built without libuv; the plain store serves a rendezvous as well
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group(backend, rank=rank, world_size=world)
     return rank, world
 

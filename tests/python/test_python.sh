@@ -2,9 +2,9 @@
 # The Python package's tests (tests/python/test_*.py) under Debian's
 # python3 and python3-pytest (SIGMA_PYTHON: another interpreter), against
 # this build's libsigma-runtime; 77 (skipped) without pytest, or when
-# SIGMA_SKIP_PYTHON=1 (contrib/check's valgrind and sanitizer stages: the
-# library the package loads is built alike in every stage, without
-# sanitizers, so its tests would prove again what the first stage proved).
+# SIGMA_SKIP_PYTHON=1 (contrib/check's sanitizer stage: the library the
+# package loads there is built with ASan, which a plain python3 cannot
+# load, and its tests ran in the unit-test stage).
 here=$(cd "$(dirname "$0")" && pwd)
 [ "${SIGMA_SKIP_PYTHON:-0}" = 1 ] && { echo "SIGMA_SKIP_PYTHON=1: the Python tests ran in another stage"; exit 77; }
 py=${SIGMA_PYTHON:-/usr/bin/python3}

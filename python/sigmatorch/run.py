@@ -12,13 +12,17 @@ loop already has:
             sched.step()
             run.step_done(step, time.monotonic() - t0)
 
-check() leaves with the guard's exit code (79, 70) when it gives up, and
-reloads the newest step's snapshot when it rolls back. step_done() snaps
+check() leaves with the guard's exit code (79, 70) when it gives up,
+reloads the newest step's snapshot when it rolls back, and in the window
+after a spike has the optimizer's next step() use the learning rate times
+the guard's factor (the scheduler's own value is left as it was).
+step_done() snaps
 the state, records the step for sigma-launch, reports a slow rank, and on
 SIGUSR1 or SIGTERM to any rank (agreed by all, under torch.distributed)
 waits for the snapshot and leaves with 75.
 """
 import sys
+import types
 
 import torch
 import torch.distributed as dist
@@ -47,6 +51,9 @@ class Run:
                                  extra={"guard": self.guard},
                                  replica=replica)
         self.start, self.position = 0, None
+        self._optimizer = optimizer
+        self._lr_scale, self._lr_kept = 1.0, None
+        _around_step(optimizer, self._lr_lower, self._lr_restore)
 
     def steps(self, last):
         """The steps to run, after the newest one every rank has (restored
@@ -70,7 +77,28 @@ class Run:
         if d.rollback:
             back, _ = self.snapshot.restore()
             self.guard.rolled_back(back, step)
-        return not (d.skip or d.rollback)
+        update = not (d.skip or d.rollback)
+        # the factor for this step's update (1 outside a lowered window)
+        self._lr_scale = self.guard.lr_scale(step) if update else 1.0
+        return update
+
+    def _lr_lower(self):
+        """Before the optimizer's step: the guard's factor on every
+        group's learning rate, the values kept."""
+        if self._lr_scale == 1.0 or self._lr_kept is not None:
+            return
+        groups = self._optimizer.param_groups
+        self._lr_kept = [g["lr"] for g in groups]
+        for g in groups:
+            g["lr"] = g["lr"] * self._lr_scale
+
+    def _lr_restore(self):
+        """After it: the kept values back, so that the scheduler goes on
+        from its own; the factor applies once per check()."""
+        if self._lr_kept is not None:
+            for g, lr in zip(self._optimizer.param_groups, self._lr_kept):
+                g["lr"] = lr
+        self._lr_kept, self._lr_scale = None, 1.0
 
     def step_done(self, step, busy=None, position=None):
         """After the update: the snapshot (written in the background), the
@@ -112,3 +140,29 @@ class Run:
         finally:
             handled = self.job.__exit__(kind, exc, tb)
         return handled
+
+
+def _around_step(optimizer, before, after):
+    """Call before() and after() around each optimizer.step(): through
+    the optimizer's step hooks (PyTorch 2.0 and later), else by wrapping
+    the instance's step, bound to it as PyTorch's LR schedulers expect of
+    it (1.13, Debian 12's)."""
+    if hasattr(optimizer, "register_step_pre_hook"):
+        optimizer.register_step_pre_hook(lambda opt, args, kwargs: before())
+        optimizer.register_step_post_hook(lambda opt, args, kwargs: after())
+        return
+    step = optimizer.step
+
+    def stepped(self, *args, **kwargs):
+        before()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            after()
+
+    # an LR scheduler's counting wrapper stays inside: say it is there, as
+    # the scheduler checks at its first step (else it warns of a step
+    # overridden after it)
+    if getattr(step, "_with_counter", False):
+        stepped._with_counter = True
+    optimizer.step = types.MethodType(stepped, optimizer)

@@ -176,3 +176,36 @@ def test_run_skips_a_nan_and_rolls_back_after_spikes(tmp_path, capsys):
     assert "loss-spike" in out and "rollback" in out, out
     assert not any(checks[s] for s in (14, 15, 16))
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_run_lowers_the_learning_rate_after_a_spike(tmp_path):
+    """A spike: its update is skipped, and the next lr_steps updates use
+    the learning rate times lr_factor. The scheduler's own value is left
+    as it was: StepLR computes each step's from the last, so a lowered
+    value left behind would stay."""
+    model = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(10.0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1000, gamma=0.5)
+    used, after = {}, {}
+    with sigmatorch.Run(tmp_path, "job-lr", model, opt, sched, rank=0,
+                        straggler=False,
+                        guard={"min_samples": 5, "window": 10,
+                               "lr_steps": 3, "lr_factor": 0.5}) as run:
+        for step in run.steps(16):
+            loss = model(torch.ones(1, 1)).sum()  # gradient 1
+            loss = loss * (1e4 if step == 8 else 1.0)
+            opt.zero_grad()
+            loss.backward()
+            before = model.weight.item()
+            if run.check(step, loss, model.weight.grad.norm()):
+                opt.step()
+                used[step] = round(before - model.weight.item(), 6)
+            sched.step()
+            after[step] = opt.param_groups[0]["lr"]
+            run.step_done(step)
+    assert 8 not in used
+    assert [s for s in used if used[s] == 0.05] == [9, 10, 11], used
+    assert all(used[s] == 0.1 for s in used if s not in (9, 10, 11)), used
+    assert set(after.values()) == {0.1}, after

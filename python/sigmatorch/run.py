@@ -16,10 +16,9 @@ check() leaves with the guard's exit code (79, 70) when it gives up,
 reloads the newest step's snapshot when it rolls back, and in the window
 after a spike has the optimizer's next step() use the learning rate times
 the guard's factor (the scheduler's own value is left as it was).
-step_done() snaps
-the state, records the step for sigma-launch, reports a slow rank, and on
-SIGUSR1 or SIGTERM to any rank (agreed by all, under torch.distributed)
-waits for the snapshot and leaves with 75.
+step_done() snaps the state, records the step for sigma-launch, reports a
+slow rank, and on SIGUSR1 or SIGTERM to any rank (agreed by all, under
+torch.distributed) waits for the snapshot and leaves with 75.
 """
 import sys
 import types

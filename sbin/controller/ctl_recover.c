@@ -238,7 +238,7 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		if (r->warning && r->stop == STOP_UNKNOWN &&
 		    ctl_note_stop(c, r, job))
 			return -EIO;
-		if (ctl_slurm_requeue(job->id)) {
+		if (ctl_slurm_requeue(job->id) < 0) {
 			r->errors++;
 			return -EIO;
 		}

@@ -102,9 +102,14 @@ int ctl_slurm_requeue(uint32_t job)
 	char id[16];
 
 	snprintf(id, sizeof(id), "%u", job);
-	if (slurm_compat_requeue(job, 0) != SLURM_SUCCESS)
-		return ctl_slurm_fail("slurm_requeue", id);
-	return 0;
+	if (slurm_compat_requeue(job, 0) == SLURM_SUCCESS)
+		return 0;
+	if (errno == ESLURM_JOB_PENDING) {
+		/* Slurm requeued it first (a node sigmad set down) */
+		sigma_debug("slurm_requeue %s: pending already", id);
+		return 1;
+	}
+	return ctl_slurm_fail("slurm_requeue", id);
 }
 
 int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)

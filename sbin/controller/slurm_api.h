@@ -43,6 +43,7 @@ int ctl_slurm_resume(const char *node);
 /* Set the reservation to exactly nodes (comma list); "" deletes it. */
 int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists);
 
+/* 0: requeued; 1: pending already (Slurm requeued it first); <0: failed */
 int ctl_slurm_requeue(uint32_t job);
 /* On a pending job: exclude nodes, start no earlier than begin. */
 int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,

@@ -258,8 +258,10 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists)
 
 int ctl_slurm_requeue(uint32_t job)
 {
-	if (M.job.state == CTL_J_PENDING || !op())
+	if (!op())
 		return -EIO;
+	if (M.job.state == CTL_J_PENDING)
+		return 1; /* as Slurm's ESLURM_JOB_PENDING */
 	if (M.requeue_refusals > 0) {
 		M.requeue_refusals--;
 		return -EAGAIN;

@@ -71,7 +71,8 @@ JOB
 # submit_sigma DIR [ENV=VALUE...]: a 4-node sigma job (spares=1,
 # max_restarts=3) of the test user, running on n1-n4; prints its id. The
 # plugin's prolog writes the sigma[...] block; without the plugin the test
-# writes it as root, as the prolog would.
+# writes it as root, as the prolog would. SUBMIT_REQUEUE replaces its
+# --requeue (--requeue=expedite).
 submit_sigma() {
 	local d=$1 jid opts="" block="sigma[probe=off,spares=1,max_restarts=3,ckpt_every=10,on_warning=checkpoint]"
 	shift
@@ -79,7 +80,7 @@ submit_sigma() {
 	grep -q '^required' "$SIGMA_TESTBED_DIR/etc/plugstack.conf" 2>/dev/null &&
 		opts="--sigma-spares=1 --sigma-max-restarts=3 --sigma-probe=off --sigma-on-warning=checkpoint"
 	# shellcheck disable=SC2086
-	jid=$(cd "$d" && run_as_user env "$@" sbatch --parsable -N4 --requeue \
+	jid=$(cd "$d" && run_as_user env "$@" sbatch --parsable -N4 "${SUBMIT_REQUEUE:---requeue}" \
 		--open-mode=append $opts -o "$d/out" "$d/job.sh") || fail "sbatch failed"
 	until_true 30 is_state "$jid" RUNNING || fail "job $jid not running: $(jstate "$jid")"
 	case "$(jfield "$jid" AdminComment)" in

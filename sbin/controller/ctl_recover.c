@@ -245,11 +245,15 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 		return 1;
 	}
 	if (job->state != CTL_J_PENDING) {
-		/* requeued and already started again (a crash hid the log line)
-		 */
+		/* requeued and already started again (a crash hid the log
+		 * line, or Slurm requeued it itself: expedited requeue), or
+		 * requeued and ended since (scancel) */
 		r->requeued = true;
 		ctl_ev_from_rec(&ev, "requeue", r);
-		sigma_strlcpy(ev.text, "found the job started again",
+		sigma_strlcpy(ev.text,
+			      job->state == CTL_J_RUNNING
+				  ? "found the job started again"
+				  : "found the job requeued, ended since",
 			      sizeof(ev.text));
 		ctl_log(c, &ev);
 		return 0;
@@ -428,8 +432,11 @@ void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r)
 		ctl_complete(c, r, job);
 		return;
 	}
-	if (job->cancelled && !r->requeued) {
-		/* the user's scancel is final: no requeue, spares go back */
+	if (job->cancelled && !r->requeued &&
+	    job->restart_cnt < r->attempt - 1) {
+		/* the user's scancel is final: no requeue, spares go back.
+		 * A job Slurm requeued itself first (expedited requeue, a
+		 * node sigmad set down) was requeued: its account says so */
 		ctl_abandon(c, r, job, "the job was cancelled: not requeued");
 		return;
 	}

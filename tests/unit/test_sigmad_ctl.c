@@ -62,6 +62,8 @@ struct fjob {
 	bool exits_on_usr1;
 	bool node_fail;
 	bool failed; /* ended FAILED with exit_code */
+	bool cancelled; /* ended CANCELLED (scancel) */
+	bool requeue_on_down; /* slurmctld requeues it when a node goes down */
 	int exit_code;
 	int64_t end;
 	const char *unprotected; /* Slurm cannot requeue it: why */
@@ -173,6 +175,7 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
 	j->begin_time = M.job.begin;
 	j->node_fail = M.job.state == CTL_J_ENDED && M.job.node_fail;
 	j->failed = M.job.state == CTL_J_ENDED && M.job.failed;
+	j->cancelled = M.job.state == CTL_J_ENDED && M.job.cancelled;
 	j->exit_code = M.job.exit_code;
 	j->unprotected = M.job.unprotected;
 	j->end_time = M.job.end;
@@ -187,6 +190,8 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
 	}
 	return 0;
 }
+
+static bool job_on(const char *name);
 
 static void fjob_release_nodes(void)
 {
@@ -226,6 +231,14 @@ int ctl_slurm_down(const char *node, const char *reason)
 	if (i < 0 || !op())
 		return -EIO;
 	M.n[i].flags |= CTL_N_DOWN;
+	if (M.job.requeue_on_down && M.job.state == CTL_J_RUNNING &&
+	    job_on(node)) {
+		/* expedited requeue: at once, eligible now */
+		fjob_release_nodes();
+		M.job.state = CTL_J_PENDING;
+		M.job.restart_cnt++;
+		M.job.begin = M.now;
+	}
 	return 0;
 }
 
@@ -799,6 +812,42 @@ static void test_lent_spare_while_requeue_waits(void **state)
 	assert_int_equal(M.job.state, CTL_J_RUNNING);
 	assert_true(job_on("n5"));
 	assert_true(job_on("n6"));
+}
+
+/*
+ * Slurm requeues the job itself once sigmad sets its lost node down
+ * (expedited requeue: it runs again at once on the spare sigmad
+ * released), and the user cancels it before sigmad's next tick. The job
+ * was requeued: its account says so, not "cancelled: not requeued".
+ */
+static void test_cancelled_after_slurm_requeued(void **state)
+{
+	struct ctl *c = NULL;
+
+	(void)state;
+	cluster_reset(true);
+	M.job.requeue_on_down = true;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[1].flags |= CTL_N_NO_RESPOND;
+	strcpy(M.n[1].reason, "Not responding");
+	ticks(c, 1); /* decided, set down: Slurm requeued it */
+	assert_int_equal(M.job.restart_cnt, 1);
+	assert_int_equal(M.requeues, 0);
+	M.now++;
+	fake_schedule();
+	assert_true(job_on("n5"));
+	fjob_release_nodes();
+	M.job.state = CTL_J_ENDED; /* the user's scancel */
+	M.job.cancelled = true;
+	M.job.end = M.now;
+	assert_int_equal(ctl_tick(c), 0);
+	ticks(c, 3);
+	ctl_destroy(c);
+	assert_int_equal(M.requeues, 0);
+	assert_non_null(strstr(M.job.comment, "attempt 2: n2"));
+	assert_non_null(strstr(M.job.comment, "-> requeued onto n5"));
+	assert_null(strstr(M.job.comment, "cancelled"));
 }
 
 /*
@@ -2021,6 +2070,7 @@ int main(void)
 	    cmocka_unit_test(test_node_fail_end),
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_lent_spare_while_requeue_waits),
+	    cmocka_unit_test(test_cancelled_after_slurm_requeued),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_in_job_second_failure_waits),

@@ -372,6 +372,248 @@ int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
 	return rc;
 }
 
+/* ---- resharding ----------------------------------------------------------- */
+
+/* a tensor's region: its offset and shape in its global shape */
+struct region {
+	int ndim;
+	int64_t off[SIGMA_RT_NDIM_MAX], shape[SIGMA_RT_NDIM_MAX],
+	    global[SIGMA_RT_NDIM_MAX];
+};
+
+static void region_of(const struct sigma_rt_tensor *t, struct region *r)
+{
+	r->ndim = t->ndim;
+	for (int i = 0; i < t->ndim; i++) {
+		r->off[i] = t->offset ? t->offset[i] : 0;
+		r->shape[i] = t->shape[i];
+		r->global[i] = t->global_shape ? t->global_shape[i] : t->shape[i];
+	}
+}
+
+/* the source's region from its dataset's attributes, checked against t */
+static int source_region(struct ckpt_ctx *c, int64_t d,
+			 const struct sigma_rt_tensor *t, struct region *r)
+{
+	int64_t ndim = -1;
+	char dtype[16];
+	int rc;
+
+	rc = ckpt_h5_get_str(c, d, "dtype", dtype, sizeof(dtype)) ?:
+	     ckpt_h5_get_i64(c, d, "ndim", &ndim);
+	if (rc)
+		return rc;
+	if (dtype_by_name(dtype) != t->dtype || ndim != t->ndim)
+		return ckpt_fail(c, EBADMSG,
+				 "tensor %s is %s with %lld dimensions in the file, %s with %d wanted",
+				 t->name, dtype, (long long)ndim,
+				 ckpt_table_dtype_name(t->dtype), t->ndim);
+	r->ndim = t->ndim;
+	if (!t->ndim)
+		return 0;
+	rc = ckpt_h5_get_i64s(c, d, "shape", r->shape, t->ndim);
+	if (!rc && ckpt_h5_has_attr(d, "global_shape"))
+		rc = ckpt_h5_get_i64s(c, d, "global_shape", r->global,
+				      t->ndim) ?:
+		     ckpt_h5_get_i64s(c, d, "offset", r->off, t->ndim);
+	else
+		for (int i = 0; i < t->ndim; i++) {
+			r->global[i] = r->shape[i];
+			r->off[i] = 0;
+		}
+	for (int i = 0; !rc && i < t->ndim; i++) {
+		int64_t want = t->global_shape ? t->global_shape[i]
+					       : t->shape[i];
+
+		if (r->shape[i] < 0 || r->off[i] < 0 ||
+		    r->off[i] > r->global[i] - r->shape[i])
+			rc = ckpt_fail(c, EBADMSG,
+				       "tensor %s: its shard lies outside its global shape",
+				       t->name);
+		else if (r->global[i] != want)
+			rc = ckpt_fail(c, EBADMSG,
+				       "tensor %s has global shape[%d] = %lld in the file, %lld wanted",
+				       t->name, i, (long long)r->global[i],
+				       (long long)want);
+	}
+	return rc;
+}
+
+/* elements in r, -1 when the count overflows */
+static int64_t volume(const struct region *r)
+{
+	int64_t v = 1;
+
+	for (int i = 0; i < r->ndim; i++)
+		if (__builtin_mul_overflow(v, r->shape[i], &v))
+			return -1;
+	return v;
+}
+
+/*
+ * Whether src was taken for this entry before (1), overlaps one taken
+ * (-1), or is new (0; added to cov).
+ */
+static int cover_add(struct ckpt_table_cover *cov, const struct region *src)
+{
+	int64_t(*box)[2 * SIGMA_RT_NDIM_MAX];
+
+	for (size_t k = 0; k < cov->nbox; k++) {
+		const int64_t *b = cov->box[k];
+		bool same = true, meet = true;
+
+		for (int i = 0; i < src->ndim; i++) {
+			same = same && b[i] == src->off[i] &&
+			       b[SIGMA_RT_NDIM_MAX + i] == src->shape[i];
+			meet = meet && b[i] < src->off[i] + src->shape[i] &&
+			       src->off[i] < b[i] + b[SIGMA_RT_NDIM_MAX + i];
+		}
+		if (same)
+			return 1;
+		if (meet)
+			return -1;
+	}
+	box = realloc(cov->box, (cov->nbox + 1) * sizeof(*box));
+	if (!box)
+		return -ENOMEM;
+	cov->box = box;
+	for (int i = 0; i < src->ndim; i++) {
+		box[cov->nbox][i] = src->off[i];
+		box[cov->nbox][SIGMA_RT_NDIM_MAX + i] = src->shape[i];
+	}
+	cov->nbox++;
+	return 0;
+}
+
+/* the elements of src (its data in buf) inside dst's region, into data */
+static int64_t copy_meet(const struct region *dst, void *data,
+			 const struct region *src, const unsigned char *buf,
+			 size_t esz)
+{
+	int64_t lo[SIGMA_RT_NDIM_MAX], hi[SIGMA_RT_NDIM_MAX], idx[SIGMA_RT_NDIM_MAX];
+	int64_t n = 1, run;
+	int nd = dst->ndim;
+
+	if (!nd) {
+		memcpy(data, buf, esz);
+		return 1;
+	}
+	for (int i = 0; i < nd; i++) {
+		lo[i] = dst->off[i] > src->off[i] ? dst->off[i] : src->off[i];
+		hi[i] = dst->off[i] + dst->shape[i] < src->off[i] + src->shape[i]
+			    ? dst->off[i] + dst->shape[i]
+			    : src->off[i] + src->shape[i];
+		if (hi[i] <= lo[i])
+			return 0;
+		n *= hi[i] - lo[i];
+		idx[i] = lo[i];
+	}
+	run = hi[nd - 1] - lo[nd - 1];
+	for (;;) {
+		int64_t s = 0, d = 0;
+		int i;
+
+		for (i = 0; i < nd; i++) {
+			s = s * src->shape[i] + (idx[i] - src->off[i]);
+			d = d * dst->shape[i] + (idx[i] - dst->off[i]);
+		}
+		memcpy((unsigned char *)data + (size_t)d * esz,
+		       buf + (size_t)s * esz, (size_t)run * esz);
+		for (i = nd - 2; i >= 0; i--) {
+			if (++idx[i] < hi[i])
+				break;
+			idx[i] = lo[i];
+		}
+		if (i < 0)
+			return n;
+	}
+}
+
+/* the part of entry t that the file's tensor of its name holds */
+static int read_entry_part(struct ckpt_ctx *c, int64_t g,
+			   const struct sigma_rt_tensor *t,
+			   struct ckpt_table_cover *cov)
+{
+	struct region dst, src;
+	enum ckpt_h5_type type;
+	uint64_t dims[CKPT_H5_RANK_MAX];
+	unsigned char *buf = NULL;
+	int64_t d = -1, elems;
+	size_t esz = dtypes[t->dtype].size;
+	int nd, rc;
+
+	if (!ckpt_h5_exists(g, t->name))
+		return 0;
+	rc = ckpt_h5_dataset_open(c, g, t->name, t->name, &d) ?:
+	     source_region(c, d, t, &src);
+	if (rc)
+		goto out;
+	region_of(t, &dst);
+	elems = volume(&src);
+	if (elems < 0 || (uint64_t)elems > SIZE_MAX / esz) {
+		rc = ckpt_fail(c, EBADMSG, "tensor %s: its shape overflows",
+			       t->name);
+		goto out;
+	}
+	rc = cover_add(cov, &src);
+	if (rc == 1 || elems == 0) {
+		rc = 0; /* a replica of a shard taken, or nothing in it */
+		goto out;
+	}
+	if (rc) {
+		rc = rc == -ENOMEM ? ckpt_fail(c, ENOMEM, "out of memory")
+				   : ckpt_fail(c, EBADMSG,
+					       "tensor %s: its shard overlaps another writer's",
+					       t->name);
+		goto out;
+	}
+	ckpt_h5_dataset_shape(d, &type, &nd, dims);
+	if (type != dtypes[t->dtype].store || nd != 1 ||
+	    dims[0] != (uint64_t)elems) {
+		rc = ckpt_fail(c, EBADMSG,
+			       "tensor %s: its dataset does not hold %lld elements",
+			       t->name, (long long)elems);
+		goto out;
+	}
+	buf = malloc((size_t)elems * esz);
+	if (!buf) {
+		rc = ckpt_fail(c, ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = ckpt_h5_dataset_read(c, d, t->name, type, buf);
+	if (!rc)
+		cov->elems += copy_meet(&dst, t->data, &src, buf, esz);
+out:
+	free(buf);
+	ckpt_h5_close(d);
+	return rc;
+}
+
+int ckpt_table_read_part(const char *path, const struct ckpt_table_head *h,
+			 const struct sigma_rt_tensor *t, size_t n,
+			 struct ckpt_table_cover *cov, char *err, size_t len)
+{
+	struct ckpt_ctx c = { path, err, len };
+	struct seal_file sf;
+	int64_t f = -1, g = -1;
+	int rc;
+
+	rc = open_table(&c, h, &sf, &f, &g);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = read_entry_part(&c, g, &t[i], &cov[i]);
+	ckpt_h5_close(g);
+	ckpt_h5_close_checked(f, &sf);
+	return rc;
+}
+
+void ckpt_table_cover_free(struct ckpt_table_cover *cov, size_t n)
+{
+	for (size_t i = 0; cov && i < n; i++)
+		free(cov[i].box);
+}
+
 int ckpt_table_shape(const char *path, const struct ckpt_table_head *h,
 		     const char *name, int *dtype, int *ndim, int64_t *shape,
 		     char *err, size_t len)

@@ -67,6 +67,32 @@ int ckpt_table_read(const char *path, const struct ckpt_table_head *h,
 		    size_t len);
 
 /*
+ * Resharding: what of each wanted entry the files of several writers
+ * cover. One per entry of the table, zeroed before the first file; the
+ * boxes are the distinct source shards taken (a shard held by several
+ * writers, data-parallel replicas, counts once).
+ */
+struct ckpt_table_cover {
+	int64_t elems; /* elements copied into the entry */
+	int64_t (*box)[2 * SIGMA_RT_NDIM_MAX]; /* offset, shape of each */
+	size_t nbox;
+};
+
+/*
+ * Copy from the checkpoint path (written for h, checked as by
+ * ckpt_table_read) the part of each entry of t[n] that it holds: the
+ * elements of the file's tensor of that name (a shard, or whole) that lie
+ * in the entry's region (its offset and shape in its global shape; a
+ * whole entry is all of it). Dtype, ndim and global shape must agree.
+ * A tensor the file lacks is skipped. 0, -ENOENT, -ENOMEM or -EBADMSG
+ * with err (also for a shard that overlaps another one taken before).
+ */
+int ckpt_table_read_part(const char *path, const struct ckpt_table_head *h,
+			 const struct sigma_rt_tensor *t, size_t n,
+			 struct ckpt_table_cover *cov, char *err, size_t len);
+void ckpt_table_cover_free(struct ckpt_table_cover *cov, size_t n);
+
+/*
  * The dtype, ndim and shape[SIGMA_RT_NDIM_MAX] of name in the checkpoint
  * path written for h (checked as by ckpt_table_read). 0, -ENOENT or
  * -EBADMSG with err.

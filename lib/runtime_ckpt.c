@@ -396,6 +396,64 @@ int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 	       ckpt_table_read(path, &h, t, n, err, len);
 }
 
+int sigma_rt_ckpt_load_resharded(struct sigma_rt_ckpt *ck, long step,
+				 int writers,
+				 const struct sigma_rt_tensor *t, size_t n,
+				 char *err, size_t len)
+{
+	struct ckpt_table_cover *cov;
+	struct ckpt_table_head h = ck->head;
+	char path[PATH_MAX + 64];
+	size_t cut = strlen(ck->dir);
+	int rc;
+
+	if (writers < 1 || writers > SIGMA_RT_WRITERS_MAX)
+		return sigma_set_err(err, len, EINVAL,
+				     "%d writers: want 1 .. %d", writers,
+				     SIGMA_RT_WRITERS_MAX);
+	if (step < 0)
+		return sigma_set_err(err, len, ENOENT, "no step %ld", step);
+	rc = ckpt_table_check(t, n, NULL, err, len);
+	if (rc)
+		return rc;
+	cov = calloc(n ? n : 1, sizeof(*cov));
+	if (!cov)
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	sigma_rt_ckpt_wait(ck, NULL, 0);
+	while (cut > 0 && ck->dir[cut - 1] != '/')
+		cut--; /* DIR/ of DIR/rank-R */
+	h.step = step;
+	for (int w = 0; w < writers && !rc; w++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%.*srank-%d/step-%ld.h5",
+			 (int)cut, ck->dir, w, step);
+		h.rank = w;
+		if (stat(path, &st) != 0)
+			rc = sigma_set_err(err, len, ENOENT,
+					   "%s: no checkpoint of step %ld by rank %d",
+					   path, step, w);
+		else
+			rc = ckpt_table_read_part(path, &h, t, n, cov, err,
+						  len);
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		int64_t want = 1;
+
+		for (int k = 0; k < t[i].ndim; k++)
+			want *= t[i].shape[k];
+		if (cov[i].elems != want)
+			rc = sigma_set_err(err, len, EBADMSG,
+					   "tensor %s: the %d writers of step %ld hold %lld of its %lld elements",
+					   t[i].name, writers, step,
+					   (long long)cov[i].elems,
+					   (long long)want);
+	}
+	ckpt_table_cover_free(cov, n);
+	free(cov);
+	return rc;
+}
+
 int sigma_rt_ckpt_shape(struct sigma_rt_ckpt *ck, long step,
 			const char *name, int *dtype, int *ndim,
 			int64_t *shape, char *err, size_t len)

@@ -48,6 +48,15 @@ int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 	return sigma_set_err(err, len, ENOTSUP, "no checkpoints");
 }
 
+int sigma_rt_ckpt_load_resharded(struct sigma_rt_ckpt *ck, long step,
+				 int writers,
+				 const struct sigma_rt_tensor *t, size_t n,
+				 char *err, size_t len)
+{
+	(void)ck, (void)step, (void)writers, (void)t, (void)n;
+	return sigma_set_err(err, len, ENOTSUP, "no checkpoints");
+}
+
 int sigma_rt_ckpt_shape(struct sigma_rt_ckpt *ck, long step,
 			const char *name, int *dtype, int *ndim,
 			int64_t *shape, char *err, size_t len)

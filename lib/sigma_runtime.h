@@ -239,6 +239,8 @@ void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
  *   sigma_rt_ckpt_steps  the steps this rank has, newest first
  *   sigma_rt_ckpt_shape  a tensor's dtype and shape in a step
  *   sigma_rt_ckpt_load   a step's tensors, by name, into the caller's
+ *   sigma_rt_ckpt_load_resharded  the same from the files of another
+ *                        number of ranks, by name and place
  *   sigma_rt_ckpt_close  waits, frees
  *
  * The step to resume is the newest that every rank has: all-gather the
@@ -324,6 +326,25 @@ int sigma_rt_ckpt_steps(struct sigma_rt_ckpt *ck, long *steps, int max);
 int sigma_rt_ckpt_load(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,
 		       size_t len);
+
+/*
+ * Resharding: read step's checkpoint as written by writers ranks (rank-0
+ * .. rank-W-1 beside this rank's directory: a directory every rank sees,
+ * or one each writer's files were gathered into) into t[n], by name and
+ * by place. Each entry gets the elements of its region (offset and shape
+ * in its global shape; a whole entry, all of it) from whichever writers'
+ * shards hold them, so a run may come back on another number of ranks or
+ * split its tensors another way. Dtype and global shape must agree; a
+ * shard held by several writers (data-parallel replicas) is read once.
+ * 0; -ENOENT (a writer's file of step is missing) or -EBADMSG (a file
+ * refused as by load, shards that overlap, or an entry the writers do
+ * not cover whole) with err; -EINVAL (writers out of range, a bad table).
+ */
+#define SIGMA_RT_WRITERS_MAX 65536
+int sigma_rt_ckpt_load_resharded(struct sigma_rt_ckpt *ck, long step,
+				 int writers,
+				 const struct sigma_rt_tensor *t, size_t n,
+				 char *err, size_t len);
 
 /*
  * What step's checkpoint holds as name: *dtype, *ndim and

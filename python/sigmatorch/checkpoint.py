@@ -226,12 +226,23 @@ class Checkpoint(_lib.Handle):
                    ctypes.byref(dtype), ctypes.byref(ndim), shape)
         return DTYPE_NAMES[dtype.value], tuple(shape[:ndim.value])
 
-    def load(self, step, tensors):
+    def load(self, step, tensors, writers=None):
         """Read step's checkpoint into tensors ({name: tensor or Shard}),
-        in place. FileNotFoundError: no such step; ValueError: refused."""
+        in place. FileNotFoundError: no such step; ValueError: refused.
+
+        writers=N: the step was written by N ranks (rank-0 .. rank-N-1
+        under the directory, one every rank sees) and is read by name and
+        place: each tensor or Shard gets its region's elements from
+        whichever writers' shards hold them, so a job may come back on
+        another number of ranks, or split its tensors another way.
+        ValueError too when the writers do not cover a region whole."""
         entries, table = _table(tensors, writing=False)
-        self._call(_lib.lib.sigma_rt_ckpt_load, int(step), table,
-                   len(entries))
+        if writers is None:
+            self._call(_lib.lib.sigma_rt_ckpt_load, int(step), table,
+                       len(entries))
+        else:
+            self._call(_lib.lib.sigma_rt_ckpt_load_resharded, int(step),
+                       int(writers), table, len(entries))
         for e in entries:
             e.finish()
 

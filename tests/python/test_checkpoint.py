@@ -2,7 +2,8 @@
 libsigma-runtime, with NumPy arrays (torch tensors take the same path by
 data_ptr): a resumed loop continues bit for bit like the run that never
 stopped, a checkpoint of another run or shape is refused, the newest
-common step of several ranks, and what cannot be checkpointed.
+common step of several ranks, what cannot be checkpointed, and a
+checkpoint of 2 ranks loaded by 4.
 """
 import os
 
@@ -141,6 +142,34 @@ def test_a_shard_keeps_its_place(tmp_path):
     assert back.tobytes() == part.tobytes()
     with pytest.raises(ValueError, match="outside its global shape"):
         ck.save(2, {"e": sigmatorch.Shard(part, (4, 3), (3, 0))})
+
+
+def test_loaded_on_another_number_of_ranks(tmp_path):
+    # 2 ranks saved an 8x3 table as row halves; 4 ranks load it as row
+    # quarters, one rank whole, and a bf16 tensor as bytes the same way
+    full = np.arange(24, dtype=np.float32).reshape(8, 3)
+    for r in range(2):
+        ck = sigmatorch.Checkpoint(tmp_path, run="r", rank=r)
+        ck.save(3, {"e": sigmatorch.Shard(full[4 * r:4 * r + 4].copy(),
+                                          (8, 3), (4 * r, 0)),
+                    "step": np.array(3, dtype=np.int64)})
+        ck.close()
+    for r in range(4):
+        ck = sigmatorch.Checkpoint(tmp_path, run="r", rank=r)
+        part, step = np.zeros((2, 3), np.float32), np.zeros((), np.int64)
+        ck.load(3, {"e": sigmatorch.Shard(part, (8, 3), (2 * r, 0)),
+                    "step": step}, writers=2)
+        assert part.tobytes() == full[2 * r:2 * r + 2].tobytes()
+        assert int(step) == 3
+        ck.close()
+    whole = np.zeros((8, 3), np.float32)
+    ck = sigmatorch.Checkpoint(tmp_path, run="r", rank=0)
+    ck.load(3, {"e": whole}, writers=2)
+    assert whole.tobytes() == full.tobytes()
+    with pytest.raises(ValueError, match="hold 12 of its 24 elements"):
+        ck.load(3, {"e": whole}, writers=1)
+    with pytest.raises(FileNotFoundError, match="by rank 2"):
+        ck.load(3, {"e": whole}, writers=3)
 
 
 def test_common_step_of_several_ranks():

@@ -3,8 +3,9 @@
  * tables through its public header alone (lib/sigma_runtime.h): a table
  * of every dtype written in the background and read back bit for bit,
  * retention, hostile tables (bad names, duplicates, shapes that
- * overflow, shards outside their tensor), and files that are refused (of
- * another run, another shape, damaged, unsealed).
+ * overflow, shards outside their tensor), files that are refused (of
+ * another run, another shape, damaged, unsealed), and a checkpoint of 4
+ * ranks loaded by 3 that split it another way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -360,6 +361,101 @@ static void test_refused_files(void **state)
 	sigma_rt_ckpt_close(ck);
 }
 
+/*
+ * Resharding. A 6x4 f32 tensor "w" (element value its global index) and a
+ * scalar "step" are saved by 4 ranks: 2 data-parallel replicas x 2 row
+ * shards (rows 0-2, 3-5), the replicas holding the same rows. They are
+ * loaded by 3 ranks that split the columns instead (4 = 2 + 1 + 1), and
+ * by one rank whole: every element lands where it belongs, the scalar
+ * once. A region the writers do not cover, another global shape, a
+ * missing writer and overlapping shards are refused, saying so.
+ */
+#define RS_ROWS 6
+#define RS_COLS 4
+static void rs_save(int writers, int split, int64_t row_shift)
+{
+	for (int r = 0; r < writers; r++) {
+		struct sigma_rt_ckpt *ck = open_ok("reshard", r, NULL);
+		int64_t rows = RS_ROWS / split, part = r % split;
+		int64_t shape[] = { rows, RS_COLS }, global[] = { RS_ROWS, RS_COLS };
+		int64_t off[] = { part * rows + (part ? row_shift : 0), 0 };
+		float w[RS_ROWS * RS_COLS];
+		int64_t step = 77;
+		char err[256] = "";
+		struct sigma_rt_tensor t[] = {
+			{ "w", SIGMA_RT_F32, 2, shape, w, global, off },
+			{ "step", SIGMA_RT_I64, 0, NULL, &step, NULL, NULL },
+		};
+
+		for (int64_t i = 0; i < rows; i++)
+			for (int64_t j = 0; j < RS_COLS; j++)
+				w[i * RS_COLS + j] =
+				    (float)((part * rows + i) * RS_COLS + j);
+		assert_int_equal(sigma_rt_ckpt_save(ck, 5, t, 2, err,
+						    sizeof(err)), 0);
+		assert_int_equal(sigma_rt_ckpt_wait(ck, err, sizeof(err)), 0);
+		sigma_rt_ckpt_close(ck);
+	}
+}
+
+/* load columns [c0, c0 + nc) as a shard of global_shape g: 0 or -errno */
+static int rs_load(int writers, int64_t c0, int64_t nc, const int64_t *g,
+		   float *w, int64_t *step, char *err, size_t len)
+{
+	struct sigma_rt_ckpt *ck = open_ok("reshard", 0, NULL);
+	int64_t shape[] = { RS_ROWS, nc }, off[] = { 0, c0 };
+	struct sigma_rt_tensor t[] = {
+		{ "w", SIGMA_RT_F32, 2, shape, w, g, off },
+		{ "step", SIGMA_RT_I64, 0, NULL, step, NULL, NULL },
+	};
+	int rc = sigma_rt_ckpt_load_resharded(ck, 5, writers, t, 2, err, len);
+
+	sigma_rt_ckpt_close(ck);
+	return rc;
+}
+
+static void test_reshard(void **state)
+{
+	const int64_t global[] = { RS_ROWS, RS_COLS }, other[] = { RS_ROWS, 5 };
+	const int64_t cols[][2] = { { 0, 2 }, { 2, 1 }, { 3, 1 }, { 0, 4 } };
+	float w[RS_ROWS * RS_COLS];
+	int64_t step;
+	char err[256] = "";
+
+	(void)state;
+	rs_save(4, 2, 0);
+	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++) {
+		int64_t c0 = cols[k][0], nc = cols[k][1];
+
+		memset(w, 0xff, sizeof(w));
+		step = -1;
+		assert_int_equal(rs_load(4, c0, nc, global, w, &step, err,
+					 sizeof(err)), 0);
+		assert_int_equal(step, 77);
+		for (int64_t i = 0; i < RS_ROWS; i++)
+			for (int64_t j = 0; j < nc; j++)
+				assert_true(w[i * nc + j] ==
+					    (float)(i * RS_COLS + c0 + j));
+	}
+	/* two writers hold rows 0-2 only: rows 3-5 are not covered */
+	assert_int_equal(rs_load(1, 0, 4, global, w, &step, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "hold 12 of its 24 elements"));
+	assert_int_equal(rs_load(4, 0, 4, other, w, &step, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "global shape[1] = 4 in the file, 5 wanted"));
+	assert_int_equal(rs_load(5, 0, 4, global, w, &step, err, sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "by rank 4"));
+	assert_int_equal(rs_load(0, 0, 4, global, w, &step, err, sizeof(err)),
+			 -EINVAL);
+	/* writers whose row shards overlap (rows 0-2 and 2-4) */
+	rs_save(2, 2, -1);
+	assert_int_equal(rs_load(2, 0, 4, global, w, &step, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "overlaps another writer's"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +466,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_tables, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_reshard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_files, setup,
 						teardown),
 	};

@@ -20,6 +20,7 @@ step_done() snaps the state, records the step for sigma-launch, reports a
 slow rank, and on SIGUSR1 or SIGTERM to any rank (agreed by all, under
 torch.distributed) waits for the snapshot and leaves with 75.
 """
+import os
 import sys
 import types
 
@@ -36,15 +37,20 @@ class Run:
     """Job, Snapshot, Guard and Straggler for one loop. guard and
     straggler: their settings (dicts; the guard's recompute is off, since
     the loop, not the Run, would compute a step again); straggler=False:
-    none. rank, keep, replica: as for Snapshot."""
+    none; the environment's SIGMA_STRAGGLER ("escalate=0 slow=1.5", the
+    words of Straggler's settings) goes under straggler's, so that a job
+    script tunes it without touching the loop. rank, keep, replica: as
+    for Snapshot."""
 
     def __init__(self, directory, run, model, optimizer, scheduler=None,
                  guard=None, straggler=None, rank=None, keep=2,
                  replica=False):
-        self.job = Job(rank)
+        # the settings first: a bad one raises before any handler is set
         self.guard = Guard(**{"recompute": False, **(guard or {})})
         self.straggler = None if straggler is False else \
-            Straggler(**(straggler or {}))
+            Straggler(**{**_env_settings("SIGMA_STRAGGLER"),
+                         **(straggler or {})})
+        self.job = Job(rank)
         self.snapshot = Snapshot(directory, run, model, optimizer,
                                  scheduler, rank=self.job.rank, keep=keep,
                                  extra={"guard": self.guard},
@@ -139,6 +145,21 @@ class Run:
         finally:
             handled = self.job.__exit__(kind, exc, tb)
         return handled
+
+
+def _env_settings(name, reserved=("world_size", "rank", "group",
+                                   "verbose")):
+    """The words "key=value ..." of the environment's name as a dict; a
+    word without "=", or a key that is not a setting, raises ValueError
+    naming it."""
+    out = {}
+    for word in os.environ.get(name, "").split():
+        key, eq, value = word.partition("=")
+        if not eq or not key or key in reserved:
+            raise ValueError(f"sigmatorch: {name}: {word!r} is not a "
+                             f"setting (key=value)")
+        out[key] = value
+    return out
 
 
 def _around_step(optimizer, before, after):

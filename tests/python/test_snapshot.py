@@ -209,3 +209,18 @@ def test_run_lowers_the_learning_rate_after_a_spike(tmp_path):
     assert [s for s in used if used[s] == 0.05] == [9, 10, 11], used
     assert all(used[s] == 0.1 for s in used if s not in (9, 10, 11)), used
     assert set(after.values()) == {0.1}, after
+
+
+def test_run_takes_straggler_settings_from_the_environment(tmp_path,
+                                                           monkeypatch):
+    model, opt, sched = build(torch.float32, 0)
+    monkeypatch.setenv("SIGMA_STRAGGLER", "escalate=0 slow=1.5")
+    with sigmatorch.Run(tmp_path, "job-env", model, opt, sched,
+                        rank=0) as run:
+        assert run.straggler is not None
+    for bad, what in (("escalate", "'escalate' is not a setting"),
+                      ("rank=3", "'rank=3' is not a setting"),
+                      ("bogus=1", "bogus")):
+        monkeypatch.setenv("SIGMA_STRAGGLER", bad)
+        with pytest.raises(ValueError, match=what):
+            sigmatorch.Run(tmp_path, "job-env", model, opt, sched, rank=0)

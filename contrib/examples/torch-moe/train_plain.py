@@ -11,7 +11,8 @@ train_sigma.py` is what protecting a job costs (docs/pytorch.md).
   sigma-launch -- python3 train_sigma.py --data corpus.txt \
       --ckpt-dir /dev/shm/moe --replica   # node-local, each step at a buddy
 
---inject-nan, --inject-spike and --slow-rank put the faults of the
+--inject-nan, --inject-spike, --slow-rank and --slow-node (the rank on
+that node computes --slow-factor times as long) put the faults of the
 testbed's drills into the job.
 """
 import argparse
@@ -39,6 +40,7 @@ def parse_args():
     p.add_argument("--inject-nan", type=int, default=0, metavar="STEP")
     p.add_argument("--inject-spike", type=int, default=0, metavar="STEP")
     p.add_argument("--slow-rank", type=int, default=-1, metavar="RANK")
+    p.add_argument("--slow-node", default="", metavar="NODE")
     p.add_argument("--slow-factor", type=float, default=2.0)
     return p.parse_args()
 
@@ -56,7 +58,8 @@ def forward_backward(model, layout, data, step, a):
         loss = loss * 1e4
     model.zero_grad(set_to_none=False)
     loss.backward()
-    if layout.rank == a.slow_rank:  # a slow accelerator
+    if layout.rank == a.slow_rank or (  # a slow accelerator
+            a.slow_node and os.environ.get("SLURMD_NODENAME") == a.slow_node):
         time.sleep((a.slow_factor - 1) * (time.monotonic() - t0))
     compute = time.monotonic() - t0
     moe.sync_gradients(model, layout)

@@ -14,6 +14,7 @@
 #ifndef SIGMA_SLURM_COMPAT_H
 #define SIGMA_SLURM_COMPAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,22 @@ static inline int slurm_compat_kill_job(uint32_t job_id, uint16_t sig,
 static inline int slurm_compat_requeue(uint32_t job_id, uint32_t flags)
 {
 	return slurm_requeue(SLURM_COMPAT_JOB(job_id), flags);
+}
+
+/*
+ * Whether a job asked for expedited requeue (sbatch --requeue=expedite,
+ * 25.11 and later): slurmctld then requeues it itself when a node of it
+ * fails and restarts it at once, after the epilog on its nodes. Before
+ * 25.11 no job can ask.
+ */
+static inline bool slurm_compat_job_expedited(const slurm_job_info_t *j)
+{
+#if SLURM_COMPAT_AT_LEAST(25, 11)
+	return (j->bitflags & EXPEDITED_REQUEUE) != 0;
+#else
+	(void)j;
+	return false;
+#endif
 }
 
 /*

@@ -272,10 +272,13 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	 * the slurmstepd of the last attempt's step may still be cleaning up
 	 * on a node the job keeps (seconds after the job ended); a new
 	 * attempt's step of the same id there would find its PMIx socket
-	 * taken and fail to launch.
+	 * taken and fail to launch. An expedited job is left as Slurm made
+	 * it: eligible now, once the epilog on its nodes has ended.
 	 */
 	if (ctl_slurm_pending_update(job->id, exc,
-				     v->now + c->cfg.restart_delay_s)) {
+				     job->expedited
+					 ? 0
+					 : v->now + c->cfg.restart_delay_s)) {
 		r->errors++;
 		return -EIO;
 	}
@@ -283,9 +286,14 @@ static int ctl_requeue(struct ctl *c, struct ctl_view *v, struct ctl_rec *r,
 	ctl_expect_nodes(c, r);
 	ctl_ev_from_rec(&ev, "requeue", r);
 	sigma_strlcpy(ev.spare, r->spares, sizeof(ev.spare));
-	(void)sigma_snprintf(ev.text, sizeof(ev.text),
-			     "exc_nodes=%s begin_time=now+%lld", exc,
-			     (long long)c->cfg.restart_delay_s);
+	if (job->expedited)
+		(void)sigma_snprintf(ev.text, sizeof(ev.text),
+				     "exc_nodes=%s (expedited: no begin time)",
+				     exc);
+	else
+		(void)sigma_snprintf(ev.text, sizeof(ev.text),
+				     "exc_nodes=%s begin_time=now+%lld", exc,
+				     (long long)c->cfg.restart_delay_s);
 	ctl_log(c, &ev);
 	return 0;
 }

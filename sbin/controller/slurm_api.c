@@ -124,6 +124,8 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes, int64_t begin)
 		j.exc_nodes = (char *)exc_nodes;
 	if (slurm_update_job(&j) != SLURM_SUCCESS)
 		return ctl_slurm_fail("slurm_update_job(exc_nodes)", id);
+	if (!begin)
+		return 0;
 	/* begin_time alone, after exc_nodes: never earlier than now + 1 s */
 	slurm_init_job_desc_msg(&j);
 	slurm_compat_job_desc_id(&j, job);

@@ -45,7 +45,8 @@ int ctl_slurm_resv_set(const char *resv, const char *nodes, int exists);
 
 /* 0: requeued; 1: pending already (Slurm requeued it first); <0: failed */
 int ctl_slurm_requeue(uint32_t job);
-/* On a pending job: exclude nodes, start no earlier than begin. */
+/* On a pending job: exclude nodes, start no earlier than begin (0: leave
+ * its begin time as it is). */
 int ctl_slurm_pending_update(uint32_t job, const char *exc_nodes,
 			     int64_t begin);
 /*

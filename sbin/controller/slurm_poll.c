@@ -372,6 +372,7 @@ static int job_set(const struct ctl_view *v, struct ctl_job *c,
 	c->node_fail = base == JOB_NODE_FAIL;
 	c->failed = base == JOB_FAILED;
 	c->cancelled = base == JOB_CANCELLED;
+	c->expedited = slurm_compat_job_expedited(j);
 	c->unprotected =
 	    !j->requeue ? SIGMA_UNPROTECTED_NO_REQUEUE
 	    : (j->het_job_offset != NO_VAL && j->het_job_offset > 0)

@@ -49,6 +49,9 @@ struct ctl_job {
 	bool node_fail; /* ended NODE_FAIL */
 	bool failed;	/* ended FAILED (non-zero exit of the batch script) */
 	bool cancelled; /* ended CANCELLED (scancel): never requeued */
+	/* asked for expedited requeue (25.11 and later): Slurm requeues and
+	 * restarts it itself, once the epilog on its nodes has ended */
+	bool expedited;
 	/* why Slurm cannot requeue it (contract.h), NULL when it can */
 	const char *unprotected;
 	int exit_code;	/* the batch script's exit status (ended jobs) */

@@ -64,6 +64,8 @@ struct fjob {
 	bool failed; /* ended FAILED with exit_code */
 	bool cancelled; /* ended CANCELLED (scancel) */
 	bool requeue_on_down; /* slurmctld requeues it when a node goes down */
+	bool expedited;	      /* asked for expedited requeue */
+	int64_t epilog_s;     /* ... and may start again after this long */
 	int exit_code;
 	int64_t end;
 	const char *unprotected; /* Slurm cannot requeue it: why */
@@ -176,6 +178,7 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
 	j->node_fail = M.job.state == CTL_J_ENDED && M.job.node_fail;
 	j->failed = M.job.state == CTL_J_ENDED && M.job.failed;
 	j->cancelled = M.job.state == CTL_J_ENDED && M.job.cancelled;
+	j->expedited = M.job.expedited;
 	j->exit_code = M.job.exit_code;
 	j->unprotected = M.job.unprotected;
 	j->end_time = M.job.end;
@@ -237,7 +240,7 @@ int ctl_slurm_down(const char *node, const char *reason)
 		fjob_release_nodes();
 		M.job.state = CTL_J_PENDING;
 		M.job.restart_cnt++;
-		M.job.begin = M.now;
+		M.job.begin = M.now + M.job.epilog_s;
 	}
 	return 0;
 }
@@ -293,7 +296,8 @@ int ctl_slurm_pending_update(uint32_t job, const char *exc, int64_t begin)
 	if (M.job.state != CTL_J_PENDING || !op())
 		return -EIO;
 	sigma_strlcpy(M.job.exc, exc, sizeof(M.job.exc));
-	M.job.begin = begin;
+	if (begin)
+		M.job.begin = begin;
 	return 0;
 }
 
@@ -848,6 +852,40 @@ static void test_cancelled_after_slurm_requeued(void **state)
 	assert_non_null(strstr(M.job.comment, "attempt 2: n2"));
 	assert_non_null(strstr(M.job.comment, "-> requeued onto n5"));
 	assert_null(strstr(M.job.comment, "cancelled"));
+}
+
+/*
+ * An expedited job (sbatch --requeue=expedite) that Slurm requeued itself
+ * is pending a moment while the epilog on its nodes ends. sigmad excludes
+ * the lost node but sets no begin time: the job starts on the spare as
+ * soon as Slurm lets it, not sigmad_restart_delay later.
+ */
+static void test_expedited_requeue_not_held_back(void **state)
+{
+	struct ctl *c = NULL;
+	int64_t keep = cfg.restart_delay_s;
+
+	(void)state;
+	cfg.restart_delay_s = 10;
+	cluster_reset(true);
+	M.job.requeue_on_down = true;
+	M.job.expedited = true;
+	M.job.epilog_s = 2;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[1].flags |= CTL_N_NO_RESPOND;
+	strcpy(M.n[1].reason, "Not responding");
+	ticks(c, 2); /* decided and set down, then the pending job updated */
+	assert_int_equal(M.job.state, CTL_J_PENDING);
+	assert_non_null(strstr(M.job.exc, "n2"));
+	ticks(c, 1);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_true(job_on("n5"));
+	ticks(c, 2);
+	ctl_destroy(c);
+	cfg.restart_delay_s = keep;
+	assert_int_equal(M.requeues, 0);
+	assert_non_null(strstr(M.job.comment, "-> requeued onto n5"));
 }
 
 /*
@@ -2071,6 +2109,7 @@ int main(void)
 	    cmocka_unit_test(test_second_failure_after_exit),
 	    cmocka_unit_test(test_lent_spare_while_requeue_waits),
 	    cmocka_unit_test(test_cancelled_after_slurm_requeued),
+	    cmocka_unit_test(test_expedited_requeue_not_held_back),
 	    cmocka_unit_test(test_in_job_node_down_after_end),
 	    cmocka_unit_test(test_in_job_fallback_account),
 	    cmocka_unit_test(test_in_job_second_failure_waits),

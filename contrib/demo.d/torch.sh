@@ -45,12 +45,13 @@ resumed() { sed -n 's/^sigmatorch: resumed after step \([0-9]*\)$/\1/p' "$out" |
 launch_line() { grep '^sigma-launch: launch ' "$out" | tail -n 1; }
 trains() { launch_line | sed -n 's/.* on \([^ ]*\) (in-allocation spares: .*/\1/p' | tr , '\n'; }
 job_spare() { launch_line | sed -n 's/.*(in-allocation spares: \([^)]*\)).*/\1/p'; }
-# rank_pid NODE: the job's rank there (every slurmd runs on this machine)
+# rank_pid NODE: the job's rank there, of the processes Slurm counts as
+# the job's on NODE (every slurmd runs on this machine)
 rank_pid() {
 	local p
-	for p in $(pgrep -f "$EX/train_sigma.py"); do
-		grep -qzx "SLURMD_NODENAME=$1" "/proc/$p/environ" 2>/dev/null || continue
-		grep -qzx "SLURM_JOB_ID=$jid" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
+	for p in $(scontrol listpids "$jid" "$1" 2>/dev/null | awk 'NR > 1 { print $1 }'); do
+		tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q "^$PY .*train_sigma\.py" &&
+			{ echo "$p"; return 0; }
 	done
 	return 1
 }

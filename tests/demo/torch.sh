@@ -38,7 +38,7 @@ killed=$(sed -n 's/.*killed the rank on n[0-9]* (pid [0-9]*) at step \([0-9]*\);
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
 echo "$ac" | grep -q "sigma: attempt [0-9]*: $warn warning .* -> checkpointed, requeued onto n[0-9]*" ||
 	fail "AdminComment does not tell the move off $warn: $ac"
-echo "$ac" | grep -q "sigma: attempt [0-9]*: $failn failed in the job's step -> relaunched in the allocation" ||
+echo "$ac" | grep -q "sigma: attempt [0-9]*: $failn [^>]*-> relaunched in the allocation" ||
 	fail "AdminComment does not tell the relaunch off $failn: $ac"
 hist=$("$B/sbin/sigmactl" --config "$D/etc/sigma.conf" history --job "$jid")
 echo "$hist" | grep -q "requeue .* $warn spares n[0-9]*" || fail "sigmactl history has no requeue off $warn: $hist"

@@ -485,6 +485,16 @@ static int cover_add(struct ckpt_table_cover *cov, const struct region *src)
 	return 0;
 }
 
+/* whether two regions of one tensor share an element (scalars do) */
+static bool regions_meet(const struct region *a, const struct region *b)
+{
+	for (int i = 0; i < a->ndim; i++)
+		if (a->off[i] >= b->off[i] + b->shape[i] ||
+		    b->off[i] >= a->off[i] + a->shape[i])
+			return false;
+	return true;
+}
+
 /* the elements of src (its data in buf) inside dst's region, into data */
 static int64_t copy_meet(const struct region *dst, void *data,
 			 const struct region *src, const unsigned char *buf,
@@ -556,8 +566,10 @@ static int read_entry_part(struct ckpt_ctx *c, int64_t g,
 		goto out;
 	}
 	rc = cover_add(cov, &src);
-	if (rc == 1 || elems == 0) {
-		rc = 0; /* a replica of a shard taken, or nothing in it */
+	if (rc == 1 || elems == 0 || (rc == 0 && !regions_meet(&dst, &src))) {
+		/* a replica of a shard taken, nothing in it, or nothing of
+		 * it wanted here: counted, not read */
+		rc = 0;
 		goto out;
 	}
 	if (rc) {

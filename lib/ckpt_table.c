@@ -277,30 +277,59 @@ static int check_head(struct ckpt_ctx *c, int64_t f,
 	return 0;
 }
 
+/* the dataset d of entry t has t's dtype and ndim, or -EBADMSG */
+static int entry_kind(struct ckpt_ctx *c, int64_t d,
+		      const struct sigma_rt_tensor *t)
+{
+	int64_t ndim = -1;
+	char dtype[16];
+	int rc;
+
+	rc = ckpt_h5_get_str(c, d, "dtype", dtype, sizeof(dtype)) ?:
+	     ckpt_h5_get_i64(c, d, "ndim", &ndim);
+	if (rc)
+		return rc;
+	if (dtype_by_name(dtype) != t->dtype || ndim != t->ndim)
+		return ckpt_fail(c, EBADMSG,
+				 "tensor %s is %s with %lld dimensions in the file, %s with %d wanted",
+				 t->name, dtype, (long long)ndim,
+				 ckpt_table_dtype_name(t->dtype), t->ndim);
+	return 0;
+}
+
+/* the dataset d of entry t holds elems elements of t's dtype, as a 1-D
+ * array: 0 with their stored type in *type, or -EBADMSG */
+static int entry_holds(struct ckpt_ctx *c, int64_t d,
+		       const struct sigma_rt_tensor *t, uint64_t elems,
+		       enum ckpt_h5_type *type)
+{
+	uint64_t dims[CKPT_H5_RANK_MAX];
+	int nd;
+
+	ckpt_h5_dataset_shape(d, type, &nd, dims);
+	if (*type != dtypes[t->dtype].store || nd != 1 || dims[0] != elems)
+		return ckpt_fail(c, EBADMSG,
+				 "tensor %s: its dataset does not hold %llu elements of %s",
+				 t->name, (unsigned long long)elems,
+				 ckpt_table_dtype_name(t->dtype));
+	return 0;
+}
+
 /* the entry's dtype, ndim and shape are t's; the elements into t->data */
 static int read_entry(struct ckpt_ctx *c, int64_t g,
 		      const struct sigma_rt_tensor *t)
 {
-	int64_t d = -1, shape[SIGMA_RT_NDIM_MAX], ndim = -1;
-	char dtype[16];
+	int64_t d = -1, shape[SIGMA_RT_NDIM_MAX];
 	enum ckpt_h5_type type;
-	uint64_t dims[CKPT_H5_RANK_MAX], elems = 1;
-	int nd, rc;
+	uint64_t elems = 1;
+	int rc;
 
 	rc = ckpt_h5_dataset_open(c, g, t->name, t->name, &d);
 	if (rc)
 		return rc;
-	rc = ckpt_h5_get_str(c, d, "dtype", dtype, sizeof(dtype)) ?:
-	     ckpt_h5_get_i64(c, d, "ndim", &ndim);
+	rc = entry_kind(c, d, t);
 	if (rc)
 		goto out;
-	if (dtype_by_name(dtype) != t->dtype || ndim != t->ndim) {
-		rc = ckpt_fail(c, EBADMSG,
-			       "tensor %s is %s with %lld dimensions in the file, %s with %d wanted",
-			       t->name, dtype, (long long)ndim,
-			       ckpt_table_dtype_name(t->dtype), t->ndim);
-		goto out;
-	}
 	if (t->ndim) {
 		rc = ckpt_h5_get_i64s(c, d, "shape", shape, t->ndim);
 		for (int i = 0; !rc && i < t->ndim; i++) {
@@ -314,16 +343,10 @@ static int read_entry(struct ckpt_ctx *c, int64_t g,
 		if (rc)
 			goto out;
 	}
-	ckpt_h5_dataset_shape(d, &type, &nd, dims);
 	if (elems == 0)
 		goto out; /* a null dataspace: nothing to read */
-	if (type != dtypes[t->dtype].store || nd != 1 || dims[0] != elems) {
-		rc = ckpt_fail(c, EBADMSG,
-			       "tensor %s: its dataset does not hold %llu elements of %s",
-			       t->name, (unsigned long long)elems, dtype);
-		goto out;
-	}
-	rc = ckpt_h5_dataset_read(c, d, t->name, type, t->data);
+	rc = entry_holds(c, d, t, elems, &type) ?:
+	     ckpt_h5_dataset_read(c, d, t->name, type, t->data);
 out:
 	ckpt_h5_close(d);
 	return rc;
@@ -395,19 +418,10 @@ static void region_of(const struct sigma_rt_tensor *t, struct region *r)
 static int source_region(struct ckpt_ctx *c, int64_t d,
 			 const struct sigma_rt_tensor *t, struct region *r)
 {
-	int64_t ndim = -1;
-	char dtype[16];
-	int rc;
+	int rc = entry_kind(c, d, t);
 
-	rc = ckpt_h5_get_str(c, d, "dtype", dtype, sizeof(dtype)) ?:
-	     ckpt_h5_get_i64(c, d, "ndim", &ndim);
 	if (rc)
 		return rc;
-	if (dtype_by_name(dtype) != t->dtype || ndim != t->ndim)
-		return ckpt_fail(c, EBADMSG,
-				 "tensor %s is %s with %lld dimensions in the file, %s with %d wanted",
-				 t->name, dtype, (long long)ndim,
-				 ckpt_table_dtype_name(t->dtype), t->ndim);
 	r->ndim = t->ndim;
 	if (!t->ndim)
 		return 0;
@@ -546,11 +560,10 @@ static int read_entry_part(struct ckpt_ctx *c, int64_t g,
 {
 	struct region dst, src;
 	enum ckpt_h5_type type;
-	uint64_t dims[CKPT_H5_RANK_MAX];
 	unsigned char *buf = NULL;
 	int64_t d = -1, elems;
 	size_t esz = dtypes[t->dtype].size;
-	int nd, rc;
+	int rc;
 
 	if (!ckpt_h5_exists(g, t->name))
 		return 0;
@@ -579,14 +592,9 @@ static int read_entry_part(struct ckpt_ctx *c, int64_t g,
 					       t->name);
 		goto out;
 	}
-	ckpt_h5_dataset_shape(d, &type, &nd, dims);
-	if (type != dtypes[t->dtype].store || nd != 1 ||
-	    dims[0] != (uint64_t)elems) {
-		rc = ckpt_fail(c, EBADMSG,
-			       "tensor %s: its dataset does not hold %lld elements",
-			       t->name, (long long)elems);
+	rc = entry_holds(c, d, t, (uint64_t)elems, &type);
+	if (rc)
 		goto out;
-	}
 	buf = malloc((size_t)elems * esz);
 	if (!buf) {
 		rc = ckpt_fail(c, ENOMEM, "out of memory");
@@ -618,6 +626,26 @@ int ckpt_table_read_part(const char *path, const struct ckpt_table_head *h,
 	ckpt_h5_close(g);
 	ckpt_h5_close_checked(f, &sf);
 	return rc;
+}
+
+int ckpt_table_cover_check(const struct sigma_rt_tensor *t, size_t n,
+			   const struct ckpt_table_cover *cov, int writers,
+			   long step, char *err, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct region r;
+		int64_t want;
+
+		region_of(&t[i], &r);
+		want = volume(&r);
+		if (cov[i].elems != want)
+			return sigma_set_err(err, len, EBADMSG,
+					     "tensor %s: the %d writers of step %ld hold %lld of its %lld elements",
+					     t[i].name, writers, step,
+					     (long long)cov[i].elems,
+					     (long long)want);
+	}
+	return 0;
 }
 
 void ckpt_table_cover_free(struct ckpt_table_cover *cov, size_t n)

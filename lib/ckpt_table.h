@@ -90,6 +90,11 @@ struct ckpt_table_cover {
 int ckpt_table_read_part(const char *path, const struct ckpt_table_head *h,
 			 const struct sigma_rt_tensor *t, size_t n,
 			 struct ckpt_table_cover *cov, char *err, size_t len);
+/* after the files of step's writers: every entry's region covered whole,
+ * or -EBADMSG with err naming the first that is not */
+int ckpt_table_cover_check(const struct sigma_rt_tensor *t, size_t n,
+			   const struct ckpt_table_cover *cov, int writers,
+			   long step, char *err, size_t len);
 void ckpt_table_cover_free(struct ckpt_table_cover *cov, size_t n);
 
 /*

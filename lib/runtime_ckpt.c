@@ -437,18 +437,8 @@ int sigma_rt_ckpt_load_resharded(struct sigma_rt_ckpt *ck, long step,
 			rc = ckpt_table_read_part(path, &h, t, n, cov, err,
 						  len);
 	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		int64_t want = 1;
-
-		for (int k = 0; k < t[i].ndim; k++)
-			want *= t[i].shape[k];
-		if (cov[i].elems != want)
-			rc = sigma_set_err(err, len, EBADMSG,
-					   "tensor %s: the %d writers of step %ld hold %lld of its %lld elements",
-					   t[i].name, writers, step,
-					   (long long)cov[i].elems,
-					   (long long)want);
-	}
+	if (!rc)
+		rc = ckpt_table_cover_check(t, n, cov, writers, step, err, len);
 	ckpt_table_cover_free(cov, n);
 	free(cov);
 	return rc;

@@ -15,7 +15,8 @@
 # Then the story as Slurm and sigma recorded it, and each recovery's time
 # from the fault to the first new step with the steps it lost.
 # Uses contrib/demo's SRC, B, D, STEPS, work, stage, say, stamp, die,
-# until_true, inject and tell_story; sets jid and out.
+# until_true, inject, jstate, trains, job_spares, launches and tell_story;
+# sets jid and out.
 
 PY=/usr/bin/python3
 EX=$SRC/contrib/examples/torch-moe
@@ -42,9 +43,6 @@ say "sbatch -N3 --no-kill --sigma-restart=in-job --sigma-job-spares=1 contrib/ex
 last_step() { sed -n 's/^step \([0-9]*\) .*/\1/p' "$out" 2>/dev/null | tail -n 1; }
 at_step() { [ "$(last_step)" -ge "$1" ] 2>/dev/null; }
 resumed() { sed -n 's/^sigmatorch: resumed after step \([0-9]*\)$/\1/p' "$out" | tail -n 1; }
-launch_line() { grep '^sigma-launch: launch ' "$out" | tail -n 1; }
-trains() { launch_line | sed -n 's/.* on \([^ ]*\) (in-allocation spares: .*/\1/p' | tr , '\n'; }
-job_spare() { launch_line | sed -n 's/.*(in-allocation spares: \([^)]*\)).*/\1/p'; }
 # rank_pid NODE: the job's rank there, of the processes Slurm counts as
 # the job's on NODE (every slurmd runs on this machine)
 rank_pid() {
@@ -68,7 +66,7 @@ row() {
 }
 
 until_true 300 at_step 1 || die "the job does not train"
-say "training on $(trains | paste -sd,), in-allocation spare $(job_spare): $(grep '^step ' "$out" | tail -n 1)"
+say "training on $(trains | paste -sd,), in-allocation spare $(job_spares | paste -sd,): $(grep '^step ' "$out" | tail -n 1)"
 
 stage "1. early warning on a node: the probe drains it, sigmad has the job snapshot and exit 75, and requeues it onto a pool spare"
 until_true 600 at_step "$W" || die "no step $W"
@@ -88,7 +86,7 @@ say "running again on $(trains | paste -sd,), $(grep '^sigmatorch: resumed' "$ou
 stage "2. a training node fails: sigma-launch relaunches the step on the in-allocation spare"
 r1=$(resumed)
 until_true 600 at_step $(( ${r1:-0} + W )) || die "no progress after the move"
-spare=$(job_spare)
+spare=$(job_spares | head -n 1)
 fail_node=$(trains | sed -n 2p)
 pid=
 for i in $(seq 60); do
@@ -96,7 +94,7 @@ for i in $(seq 60); do
 	sleep 0.5
 done
 [ -n "$pid" ] || die "no rank of job $jid on $fail_node in 30 s"
-n0=$(grep -c '^sigma-launch: launch ' "$out")
+n0=$(launches)
 at=$(last_step)
 tf=$(stamp)
 inject "$fail_node" compute=fail ecc_uncorrected=2
@@ -113,7 +111,7 @@ stage "3. training goes on to step $STEPS"
 until_true $(( STEPS * 2 )) sh -c "grep -q '^rank 0 done: ' '$out'" || die "training did not finish"
 until_true 60 sh -c "! squeue -h -j $jid | grep -q ." || true
 say "$(grep '^rank 0 done: ' "$out")"
-say "job $jid: $(scontrol show job "$jid" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')"
+say "job $jid: $(jstate)"
 
 tell_story
 

@@ -1,5 +1,5 @@
 # tests/demo/torch.sh - the checks of contrib/demo torch's story, sourced
-# by tests/demo/run torch (its LOG, STEPS, D, work and fail):
+# by tests/demo/run torch (its LOG, STEPS, D, work, fail and told_in_order):
 #   - the two recoveries and the end, in the order the demo tells them: a
 #     warning moved by sigmad onto a pool spare, a failed node's rank
 #     relaunched onto the in-allocation spare; training to the last step
@@ -15,10 +15,8 @@ jid=$(sed -n 's/.*contrib\/examples\/torch-moe\/train.sbatch: job \([0-9]*\) .*/
 out=$work/torch-moe-$jid.out
 grep -q "^rank 0 done: step $STEPS " "$out" || fail "training did not reach step $STEPS: $(tail -n 3 "$out")"
 grep -q "^  \[ *[0-9]*s\] job $jid: COMPLETED" "$LOG" || fail "job $jid did not complete: $(grep "job $jid:" "$LOG")"
-order=$(grep -n -e 'injected ecc_corrected_rate=40 on' -e 'relaunched on n[0-9]* in place of' \
-	-e '^==== .* 3\. training goes on' "$LOG" | cut -d: -f1 | paste -sd' ')
-[ "$(echo "$order" | wc -w)" = 3 ] || fail "the demo does not tell the two recoveries and the end: $order"
-[ "$(echo "$order" | tr ' ' '\n' | sort -n | paste -sd' ')" = "$order" ] || fail "the recoveries are told out of order: $order"
+told_in_order "the two recoveries and the end" 'injected ecc_corrected_rate=40 on' \
+	'relaunched on n[0-9]* in place of' '^==== .* 3\. training goes on'
 warn=$(sed -n 's/.*injected ecc_corrected_rate=40 on \(n[0-9]*\) .*/\1/p' "$LOG")
 failn=$(sed -n 's/.*relaunched on n[0-9]* in place of \(n[0-9]*\),.*/\1/p' "$LOG")
 [ -n "$warn" ] && [ -n "$failn" ] && [ "$warn" != "$failn" ] || fail "nodes not named: warning '$warn', relaunch '$failn'"

@@ -15,13 +15,8 @@ log "slurmd n2 (pid $pid) killed"
 until_true 60 sh -c 'sinfo -h -n n2 -o %t | grep -q "\*"' || fail "Slurm never marked n2"
 t0=$(date +%s)
 log "Slurm marks n2: $(nstate n2)"
-# running again without n2 on a spare, and the AdminComment says so: while
-# Slurm requeues the job its state can read RUNNING on what is left of the
-# old allocation (n1 alone), before sigmad has moved it
-again() {
-	running_without "$jid" n2 && job_nodes "$jid" | grep -qx 'n[56]'
-}
-until_true 30 again || fail "job $jid not running again on a spare without n2 30 s later: $(jstate "$jid") $(jfield "$jid" NodeList)"
+# running again without n2 on a spare, and the AdminComment says so
+until_true 30 moved_to_spare "$jid" n2 || fail "job $jid not running again on a spare without n2 30 s later: $(jstate "$jid") $(jfield "$jid" NodeList)"
 log "job $jid running on $(jfield "$jid" NodeList) $(( $(date +%s) - t0 ))s after Slurm marked n2"
 scontrol show node n2 | grep -q 'State=DOWN.*DRAIN' || fail "n2 not down and drained: $(nstate n2)"
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
@@ -29,6 +24,5 @@ echo "$ac" | grep -q 'sigma: attempt 2: n2 not responding -> requeued onto n[56]
 until_true 10 sh -c "grep -q '^attempt 1 step' '$d/out'" || fail "attempt 1 prints no steps"
 # Slurm requeues the job itself once sigmad sets n2 down, often before
 # sigmad's own requeue: that is the requeue done, not a refused call
-errs=$(grep "sigmad: error: .*\b$jid\b" "$SIGMAD_LOG")
-[ -z "$errs" ] || fail "sigmad logged errors for the recovery: $errs"
+no_sigmad_errors "$jid"
 log "ok"

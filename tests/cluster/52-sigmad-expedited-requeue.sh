@@ -21,10 +21,7 @@ log "job $jid on $(jfield "$jid" NodeList), expedited requeue"
 pid=$(cat "$SIGMA_TESTBED_DIR/run/slurmd-n2.pid")
 kill -9 "$pid"
 log "slurmd n2 (pid $pid) killed"
-again() {
-	running_without "$jid" n2 && job_nodes "$jid" | grep -qx 'n[56]'
-}
-until_true 60 again ||
+until_true 60 moved_to_spare "$jid" n2 ||
 	fail "job $jid not running again on a spare without n2: $(jstate "$jid") $(jfield "$jid" NodeList)"
 log "job $jid running on $(jfield "$jid" NodeList)"
 until_true 10 sh -c "grep -q '^attempt 1 step' '$d/out'" || fail "attempt 1 prints no steps"
@@ -36,7 +33,6 @@ grep -Eq "\"type\":\"requeue\",\"job\":$jid,.*\"text\":\"(found the job started 
 	fail "sigmad did not find Slurm's own requeue: $(grep "\"job\":$jid," "$SIGMAD_EVENTS" | grep requeue)"
 ! grep -q "\"type\":\"requeue\",\"job\":$jid,.*begin_time" "$SIGMAD_EVENTS" ||
 	fail "sigmad held the expedited job back: $(grep "\"job\":$jid,.*begin_time" "$SIGMAD_EVENTS")"
-errs=$(grep "sigmad: error: .*\\b$jid\\b" "$SIGMAD_LOG")
-[ -z "$errs" ] || fail "sigmad logged errors for the recovery: $errs"
+no_sigmad_errors "$jid"
 [ "$(jfield "$jid" Restarts)" = 1 ] || fail "restarts: $(jfield "$jid" Restarts)"
 log "ok: Slurm requeued and restarted it; sigmad's account: $(scontrol show job "$jid" | sed -n 's/.*AdminComment=.* sigma: attempt/attempt/p')"

@@ -46,6 +46,18 @@ running_without() {
 	[ "$state" = RUNNING ] && [ -n "$nodes" ] && [ "$nodes" != "(null)" ] || return 1
 	! scontrol show hostnames "$nodes" 2>/dev/null | grep -qx "$2"
 }
+# moved_to_spare JOB NODE: running again without NODE, on a pool spare.
+# While Slurm requeues a job its state can read RUNNING on what is left of
+# the old allocation (n1 alone), before sigmad has moved it.
+moved_to_spare() {
+	running_without "$1" "$2" && job_nodes "$1" | grep -qx 'n[56]'
+}
+# no_sigmad_errors JOB: sigmad logged no error naming JOB, else fail
+no_sigmad_errors() {
+	local errs
+	errs=$(grep "sigmad: error: .*\b$1\b" "$SIGMAD_LOG")
+	[ -z "$errs" ] || fail "sigmad logged errors for job $1: $errs"
+}
 
 # The test job: loops printing its step; on SIGUSR1 it says so and exits
 # 75 (checkpoint written, requeue me), as sigma-train does. With IGNORE=1

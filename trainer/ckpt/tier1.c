@@ -6,17 +6,21 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "sigma.h"
 #include "claim.h"
+#include "comm.h"
 #include "exitcodes.h"
+#include "replica_link.h"
 #include "run.h"
 #include "select.h"
-#include "tags.h"
 #include "tier1.h"
 
 /*
@@ -35,8 +39,234 @@ void tier1_buddies(const struct dist *d, int *buddy, int *from)
 	}
 }
 
-int tier1_open(struct tier1 *t, const struct tiers_conf *o,
-	       const struct dist *d, const struct model *m, const char *run)
+/*
+ * The replica exchange: a thread of its own that takes one save at a
+ * time, waits for its staged copy, swaps it with the buddies over the
+ * replica link and hands the replica received to the replica's writer.
+ * A replica is committed only once it arrived whole, so a node lost in
+ * the middle of an exchange takes at most that step with it.
+ */
+struct tier1_exchange {
+	struct replica_link *link;
+	struct ckpt_async *own, *rep;
+	size_t n, rn; /* floats of a block sent, received */
+	int buddy, from;
+	long pause_step; /* SIGMA_REPLICA_INJECT=STEP:MS, -1: none */
+	unsigned pause_ms;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool posted, busy, stop;
+	int code; /* the exit code of a failed exchange, kept */
+	struct ckpt_state sst, rst; /* the state sent and received */
+};
+
+/* one save's exchange, in the thread: 0 or an exit code */
+static int exchange_one(struct tier1_exchange *x)
+{
+	struct iovec out[2], in[2];
+	char err[1024];
+	float *r;
+	int rc;
+
+	ckpt_async_copied(x->own);
+	r = ckpt_async_claim(x->rep, err, sizeof(err));
+	if (!r) {
+		sigma_error("tier 1: replica: %s", err);
+		return TRAIN_EXIT_CANTCREAT;
+	}
+	out[0].iov_base = (void *)ckpt_async_staged(x->own);
+	out[0].iov_len = 3 * x->n * sizeof(float);
+	out[1].iov_base = &x->sst, out[1].iov_len = sizeof(x->sst);
+	in[0].iov_base = r, in[0].iov_len = 3 * x->rn * sizeof(float);
+	in[1].iov_base = &x->rst, in[1].iov_len = sizeof(x->rst);
+	if (x->pause_ms && x->sst.step == x->pause_step) {
+		printf("tier 1: step %ld: the replica to rank %d pauses %u ms halfway (SIGMA_REPLICA_INJECT)\n",
+		       x->sst.step, x->buddy, x->pause_ms);
+		fflush(stdout);
+		replica_link_pause_next(x->link, x->pause_ms);
+	}
+	rc = replica_link_swap(x->link, out, 2, in, 2, err, sizeof(err));
+	if (rc == 0 && x->rst.step != x->sst.step)
+		rc = sigma_set_err(err, sizeof(err), EPROTO,
+				   "rank %d sent step %ld", x->from,
+				   x->rst.step);
+	if (rc) {
+		sigma_error("tier 1: step %ld: the replica exchange (to rank %d, from rank %d) failed: %s",
+			    x->sst.step, x->buddy, x->from, err);
+		return TRAIN_EXIT_PEER;
+	}
+	ckpt_async_commit(x->rep, &x->rst);
+	return 0;
+}
+
+static void *exchanger(void *arg)
+{
+	struct tier1_exchange *x = arg;
+
+	pthread_mutex_lock(&x->mu);
+	for (;;) {
+		int code;
+
+		while (!x->posted && !x->stop)
+			pthread_cond_wait(&x->cv, &x->mu);
+		if (!x->posted)
+			break;
+		x->posted = false;
+		pthread_mutex_unlock(&x->mu);
+		code = x->code ? 0 : exchange_one(x);
+		pthread_mutex_lock(&x->mu);
+		x->busy = false;
+		if (code && !x->code)
+			x->code = code;
+		pthread_cond_broadcast(&x->cv);
+	}
+	pthread_mutex_unlock(&x->mu);
+	return NULL;
+}
+
+/* until no exchange is in flight: its exit code, or an earlier one's */
+static int exchange_wait(struct tier1_exchange *x)
+{
+	int code;
+
+	if (!x)
+		return 0;
+	pthread_mutex_lock(&x->mu);
+	while (x->busy)
+		pthread_cond_wait(&x->cv, &x->mu);
+	code = x->code;
+	pthread_mutex_unlock(&x->mu);
+	return code;
+}
+
+/* without waiting: the exit code of an exchange that failed, or 0 */
+static int exchange_failed(struct tier1_exchange *x)
+{
+	int code;
+
+	if (!x)
+		return 0;
+	pthread_mutex_lock(&x->mu);
+	code = x->code;
+	pthread_mutex_unlock(&x->mu);
+	return code;
+}
+
+static void exchange_post(struct tier1_exchange *x,
+			  const struct ckpt_state *st)
+{
+	pthread_mutex_lock(&x->mu);
+	x->sst = *st; /* st changes with the next step */
+	x->posted = x->busy = true;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->mu);
+}
+
+static void exchange_destroy(struct tier1_exchange *x)
+{
+	if (!x)
+		return;
+	if (x->th) {
+		pthread_mutex_lock(&x->mu);
+		x->stop = true;
+		pthread_cond_broadcast(&x->cv);
+		pthread_mutex_unlock(&x->mu);
+		pthread_join(x->th, NULL);
+	}
+	pthread_cond_destroy(&x->cv);
+	pthread_mutex_destroy(&x->mu);
+	replica_link_close(x->link);
+	free(x);
+}
+
+/* SIGMA_REPLICA_INJECT=STEP:MS: the drill's pause; 0 or -EINVAL */
+static int exchange_inject(struct tier1_exchange *x)
+{
+	const char *s = getenv("SIGMA_REPLICA_INJECT");
+	char step[32];
+	const char *colon;
+	long ms;
+
+	x->pause_step = -1;
+	if (!s || !*s)
+		return 0;
+	colon = strchr(s, ':');
+	if (!colon || (size_t)(colon - s) >= sizeof(step))
+		goto bad;
+	memcpy(step, s, (size_t)(colon - s));
+	step[colon - s] = '\0';
+	if (sigma_parse_long(step, 0, LONG_MAX, &x->pause_step) ||
+	    sigma_parse_long(colon + 1, 1, 600000, &ms))
+		goto bad;
+	x->pause_ms = (unsigned)ms;
+	return 0;
+bad:
+	sigma_error("SIGMA_REPLICA_INJECT=%s: want STEP:MS (a step, and 1 to 600000 ms)",
+		    s);
+	return -EINVAL;
+}
+
+/*
+ * The link to the buddies, every rank together: each listens, publishes
+ * its address through PMIx, connects to its buddy and takes from's
+ * connection; then the thread starts. 0 or -errno after printing why.
+ */
+static int exchange_open(struct tier1 *t, struct dist *d, size_t n,
+			 size_t rn)
+{
+	struct tier1_exchange *x = calloc(1, sizeof(*x));
+	struct replica_addr me, at;
+	struct comm_options co;
+	char key[64], err[1024];
+	size_t got = 0;
+	int rc;
+
+	if (!x) {
+		sigma_error("tier 1: out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->cv, NULL);
+	x->own = t->own, x->rep = t->rep;
+	x->n = n, x->rn = rn;
+	x->buddy = t->buddy, x->from = t->from;
+	t->x = x;
+	if ((rc = exchange_inject(x)))
+		return rc;
+	rc = comm_options_default(&co, err, sizeof(err));
+	if (rc == 0)
+		rc = replica_link_listen(&x->link, d->rank, co.timeout_s, &me,
+					 err, sizeof(err));
+	if (rc == 0)
+		rc = sigma_snprintf(key, sizeof(key), "sigma.replica.%lu",
+				    d->boot.seq++);
+	if (rc == 0 && ((rc = boot_put(&d->boot, key, &me, sizeof(me))) ||
+			(rc = boot_commit(&d->boot)) ||
+			(rc = boot_fence(&d->boot)) ||
+			(rc = boot_get(&d->boot, t->buddy, key, &at, sizeof(at),
+				       &got))))
+		sigma_set_err(err, sizeof(err), rc,
+			      "publishing the replica's address: %s",
+			      strerror(-rc));
+	if (rc == 0 && got != sizeof(at))
+		rc = sigma_set_err(err, sizeof(err), EPROTO,
+				   "rank %d published an address of %zu bytes",
+				   t->buddy, got);
+	if (rc == 0)
+		rc = replica_link_join(x->link, t->buddy, &at, t->from, err,
+				       sizeof(err));
+	if (rc == 0 && (rc = -pthread_create(&x->th, NULL, exchanger, x)))
+		sigma_set_err(err, sizeof(err), rc, "thread: %s",
+			      strerror(-rc));
+	if (rc)
+		sigma_error("tier 1: the replica link (to rank %d, from rank %d): %s",
+			    t->buddy, t->from, err);
+	return rc;
+}
+
+int tier1_open(struct tier1 *t, const struct tiers_conf *o, struct dist *d,
+	       const struct model *m, const char *run)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	char err[1024];
@@ -78,15 +308,20 @@ int tier1_open(struct tier1 *t, const struct tiers_conf *o,
 		rc = ckpt_async_create(&t->rep, t->rep_dir, o->local_keep, 3,
 				       200, t->from_shard ? t->from_shard : m,
 				       err, sizeof(err));
-	if (rc)
+	if (rc) {
 		sigma_error("tier 1: %s", err);
+		return rc;
+	}
+	if (t->buddy >= 0)
+		rc = exchange_open(t, d, m->nparams,
+				   (t->from_shard ? t->from_shard : m)->nparams);
 	return rc;
 }
 
 int tier1_wait(struct tier1 *t)
 {
 	struct ckpt_times ct = { 0 };
-	int x = tier1_finish(t, &ct) ? -EIO : 0;
+	int x = tier1_exchanged(t, &ct) ? -EIO : 0;
 	int a = tier2_wait(t->own), b = tier2_wait(t->rep);
 
 	return x ?: a ?: b;
@@ -95,6 +330,8 @@ int tier1_wait(struct tier1 *t)
 void tier1_close(struct tier1 *t)
 {
 	tier1_wait(t);
+	exchange_destroy(t->x);
+	t->x = NULL;
 	ckpt_async_destroy(t->own);
 	ckpt_async_destroy(t->rep);
 	t->own = t->rep = NULL;
@@ -102,74 +339,12 @@ void tier1_close(struct tier1 *t)
 	t->from_shard = NULL;
 }
 
-/* the replica exchange of step st started: this rank's state (live, NULL:
- * the staged copy) to the buddy, from's into its replica, completed by
- * tier1_finish; an exit code or 0 */
-static int exchange(struct tier1 *t, struct dist *d, const struct model *m,
-		    const struct model *live, const struct ckpt_state *st)
-{
-	const size_t n = m->nparams;
-	const size_t rn = (t->from_shard ? t->from_shard : m)->nparams;
-	const float *own = ckpt_async_staged(t->own);
-	const float *blk[3] = { own, own + n, own + 2 * n };
-	char err[1024];
-	float *r;
-	int rc = 0;
-
-	if (live) { /* host memory that nothing changes meanwhile */
-		blk[0] = live->params, blk[1] = live->m, blk[2] = live->v;
-	}
-	r = ckpt_async_claim(t->rep, err, sizeof(err));
-	if (!r) {
-		sigma_error("tier 1: replica: %s", err);
-		return TRAIN_EXIT_CANTCREAT;
-	}
-	t->sst = *st; /* st changes with the next step */
-	for (int b = 0; b < 3 && rc == 0; b++)
-		rc = comm_isendrecv(d->world, blk[b], n, t->buddy, r + b * rn,
-				    rn, t->from, COMM_F32,
-				    SIGMA_TAG_REPLICA_SHARD, &t->xreq[b]);
-	if (rc == 0)
-		rc = comm_isendrecv(d->world, &t->sst, sizeof(t->sst), t->buddy,
-				    &t->rst, sizeof(t->rst), t->from, COMM_U8,
-				    SIGMA_TAG_REPLICA_STATE, &t->xreq[3]);
-	t->exchanging = true;
-	if (rc) {
-		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
-			    st->step, t->buddy, strerror(-rc));
-		return TRAIN_EXIT_PEER;
-	}
-	return 0;
-}
-
-/* the exchange of the last save has arrived: the replica to its writer */
-static int exchange_end(struct tier1 *t)
-{
-	int rc = 0;
-
-	if (!t->exchanging)
-		return 0;
-	t->exchanging = false;
-	for (int b = 0; b < 4; b++) {
-		int w = t->xreq[b].c ? comm_wait(&t->xreq[b]) : 0;
-
-		rc = rc ?: w;
-	}
-	if (rc) {
-		sigma_error("tier 1: step %ld: replication to rank %d failed: %s",
-			    t->sst.step, t->buddy, strerror(-rc));
-		return TRAIN_EXIT_PEER;
-	}
-	ckpt_async_commit(t->rep, &t->rst);
-	return 0;
-}
-
 /*
- * Stage and write locally in the background, and swap replicas with the
- * buddies. A model in host memory is copied by the writer thread while
- * the next step computes (tier1_finish waits for it before the weights
- * change), and the replicas travel straight from the model; otherwise
- * the copy is made here and the replicas travel from it.
+ * Stage and write locally in the background, and hand the copy to the
+ * exchange thread. A model in host memory is copied by the writer thread
+ * while the next step computes (tier1_finish waits for it before the
+ * weights change); otherwise the copy is made here. Either way the
+ * replicas travel from the copy, beside the next steps.
  */
 int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct)
@@ -181,6 +356,9 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	char err[1024];
 	int rc;
 
+	/* the last exchange still reads the stage: it ends first */
+	if ((rc = exchange_wait(t->x)))
+		return rc;
 	if (m->zero) {
 		rc = tier2_submit_gathered(t->own, d, m, st, &cs.stall_ms, err,
 					   sizeof(err));
@@ -200,31 +378,52 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 		ckpt_async_stats(t->own, &cs);
 	}
 	t->inflight = lazy;
-	rc = t->buddy >= 0 ? exchange(t, d, m, lazy ? m : NULL, st) : 0;
-	/* starting the replica's exchange stalls training too */
-	ct->stall_ms = t->buddy >= 0 ? (double)(sigma_now_ms() - t0)
-				     : cs.stall_ms;
+	if (t->x)
+		exchange_post(t->x, st);
+	/* with a buddy, a wait for the last exchange stalls training too */
+	ct->stall_ms = t->x ? (double)(sigma_now_ms() - t0) : cs.stall_ms;
 	ct->t1_saves++;
 	ct->t1_stall_sum_ms += ct->stall_ms;
 	ct->t1_stall_max_ms = fmax(ct->t1_stall_max_ms, ct->stall_ms);
-	return rc;
+	return 0;
+}
+
+/* the wait since t0, a stall of the last save's */
+static void stalled(struct ckpt_times *ct, uint64_t t0)
+{
+	double w = (double)(sigma_now_ms() - t0);
+
+	ct->stall_ms += w;
+	ct->t1_stall_sum_ms += w;
+	ct->t1_stall_max_ms = fmax(ct->t1_stall_max_ms, ct->stall_ms);
 }
 
 int tier1_finish(struct tier1 *t, struct ckpt_times *ct)
 {
 	uint64_t t0 = sigma_now_ms();
-	double w;
-	int rc;
 
-	if (!t->inflight && !t->exchanging)
-		return 0;
-	if (t->inflight)
+	if (t->inflight) {
 		ckpt_async_copied(t->own);
-	t->inflight = false;
-	rc = exchange_end(t);
-	w = (double)(sigma_now_ms() - t0);
-	ct->stall_ms += w;
-	ct->t1_stall_sum_ms += w;
-	ct->t1_stall_max_ms = fmax(ct->t1_stall_max_ms, ct->stall_ms);
-	return rc;
+		t->inflight = false;
+		stalled(ct, t0);
+	}
+	return exchange_failed(t->x);
+}
+
+int tier1_exchanged(struct tier1 *t, struct ckpt_times *ct)
+{
+	uint64_t t0;
+	int code = tier1_finish(t, ct);
+	bool busy;
+
+	if (code || !t->x)
+		return code;
+	t0 = sigma_now_ms();
+	pthread_mutex_lock(&t->x->mu);
+	busy = t->x->busy;
+	pthread_mutex_unlock(&t->x->mu);
+	code = exchange_wait(t->x);
+	if (busy)
+		stalled(ct, t0);
+	return code;
 }

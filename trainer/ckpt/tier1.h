@@ -10,6 +10,8 @@
 
 #include <limits.h>
 
+#include <stdbool.h>
+
 #include "ckpt.h"
 #include "dist.h"
 #include "tiers_conf.h"
@@ -25,32 +27,32 @@ struct tier1 {
 	struct model *from_shard;
 	/* a save whose copy the writer thread is still making */
 	bool inflight;
-	/* the replica exchange of the last save, still travelling: the
-	 * parameters and both moments, then the state (received in rst) */
-	struct comm_request xreq[4];
-	struct ckpt_state sst, rst; /* the state sent and received */
-	bool exchanging;
+	struct tier1_exchange *x; /* the replicas' thread; NULL: no buddy */
 };
-
 /* the rank this one sends its copies to, and the one whose replica it
  * keeps (the same place on the next and the previous node); -1: none */
 void tier1_buddies(const struct dist *d, int *buddy, int *from);
 
-/* this rank's directories, cleared of another run's copies, and their
- * writers; 0 or -errno after printing why */
-int tier1_open(struct tier1 *t, const struct tiers_conf *o,
-	       const struct dist *d, const struct model *m, const char *run);
+/* this rank's directories, cleared of another run's copies, their
+ * writers, and the replica link to the buddies (every rank together:
+ * the addresses go through PMIx); 0 or -errno after printing why */
+int tier1_open(struct tier1 *t, const struct tiers_conf *o, struct dist *d,
+	       const struct model *m, const char *run);
 
-/* stage, write locally in the background, and start the swap of copies
- * with the buddies; both overlap the next step (the copy for a model in
- * host memory) until tier1_finish; 0 or an exit code after printing why */
+/* stage, write locally in the background, and hand the staged copy to
+ * the exchange thread, which swaps it with the buddies over a transport
+ * of its own (replica_link.h) while the next steps compute; a save waits
+ * for the last one's exchange. 0 or an exit code after printing why */
 int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct);
 /* before anything changes the model's parameters or moments again: the
- * copy of the last save is made and its replicas have arrived (the
- * replica goes to its writer); the wait is added to ct->stall_ms. 0 or
- * an exit code (76: the exchange failed) */
+ * copy of the last save is made; the wait is added to ct->stall_ms. 0 or
+ * an exit code (76: an exchange failed) */
 int tier1_finish(struct tier1 *t, struct ckpt_times *ct);
+/* the copy is made and the last exchange has ended, its replica handed
+ * to the replica's writer (the end, a stop, an expert move, a rollback);
+ * the wait is a stall too. 0 or an exit code (76: it failed) */
+int tier1_exchanged(struct tier1 *t, struct ckpt_times *ct);
 
 /* both writes in flight are on disk (or reported): 0 or -errno */
 int tier1_wait(struct tier1 *t);

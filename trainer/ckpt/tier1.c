@@ -50,7 +50,7 @@ struct tier1_exchange {
 	struct replica_link *link;
 	struct ckpt_async *own, *rep;
 	size_t n, rn; /* floats of a block sent, received */
-	int buddy, from;
+	int rank, buddy, from;
 	long pause_step; /* SIGMA_REPLICA_INJECT=STEP:MS, -1: none */
 	unsigned pause_ms;
 	pthread_t th;
@@ -81,9 +81,8 @@ static int exchange_one(struct tier1_exchange *x)
 	in[0].iov_base = r, in[0].iov_len = 3 * x->rn * sizeof(float);
 	in[1].iov_base = &x->rst, in[1].iov_len = sizeof(x->rst);
 	if (x->pause_ms && x->sst.step == x->pause_step) {
-		printf("tier 1: step %ld: the replica to rank %d pauses %u ms halfway (SIGMA_REPLICA_INJECT)\n",
-		       x->sst.step, x->buddy, x->pause_ms);
-		fflush(stdout);
+		sigma_info("rank %d: tier 1: step %ld: the replica to rank %d pauses %u ms halfway (SIGMA_REPLICA_INJECT)",
+			   x->rank, x->sst.step, x->buddy, x->pause_ms);
 		replica_link_pause_next(x->link, x->pause_ms);
 	}
 	rc = replica_link_swap(x->link, out, 2, in, 2, err, sizeof(err));
@@ -230,7 +229,7 @@ static int exchange_open(struct tier1 *t, struct dist *d, size_t n,
 	pthread_cond_init(&x->cv, NULL);
 	x->own = t->own, x->rep = t->rep;
 	x->n = n, x->rn = rn;
-	x->buddy = t->buddy, x->from = t->from;
+	x->rank = d->rank, x->buddy = t->buddy, x->from = t->from;
 	t->x = x;
 	if ((rc = exchange_inject(x)))
 		return rc;

@@ -130,7 +130,7 @@ int sigma_rt_straggler_open(struct sigma_rt_straggler **s, int nranks,
 }
 
 /* the window's medians, the ranks' median, and the judgement of each */
-static int judge(struct sigma_rt_straggler *s,
+static int judge(struct sigma_rt_straggler *s, long step,
 		 struct sigma_rt_straggler_event *ev)
 {
 	double *med = malloc(sizeof(double) * 3 * (size_t)s->n);
@@ -156,7 +156,8 @@ static int judge(struct sigma_rt_straggler *s,
 		}
 		if (ev)
 			ev[nev] = (struct sigma_rt_straggler_event){
-			    .rank = r, .slow = now > 0, .ratio = s->ratio[r]};
+			    .rank = r, .slow = now > 0, .ratio = s->ratio[r],
+			    .step = step};
 		nev++;
 	}
 	free(med);
@@ -169,7 +170,6 @@ int sigma_rt_straggler_record(struct sigma_rt_straggler *s, long step,
 {
 	double *row;
 
-	(void)step;
 	slow_report_reap();
 	if (nranks != s->n)
 		return -EINVAL;
@@ -183,7 +183,7 @@ int sigma_rt_straggler_record(struct sigma_rt_straggler *s, long step,
 		s->nwin++;
 	if (s->nwin < s->set.window)
 		return 0; /* a full window first */
-	return judge(s, ev);
+	return judge(s, step, ev);
 }
 
 int sigma_rt_straggler_slow(const struct sigma_rt_straggler *s, int rank)

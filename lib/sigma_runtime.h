@@ -185,6 +185,7 @@ struct sigma_rt_straggler_event {
 	int rank;     /* the rank that changed */
 	int slow;     /* 1 now slow, 0 no longer slow */
 	double ratio; /* its median over the ranks' median */
+	long step;    /* the step whose record changed it */
 };
 
 /*
@@ -199,8 +200,8 @@ int sigma_rt_straggler_open(struct sigma_rt_straggler **s, int nranks,
 
 /*
  * The busy seconds of every rank, busy[nranks], for one step. Fills ev[]
- * (room for nranks events) with the ranks whose state changed and
- * returns how many; -EINVAL (a negative or non-finite time, nranks
+ * (room for nranks events) with the ranks whose state changed at this
+ * step and returns how many; -EINVAL (a negative or non-finite time, nranks
  * differs) with nothing recorded.
  */
 int sigma_rt_straggler_record(struct sigma_rt_straggler *s, long step,

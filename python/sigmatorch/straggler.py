@@ -22,7 +22,7 @@ from . import _lib
 
 class _Event(ctypes.Structure):
     _fields_ = [("rank", ctypes.c_int), ("slow", ctypes.c_int),
-                ("ratio", ctypes.c_double)]
+                ("ratio", ctypes.c_double), ("step", ctypes.c_long)]
 
 
 def _world():

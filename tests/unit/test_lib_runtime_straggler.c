@@ -125,6 +125,7 @@ static void test_found_and_cleared(void **state)
 			assert_int_equal(n, 1);
 			assert_int_equal(ev[0].rank, 2);
 			assert_int_equal(ev[0].slow, 1);
+			assert_int_equal(ev[0].step, k);
 			assert_true(ev[0].ratio > 1.9 && ev[0].ratio < 2.1);
 			found = k;
 		}
@@ -144,6 +145,7 @@ static void test_found_and_cleared(void **state)
 			assert_int_equal(n, 1);
 			assert_int_equal(ev[0].rank, 2);
 			assert_int_equal(ev[0].slow, 0);
+			assert_int_equal(ev[0].step, k);
 			cleared = k;
 		}
 	}

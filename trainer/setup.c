@@ -250,6 +250,11 @@ static void setup_state(struct trainer *t)
 						sizeof(*d->pl.owner) *
 						    (size_t)d->pl.L * d->pl.E) &
 				    0xffffffffu));
+	/* split moments: a tier-1 copy holds its rank's blocks alone, which
+	 * only the same split reads back */
+	if (t->m->zero)
+		snprintf(st->layout + strlen(st->layout),
+			 sizeof(st->layout) - strlen(st->layout), " zero=1");
 }
 
 /* the run, tier 1's directories, and where this start begins */

@@ -292,7 +292,8 @@ void ckpt_async_inject_failures(struct ckpt_async *w, int n);
 /*
  * Staging from elsewhere (a replica received from a peer): claim waits
  * for the write in flight and returns the stage (3 * nparams floats) to
- * fill, or NULL with err as submit; commit hands it to the writer.
+ * fill, or NULL with err as submit; commit hands it to the writer, as
+ * copied (ckpt_async_copied returns at once).
  * staged: the stage of the last submit, read-only until the next one.
  */
 float *ckpt_async_claim(struct ckpt_async *w, char *err, size_t len);

@@ -467,6 +467,7 @@ void ckpt_async_commit(struct ckpt_async *w, const struct ckpt_state *st)
 	pthread_mutex_lock(&w->mu);
 	w->st = *st;
 	w->diff = false;
+	w->copied = true; /* the claimer filled the stage */
 	w->pending = true;
 	w->stats.submits++;
 	pthread_cond_broadcast(&w->cv);

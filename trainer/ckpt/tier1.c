@@ -339,18 +339,38 @@ void tier1_close(struct tier1 *t)
 }
 
 /*
+ * Split moments (--zero 1): the copy holds the parameters and this rank's
+ * blocks of the moments, zeros elsewhere, with nothing gathered. Only this
+ * rank, in this layout (its name says " zero=1"), reads it back, and
+ * model_moments_load takes exactly those blocks.
+ */
+static int stage_own_blocks(struct ckpt_async *w, const struct model *m,
+			    const struct ckpt_state *st, char *err, size_t len)
+{
+	const size_t n = m->nparams;
+	float *s = ckpt_async_claim(w, err, len);
+
+	if (!s)
+		return -EIO;
+	m->ops->to_host(s, m->params, sizeof(float) * n);
+	memset(s + n, 0, sizeof(float) * 2 * n);
+	model_moments_store(m, s + n, s + 2 * n);
+	ckpt_async_commit(w, st);
+	return 0;
+}
+
+/*
  * Stage and write locally in the background, and hand the copy to the
  * exchange thread. A model in host memory is copied by the writer thread
  * while the next step computes (tier1_finish waits for it before the
  * weights change); otherwise the copy is made here. Either way the
  * replicas travel from the copy, beside the next steps.
  */
-int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+int tier1_save(struct tier1 *t, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct)
 {
 	struct ckpt_async_stats cs;
 	uint64_t t0 = sigma_now_ms();
-	/* split moments are gathered here, by every rank together */
 	bool lazy = m->ops == &sigma_ops_cpu && !m->zero;
 	char err[1024];
 	int rc;
@@ -359,13 +379,12 @@ int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
 	if ((rc = exchange_wait(t->x)))
 		return rc;
 	if (m->zero) {
-		rc = tier2_submit_gathered(t->own, d, m, st, &cs.stall_ms, err,
-					   sizeof(err));
-		if (rc) {
+		if ((rc = stage_own_blocks(t->own, m, st, err, sizeof(err)))) {
 			sigma_error("tier 1: %s", err);
-			return rc == -ECANCELED ? TRAIN_EXIT_CANTCREAT
-						: TRAIN_EXIT_PEER;
+			return TRAIN_EXIT_CANTCREAT;
 		}
+		ckpt_async_stats(t->own, &cs);
+		cs.stall_ms = (double)(sigma_now_ms() - t0);
 	} else {
 		rc = lazy ? ckpt_async_submit_lazy(t->own, m, st, err,
 						   sizeof(err))

@@ -42,8 +42,10 @@ int tier1_open(struct tier1 *t, const struct tiers_conf *o, struct dist *d,
 /* stage, write locally in the background, and hand the staged copy to
  * the exchange thread, which swaps it with the buddies over a transport
  * of its own (replica_link.h) while the next steps compute; a save waits
- * for the last one's exchange. 0 or an exit code after printing why */
-int tier1_save(struct tier1 *t, struct dist *d, const struct model *m,
+ * for the last one's exchange. With split moments the copy holds this
+ * rank's blocks of them alone (zeros elsewhere): nothing is gathered.
+ * 0 or an exit code after printing why */
+int tier1_save(struct tier1 *t, const struct model *m,
 	       const struct ckpt_state *st, struct ckpt_times *ct);
 /* before anything changes the model's parameters or moments again: the
  * copy of the last save is made; the wait is added to ct->stall_ms. 0 or

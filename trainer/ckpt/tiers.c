@@ -177,7 +177,7 @@ int tiers_after_step(struct tiers *tr, long done, bool stop, bool last,
 	if ((code = shared_settle(tr, due.full)))
 		return code;
 	if (due.tier1) {
-		code = tier1_save(&tr->t1, d, tr->m, st, &tr->ct);
+		code = tier1_save(&tr->t1, tr->m, st, &tr->ct);
 		/* at the end or a stop, nothing follows to overlap */
 		if (code == 0 && last)
 			code = tier1_finish(&tr->t1, &tr->ct);

@@ -66,4 +66,20 @@ same_state "$d/ref/$(printf 'ckpt-%08d.h5' "$STEPS")" \
 old=$(ls "$d/local/n5/rank-3" | grep -v -- '-a1\.h5\(\.seal\)\{0,1\}$' | grep -vx run)
 [ -z "$old" ] || fail "n5 holds files of attempt 0: $old"
 log "resumed at step $s from tier 1, bitwise equal at step $STEPS, attempt 1 in the names"
+
+# split moments: each tier-1 copy holds its rank's blocks alone, so a run
+# that splits them otherwise must not take it (it would load zeros), even
+# where tier 1 is the newest: the shared step 40 is put aside
+case ${CKPT_LAYOUT-} in *--zero*)
+	log "attempt 2 without --zero, the shared step $STEPS aside: not the copies of blocks"
+	mkdir "$d/aside" && mv "$d/t"/ckpt-*-a1.h5* "$d/aside/"
+	ARGS=${ARGS/--zero 1/} SIGMA_ATTEMPT=2 run4 t n1,n2,n3,n5 0 \
+		--local-ckpt-dir "$d/local" --steps $((STEPS + 2))
+	line=$(grep '^resume: ' "$d/t.out" | tail -n 1)
+	case $line in
+	"resume: tier 1"*) fail "a run without --zero took tier 1's blocks: $line" ;;
+	*"tier 1: the layout changed"*) log "$line" ;;
+	*) fail "not refused for its layout: $line" ;;
+	esac ;;
+esac
 exit 0

@@ -124,29 +124,23 @@ static void *exchanger(void *arg)
 	return NULL;
 }
 
-/* until no exchange is in flight: its exit code, or an earlier one's */
-static int exchange_wait(struct tier1_exchange *x)
+/*
+ * The exit code of an exchange that failed, or 0; with wait, once no
+ * exchange is in flight (*waited, when not NULL: one was).
+ */
+static int exchange_code(struct tier1_exchange *x, bool wait, bool *waited)
 {
 	int code;
 
+	if (waited)
+		*waited = false;
 	if (!x)
 		return 0;
 	pthread_mutex_lock(&x->mu);
-	while (x->busy)
+	if (waited)
+		*waited = x->busy;
+	while (wait && x->busy)
 		pthread_cond_wait(&x->cv, &x->mu);
-	code = x->code;
-	pthread_mutex_unlock(&x->mu);
-	return code;
-}
-
-/* without waiting: the exit code of an exchange that failed, or 0 */
-static int exchange_failed(struct tier1_exchange *x)
-{
-	int code;
-
-	if (!x)
-		return 0;
-	pthread_mutex_lock(&x->mu);
 	code = x->code;
 	pthread_mutex_unlock(&x->mu);
 	return code;
@@ -376,7 +370,7 @@ int tier1_save(struct tier1 *t, const struct model *m,
 	int rc;
 
 	/* the last exchange still reads the stage: it ends first */
-	if ((rc = exchange_wait(t->x)))
+	if ((rc = exchange_code(t->x, true, NULL)))
 		return rc;
 	if (m->zero) {
 		if ((rc = stage_own_blocks(t->own, m, st, err, sizeof(err)))) {
@@ -425,23 +419,20 @@ int tier1_finish(struct tier1 *t, struct ckpt_times *ct)
 		t->inflight = false;
 		stalled(ct, t0);
 	}
-	return exchange_failed(t->x);
+	return exchange_code(t->x, false, NULL);
 }
 
 int tier1_exchanged(struct tier1 *t, struct ckpt_times *ct)
 {
 	uint64_t t0;
 	int code = tier1_finish(t, ct);
-	bool busy;
+	bool waited;
 
-	if (code || !t->x)
+	if (code)
 		return code;
 	t0 = sigma_now_ms();
-	pthread_mutex_lock(&t->x->mu);
-	busy = t->x->busy;
-	pthread_mutex_unlock(&t->x->mu);
-	code = exchange_wait(t->x);
-	if (busy)
+	code = exchange_code(t->x, true, &waited);
+	if (waited)
 		stalled(ct, t0);
 	return code;
 }

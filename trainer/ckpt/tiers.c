@@ -178,9 +178,10 @@ int tiers_after_step(struct tiers *tr, long done, bool stop, bool last,
 		return code;
 	if (due.tier1) {
 		code = tier1_save(&tr->t1, tr->m, st, &tr->ct);
-		/* at the end or a stop, nothing follows to overlap */
+		/* at the end or a stop, nothing follows to overlap: the
+		 * copy and its replicas are complete before anything else */
 		if (code == 0 && last)
-			code = tier1_finish(&tr->t1, &tr->ct);
+			code = tier1_exchanged(&tr->t1, &tr->ct);
 		if (code)
 			return code;
 	}
@@ -209,7 +210,7 @@ int tiers_quiesce(struct tiers *tr)
 {
 	int code;
 
-	if ((code = tier1_finish(&tr->t1, &tr->ct)) ||
+	if ((code = tier1_exchanged(&tr->t1, &tr->ct)) ||
 	    (code = shared_settle(tr, true)))
 		return code;
 	if (tier2_wait(tr->aw))

@@ -54,6 +54,7 @@ struct tier1_exchange {
 	long pause_step; /* SIGMA_REPLICA_INJECT=STEP:MS, -1: none */
 	unsigned pause_ms;
 	pthread_t th;
+	bool started; /* th runs */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool posted, busy, stop;
@@ -160,7 +161,7 @@ static void exchange_destroy(struct tier1_exchange *x)
 {
 	if (!x)
 		return;
-	if (x->th) {
+	if (x->started) {
 		pthread_mutex_lock(&x->mu);
 		x->stop = true;
 		pthread_cond_broadcast(&x->cv);
@@ -252,6 +253,7 @@ static int exchange_open(struct tier1 *t, struct dist *d, size_t n,
 	if (rc == 0 && (rc = -pthread_create(&x->th, NULL, exchanger, x)))
 		sigma_set_err(err, sizeof(err), rc, "thread: %s",
 			      strerror(-rc));
+	x->started = rc == 0;
 	if (rc)
 		sigma_error("tier 1: the replica link (to rank %d, from rank %d): %s",
 			    t->buddy, t->from, err);

@@ -6,7 +6,9 @@
  *   - a connection with another token, or from another rank, is refused
  *     and the right peer's is still taken;
  *   - a peer that announces another length, closes mid-replica, or goes
- *     silent: each an error that says so, never a replica taken as whole.
+ *     silent: each an error that says so, never a replica taken as whole;
+ *   - the buddy reset once it has all it was sent, while the other peer
+ *     still sends: the swap completes.
  *
  * The peer in the last cases is a raw socket the test drives itself.
  */
@@ -284,6 +286,51 @@ static void test_closed_mid_replica(void **state)
 	raw_teardown(&r);
 }
 
+/* the raw buddy: takes all it is sent, resets the connection, and then
+ * the raw from sends its part */
+static void *buddy_resets(void *arg)
+{
+	struct raw *r = arg;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct head hd = { .bytes = 64 };
+	char buf[sizeof(struct head) + 64], part[64] = { 1 };
+	size_t got = 0;
+
+	while (got < sizeof(buf)) {
+		ssize_t k = read(r->buddy_fd, buf + got, sizeof(buf) - got);
+
+		if (k <= 0)
+			return NULL;
+		got += (size_t)k;
+	}
+	setsockopt(r->buddy_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(r->buddy_fd);
+	r->buddy_fd = -1;
+	usleep(200 * 1000);
+	memcpy(hd.magic, "SIGMA-RS", 8);
+	if (write(r->from_fd, &hd, sizeof(hd)) != sizeof(hd) ||
+	    write(r->from_fd, part, sizeof(part)) != sizeof(part))
+		return NULL;
+	return r;
+}
+
+static void test_buddy_gone_after_its_part(void **state)
+{
+	struct raw r;
+	struct hello h;
+	pthread_t th;
+	void *ok = NULL;
+
+	(void)state;
+	raw_setup(&r, 10, false);
+	assert_int_equal(read(r.buddy_fd, &h, sizeof(h)), sizeof(h));
+	assert_int_equal(pthread_create(&th, NULL, buddy_resets, &r), 0);
+	assert_int_equal(raw_swap(&r, 64), 0);
+	pthread_join(th, &ok);
+	assert_non_null(ok);
+	raw_teardown(&r);
+}
+
 static void test_silent_peer(void **state)
 {
 	struct raw r;
@@ -302,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_strangers_refused),
 		cmocka_unit_test(test_wrong_length),
 		cmocka_unit_test(test_closed_mid_replica),
+		cmocka_unit_test(test_buddy_gone_after_its_part),
 		cmocka_unit_test(test_silent_peer),
 	};
 

@@ -380,10 +380,12 @@ int replica_link_swap(struct replica_link *l, const struct iovec *out,
 			  (uint64_t)last + (uint64_t)l->timeout_ms)))
 		goto fail;
 	while (so.done < so.total || rh.done < rh.total || ri.done < ri.total) {
-		struct pollfd p[2] = { { .fd = l->out }, { .fd = l->in } };
+		/* a direction that is done is left out: its peer may hang
+		 * up meanwhile, which is not this swap's business */
+		struct pollfd p[2] = { { .fd = -1 }, { .fd = -1 } };
 		int64_t now = (int64_t)sigma_now_ms();
 		int64_t wait = last + l->timeout_ms - now;
-		bool sending;
+		bool sending, receiving;
 		int n;
 
 		if (pause && so.done >= half) { /* the drill's pause */
@@ -392,8 +394,11 @@ int replica_link_swap(struct replica_link *l, const struct iovec *out,
 			pause = 0;
 		}
 		sending = so.done < so.total && now >= resume;
-		p[0].events = sending ? POLLOUT : 0;
-		p[1].events = rh.done < rh.total || ri.done < ri.total ? POLLIN : 0;
+		receiving = rh.done < rh.total || ri.done < ri.total;
+		if (sending)
+			p[0].fd = l->out, p[0].events = POLLOUT;
+		if (receiving)
+			p[1].fd = l->in, p[1].events = POLLIN;
 		if (!sending && so.done < so.total && resume - now + 1 < wait)
 			wait = resume - now + 1;
 		if (wait <= 0) {
@@ -407,12 +412,12 @@ int replica_link_swap(struct replica_link *l, const struct iovec *out,
 		}
 		if (n <= 0)
 			continue;
-		if (p[0].revents &&
+		if (sending && p[0].revents &&
 		    (rc = step(l->out, &so, true,
 			       pause && so.done < half ? half - so.done
 						       : (size_t)1 << 20)))
 			break;
-		if (!p[1].revents)
+		if (!receiving || !p[1].revents)
 			continue;
 		if (rh.done < rh.total) {
 			if ((rc = step(l->in, &rh, false, sizeof(theirs))))

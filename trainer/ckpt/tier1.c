@@ -438,3 +438,12 @@ int tier1_exchanged(struct tier1 *t, struct ckpt_times *ct)
 		stalled(ct, t0);
 	return code;
 }
+
+int tier1_flush(struct tier1 *t, struct ckpt_times *ct)
+{
+	struct ckpt_times end = { 0 };
+	int code = tier1_exchanged(t, &end);
+
+	ct->t1_end_ms += end.stall_ms;
+	return code;
+}

@@ -55,6 +55,9 @@ int tier1_finish(struct tier1 *t, struct ckpt_times *ct);
  * to the replica's writer (the end, a stop, an expert move, a rollback);
  * the wait is a stall too. 0 or an exit code (76: it failed) */
 int tier1_exchanged(struct tier1 *t, struct ckpt_times *ct);
+/* the same at the end of a run or a stop, where no step follows: the
+ * wait is the end's (ct->t1_end_ms), not a stall of training */
+int tier1_flush(struct tier1 *t, struct ckpt_times *ct);
 
 /* both writes in flight are on disk (or reported): 0 or -errno */
 int tier1_wait(struct tier1 *t);

@@ -17,9 +17,11 @@ struct ckpt_times {
 	double write_ms; /* the last write that finished */
 	long finished; /* writes finished (or given up) by the last row */
 	long finished1; /* the same, of the tier-1 writer */
-	/* this rank's tier-1 stalls over the run, for its summary */
+	/* this rank's tier-1 stalls over the run, for its summary, and the
+	 * waits for the last copy and its replicas at the end or a stop */
 	double t1_stall_sum_ms, t1_stall_max_ms;
 	long t1_saves;
+	double t1_end_ms;
 };
 
 /* a full checkpoint; base (or NULL): the differentials' base to move on */

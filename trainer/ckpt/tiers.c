@@ -181,7 +181,7 @@ int tiers_after_step(struct tiers *tr, long done, bool stop, bool last,
 		/* at the end or a stop, nothing follows to overlap: the
 		 * copy and its replicas are complete before anything else */
 		if (code == 0 && last)
-			code = tier1_exchanged(&tr->t1, &tr->ct);
+			code = tier1_flush(&tr->t1, &tr->ct);
 		if (code)
 			return code;
 	}
@@ -269,10 +269,11 @@ void tiers_summary(const struct tiers *tr, double ms)
 		return;
 	ckpt_async_stats(tr->t1.own, &cs);
 	stall = ct->t1_stall_sum_ms / (double)ct->t1_saves;
-	sigma_info("rank %d: tier 1: %ld saves, stall %.2f ms per save (%.2f%% of the step, largest %.2f ms), write %.2f ms per save in the background",
+	sigma_info("rank %d: tier 1: %ld saves, stall %.2f ms per save (%.2f%% of the step, largest %.2f ms), write %.2f ms per save in the background; the end waited %.2f ms for the last copy and its replicas",
 		   tr->d->rank, ct->t1_saves, stall,
 		   ms > 0 ? 100.0 * stall / ms : 0.0, ct->t1_stall_max_ms,
-		   cs.writes ? cs.total_write_ms / (double)cs.writes : 0.0);
+		   cs.writes ? cs.total_write_ms / (double)cs.writes : 0.0,
+		   ct->t1_end_ms);
 }
 
 int tiers_close(struct tiers *tr, int code)

@@ -9,7 +9,11 @@
 # the testbed writes outside its state directory; `down` removes them.
 
 CPU_CG_ROOT=${SIGMA_TESTBED_CPU_CGROUP:-/sys/fs/cgroup/cpu}
-CPU_PERIOD_US=100000
+# the CFS period the quota is spread over (1000 to 1000000 us). A node
+# whose quota is spent waits for the next period; at the kernel's default
+# of 100 ms that wait was longer than a training step, so a node at a
+# quarter of a core slowed a step 3.6 to 5 times, not 2 (docs/testbed.md)
+CPU_PERIOD_US=${SIGMA_TESTBED_CPU_PERIOD_US:-10000}
 NODE_CPU=""             # every node's share of a core; "" none
 declare -A NODE_CPU_OF=() # nI -> its own share
 
@@ -41,6 +45,9 @@ node_cpu_of() { echo "${NODE_CPU_OF[n$1]:-$NODE_CPU}"; }
 # the controller is there and writable, before anything starts
 node_cpu_check() {
 	[ -n "$NODE_CPU" ] || [ "${#NODE_CPU_OF[@]}" -gt 0 ] || return 0
+	if ! [[ "$CPU_PERIOD_US" =~ ^[0-9]{4,7}$ ]] || [ "$CPU_PERIOD_US" -lt 1000 ] || [ "$CPU_PERIOD_US" -gt 1000000 ]; then
+		die "SIGMA_TESTBED_CPU_PERIOD_US=$CPU_PERIOD_US: expected a CFS period of 1000 to 1000000 us"
+	fi
 	[ -f "$CPU_CG_ROOT/cpu.cfs_quota_us" ] ||
 		die "--node-cpu: no cgroup v1 CPU controller at $CPU_CG_ROOT (cpu.cfs_quota_us); set SIGMA_TESTBED_CPU_CGROUP to where it is mounted"
 	mkdir -p "$CPU_CG_ROOT/sigma-testbed-$PORT" 2>/dev/null ||

@@ -71,7 +71,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	struct model *m = t->m;
 	int r = d->me.dp_index, b = tuner_share(&t->tu, r), rc;
 	long slice = (long)d->lp.dp * t->B;
-	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, cpu0, t_step = now_ns();
+	uint64_t c0[DIST_NCOMM], t0, w0, busy, hold, msg0, cpu0;
 	struct tuner_step rec = { .dp_index = r, .seqs = d->micro * b };
 	struct dist_overlap ovl0;
 	double slow;
@@ -126,7 +126,6 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	rec.ovl = (struct dist_overlap){ d->ovl.waits - ovl0.waits,
 					 d->ovl.floats - ovl0.floats,
 					 d->ovl.ns - ovl0.ns };
-	rec.step_ns = now_ns() - t_step;
 	tuner_record(&t->tu, &rec);
 	return 0;
 }
@@ -345,6 +344,7 @@ static int step_tune(struct trainer *t, long done)
 	if (rc == 0 && tuner_comm_due(&t->tu))
 		rc = dist_bucket_probe(d, (size_t)tuner_comm_probe_floats(&t->tu),
 				       &t->tu.mine.ar);
+	tuner_clock_seal(&t->tu);
 	if (rc == 0 && d->size > 1)
 		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
 	else
@@ -397,6 +397,7 @@ int trainer_loop(struct trainer *t)
 	struct rusage ru;
 	int code;
 
+	tuner_clock_start(&t->tu);
 	for (long s = t->start; s < o->optim.steps; s++) {
 		long done = s + 1;
 		double val_ce;

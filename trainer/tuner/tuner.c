@@ -334,13 +334,14 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->strial.win = calloc((size_t)cfg->window, sizeof(double));
 	tu->ctrial.win = calloc((size_t)cfg->window, sizeof(double));
 	tu->prev_shares = calloc(n, sizeof(int));
+	tu->prev_basis = calloc(2 * n, sizeof(double));
 	tu->no_help = calloc(n, sizeof(bool));
 	tu->escalated = calloc(n, sizeof(bool));
 	tu->pace = calloc(n, sizeof(double));
 	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
 	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
 	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
-	    !tu->escalated || !tu->strial.win || !tu->ctrial.win || !tu->prev_shares || !tu->no_help ||
+	    !tu->escalated || !tu->strial.win || !tu->ctrial.win || !tu->prev_shares || !tu->prev_basis || !tu->no_help ||
 	    !tu->pace) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
@@ -390,6 +391,7 @@ void tuner_fini(struct tuner *tu)
 	free(tu->moved_at);
 	free(tu->strial.win);
 	free(tu->prev_shares);
+	free(tu->prev_basis);
 	free(tu->no_help);
 	free(tu->escalated);
 	memset(tu, 0, sizeof(*tu));

@@ -93,7 +93,10 @@ struct tuner_sample {
 	double compute_ns;  /* forward and backward, waits excluded */
 	double comm_ns[DIST_NCOMM];
 	double steps;	    /* steps it measured */
-	double step_ns;	    /* their wall time, all of each step */
+	/* their wall time, all of each step: from the last exchange (or the
+	 * loop's start) to this one, the gradient norm, the update, the
+	 * checkpoints and the probes included */
+	double step_ns;
 	double messages;    /* messages it sent to peers in them */
 	double probe_ns;    /* its link probe (0: none) */
 	/* the bucket probe (dist_bucket_probe; all 0: none this exchange) */
@@ -135,6 +138,7 @@ struct tuner {
 	int *shares;	 /* [dp] in force */
 	int *offs;	 /* [dp] where each rank's sequences start */
 	struct tuner_sample mine; /* this rank since the last exchange */
+	uint64_t since_ns; /* when mine's steps began (monotonic) */
 	/* the window: [W][dp] ns per sequence, ring at head, nwin held */
 	double *win;
 	int nwin, head;
@@ -148,10 +152,11 @@ struct tuner {
 	int *lstreak;
 	bool *lslow;
 	double *lbasis, *msgs;
-	/* the trial of the last decision, the shares before it. no_help:
-	 * ranks whose move was reverted */
+	/* the trial of the last decision, the shares and the bases (speeds,
+	 * then links) before it. no_help: ranks whose move was reverted */
 	struct tuner_trial strial;
 	int *prev_shares;
+	double *prev_basis;
 	bool *no_help;
 	/* the world rank behind each data-parallel rank's figure (its
 	 * slowest stage), compute and link, at the last exchange */
@@ -246,10 +251,13 @@ struct tuner_step {
 	uint64_t compute_ns; /* forward and backward, waits excluded */
 	uint64_t comm_ns[DIST_NCOMM];
 	uint64_t messages;   /* sent to peers */
-	uint64_t step_ns;    /* the whole step */
 	struct dist_overlap ovl; /* its gradient buckets' waits */
 };
 void tuner_record(struct tuner *tu, const struct tuner_step *st);
+/* the loop's first step starts: the steps' wall time counts from here */
+void tuner_clock_start(struct tuner *tu);
+/* before the summary is shared: its steps' wall time, up to now */
+void tuner_clock_seal(struct tuner *tu);
 /* an exchange is due after step done */
 bool tuner_due(const struct tuner *tu, long done);
 

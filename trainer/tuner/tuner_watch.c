@@ -26,10 +26,36 @@ void tuner_record(struct tuner *tu, const struct tuner_step *st)
 		tu->mine.comm_ns[k] += (double)st->comm_ns[k];
 	tu->mine.steps++;
 	tu->mine.messages += (double)st->messages;
-	tu->mine.step_ns += (double)st->step_ns;
 	tu->mine.ovl_waits += (double)st->ovl.waits;
 	tu->mine.ovl_floats += (double)st->ovl.floats;
 	tu->mine.ovl_ns += (double)st->ovl.ns;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The trials judge the whole step as the job lives it. The forward and
+ * backward pass alone leave out the wait for the gradient norm, where a
+ * late link's message lands, and the update: a move that slowed the job
+ * there looked like a gain.
+ */
+void tuner_clock_start(struct tuner *tu)
+{
+	tu->since_ns = mono_ns();
+}
+
+void tuner_clock_seal(struct tuner *tu)
+{
+	uint64_t now = mono_ns();
+
+	tu->mine.step_ns = tu->since_ns ? (double)(now - tu->since_ns) : 0.0;
+	tu->since_ns = now;
 }
 
 bool tuner_due(const struct tuner *tu, long done)
@@ -158,21 +184,26 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 
 /*
  * The last decision on trial: once a whole window has measured the step
- * time since, a step more than 5% slower than before it reverts it, and
- * the ranks it was for are left even until they are no longer slow. True
- * when the shares changed.
+ * time since, a step more than 5% slower than before it reverts it, with
+ * the speeds it was made from. A first move off even shares that did not
+ * help leaves its ranks even until they are no longer slow; a re-split
+ * that did not help goes back to the split before it. True when the
+ * shares changed.
  */
 static bool judge(struct tuner *tu, long done, bool print)
 {
+	int dp = tu->dp;
 	double after, before;
 	char why[128];
 
 	if (tuner_trial_judge(&tu->strial, tu->cfg.window, &after, &before) <=
 	    0)
 		return false;
-	for (int r = 0; r < tu->dp; r++)
-		if (tu->slow[r] || tu->lslow[r])
+	for (int r = 0; r < dp; r++)
+		if ((tu->slow[r] || tu->lslow[r]) && tu->prev_shares[r] == tu->B)
 			tu->no_help[r] = true;
+	memcpy(tu->basis, tu->prev_basis, sizeof(double) * (size_t)dp);
+	memcpy(tu->lbasis, tu->prev_basis + dp, sizeof(double) * (size_t)dp);
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
@@ -192,30 +223,56 @@ static bool judge(struct tuner *tu, long done, bool print)
 static bool decide(struct tuner *tu, const double *med, const double M[2],
 		   bool changed, long done, bool print)
 {
-	int dp = tu->dp, *shares = calloc((size_t)dp, sizeof(int));
-	double *v = calloc(2 * (size_t)dp, sizeof(double)), *fix = v + dp;
+	int dp = tu->dp, *shares;
+	double *v, *fix;
 	bool moved = changed, any = false;
 	char why[96];
 
+	/* one decision at a time: the last is on trial until a window has
+	 * measured it, and a window that still holds the steps before it
+	 * would re-split on a mix of both. A rank found slow, or no longer
+	 * slow, is decided on at once. */
+	if (tu->strial.before_ns > 0 && !changed)
+		return false;
+	shares = calloc((size_t)dp, sizeof(int));
+	v = calloc(2 * (size_t)dp, sizeof(double));
 	if (!shares || !v) {
 		free(shares);
 		free(v);
 		return false; /* decided next time */
 	}
+	fix = v + dp;
 	for (int r = 0; r < dp; r++) {
 		bool help = !tu->no_help[r];
 
-		v[r] = help && tu->slow[r] ? M[0] / med[r] : 1.0;
-		fix[r] = help && tu->lslow[r]
-				 ? (med[2 * dp + r] - M[1]) * tu->msgs[r] /
-					   (tu->micro * M[0])
-				 : 0.0;
+		/* a slow rank that reads healthy again keeps its split until
+		 * the reading is confirmed, and then goes back to even */
+		v[r] = !help || !tu->slow[r] ? 1.0
+		       : tu->streak[r] < 0   ? tu->basis[r]
+					     : M[0] / med[r];
+		fix[r] = !help || !tu->lslow[r] ? 0.0
+			 : tu->lstreak[r] < 0
+			     ? tu->lbasis[r]
+			     : (med[2 * dp + r] - M[1]) * tu->msgs[r] /
+				   (tu->micro * M[0]);
 		any = any || v[r] != 1.0 || fix[r] != 0.0;
 		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
 			fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r];
 	}
 	changed = false;
 	if (moved) {
+		/* a rank split before meets its new reading halfway: where
+		 * its speed depends on its share (a node whose waits spend
+		 * its CPU quota), the full step swings back and forth */
+		for (int r = 0; r < dp; r++) {
+			if (v[r] != 1.0 && tu->basis[r] != 1.0)
+				v[r] = sqrt(v[r] * tu->basis[r]);
+			if (fix[r] != 0.0 && tu->lbasis[r] != 0.0)
+				fix[r] = 0.5 * (fix[r] + tu->lbasis[r]);
+		}
+		memcpy(tu->prev_basis, tu->basis, sizeof(double) * (size_t)dp);
+		memcpy(tu->prev_basis + dp, tu->lbasis,
+		       sizeof(double) * (size_t)dp);
 		memcpy(tu->basis, v, sizeof(double) * (size_t)dp);
 		memcpy(tu->lbasis, fix, sizeof(double) * (size_t)dp);
 		tuner_split(dp, tu->B, tu->Bmax, v, fix, shares);

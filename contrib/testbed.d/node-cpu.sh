@@ -74,6 +74,22 @@ node_cpu_slurmd() {
 		die "slurmd n$i did not start in $g"
 }
 
+# node-cpu nI=F on a running testbed: node nI has F of a core from now on
+# (a slow node that recovers, or a node that slows down); its slurmd must
+# have been started in a group (up --node-cpu)
+cmd_node_cpu() {
+	local spec=${1:-} node f g
+	[ $# -eq 1 ] && [[ "$spec" == n*=* ]] || die "node-cpu: expected one nI=F, as n4=0.5"
+	node_cpu_arg "$spec"
+	node=${spec%%=*} f=${spec#*=}
+	g=$(node_cpu_group "${node#n}")
+	[ -f "$g/cpu.cfs_quota_us" ] ||
+		die "node-cpu: $node has no CPU group (start the testbed with up --node-cpu)"
+	awk -v f="$f" -v p="$(cat "$g/cpu.cfs_period_us")" 'BEGIN { printf "%d\n", f * p }' \
+		> "$g/cpu.cfs_quota_us" || die "node-cpu: cannot set the quota of $g"
+	echo "testbed: $node has $f of a core from now on"
+}
+
 # "0.5 cores" for status, "" without a group
 node_cpu_shown() {
 	local g q

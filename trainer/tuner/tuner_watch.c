@@ -31,14 +31,6 @@ void tuner_record(struct tuner *tu, const struct tuner_step *st)
 	tu->mine.ovl_ns += (double)st->ovl.ns;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The trials judge the whole step as the job lives it. The forward and
  * backward pass alone leave out the wait for the gradient norm, where a
@@ -47,12 +39,12 @@ static uint64_t mono_ns(void)
  */
 void tuner_clock_start(struct tuner *tu)
 {
-	tu->since_ns = mono_ns();
+	tu->since_ns = sigma_now_ns();
 }
 
 void tuner_clock_seal(struct tuner *tu)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = sigma_now_ns();
 
 	tu->mine.step_ns = tu->since_ns ? (double)(now - tu->since_ns) : 0.0;
 	tu->since_ns = now;

@@ -60,6 +60,9 @@ static bool exchange(struct tuner *tu, long done, int slow, double factor)
  * messages a step, computes 1 ms per sequence); hidden: a smaller share
  * hides the link's 10 holds a step (else they add to the step whatever
  * the shares) */
+/* the late link's rank computes this much longer per sequence */
+static double link_pace = 1.0;
+
 static bool exchange_link_as(struct tuner *tu, long done, int link,
 			     double late_ns, bool hidden)
 {
@@ -80,7 +83,8 @@ static bool exchange_link_as(struct tuner *tu, long done, int link,
 		all[r].dp_index = r;
 		all[r].steps = 4;
 		all[r].seqs = 4.0 * tuner_share(tu, r);
-		all[r].compute_ns = 1e6 * all[r].seqs;
+		all[r].compute_ns =
+		    1e6 * all[r].seqs * (r == link ? link_pace : 1.0);
 		all[r].messages = 40;
 		all[r].probe_ns = 2e4 * (1.0 + 0.05 * (double)((done + r) % 3)) +
 				  (r == link ? late_ns : 0.0);
@@ -213,6 +217,31 @@ static void test_no_flapping(void **state)
 	assert_true(settled_at <= 200);
 	assert_true(tuner_share(&tu, 3) < B);
 	assert_int_equal(sum_shares(&tu), DP * B);
+	tuner_fini(&tu);
+}
+
+/*
+ * A rank given a smaller share for its late link is found slow in compute
+ * as any other rank: at 1.15x the median it is not (the band starts at
+ * 1.25x). The lower band of a moved rank is for clearing a slow rank only.
+ */
+static void test_link_rank_compute_band(void **state)
+{
+	struct tuner tu;
+	long done;
+
+	(void)state;
+	setup_tuner(&tu, TUNER_ON, NULL);
+	for (done = 4; done <= 80 && !tu.lslow[2]; done += 4)
+		exchange_link(&tu, done, 2, 1e6);
+	assert_true(tu.lslow[2]);
+	assert_true(tuner_share(&tu, 2) < B);
+	link_pace = 1.15;
+	for (int i = 0; i < 10; i++, done += 4)
+		exchange_link(&tu, done, 2, 1e6);
+	link_pace = 1.0;
+	assert_false(tu.slow[2]);
+	assert_true(tu.lslow[2]);
 	tuner_fini(&tu);
 }
 
@@ -476,6 +505,7 @@ int main(void)
 	    cmocka_unit_test(test_slow_link),
 	    cmocka_unit_test(test_one_decision_at_a_time),
 	    cmocka_unit_test(test_no_flapping),
+	    cmocka_unit_test(test_link_rank_compute_band),
 	    cmocka_unit_test(test_split_fixed),
 	    cmocka_unit_test(test_escalate),
 	    cmocka_unit_test(test_hiccup_and_observe),

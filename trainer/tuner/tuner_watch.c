@@ -125,16 +125,18 @@ static bool detect(struct tuner *tu, const struct watch *w, const double *med,
 		   const double *mad, double M, long done, bool print)
 {
 	struct straggler_band b = {tu->cfg.slow, tu->cfg.confirm, w->floor};
-	/* a rank with a smaller share reads faster per sequence where its
-	 * waits cost it (a node at a CPU quota: 1.12x at a share of 11,
+	/* a slow rank with a smaller share reads faster per sequence where
+	 * its waits cost it (a node at a CPU quota: 1.12x at a share of 11,
 	 * 1.9x at 16): it is cleared only below a quarter of the band, not
-	 * the middle, or it flaps between even and moved */
+	 * the middle, or it flaps between even and moved. Only clearing:
+	 * a rank given less for its link is found slow as any other */
 	struct straggler_band bm = {1.0 + (tu->cfg.slow - 1.0) / 2,
 				    tu->cfg.confirm, w->floor};
 	bool changed = false;
 
 	for (int r = 0; r < tu->dp; r++) {
-		int now = straggler_judge(tu->shares[r] < tu->B ? &bm : &b,
+		bool moved = w->slow[r] && tu->shares[r] < tu->B;
+		int now = straggler_judge(moved ? &bm : &b,
 					  med[r], mad[r], M, &w->slow[r],
 					  &w->streak[r]);
 

@@ -315,6 +315,8 @@ int ctl_tick(struct ctl *c)
 		if (c->recs[i].complete) {
 			if (c->recs[i].verify > 0)
 				ctl_verify_account(c, &c->recs[i]);
+			else if (!c->recs[i].placed)
+				ctl_check_placement(c, &v, &c->recs[i]);
 			continue;
 		}
 		ctl_step(c, &v, &c->recs[i]);

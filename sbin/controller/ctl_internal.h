@@ -45,6 +45,9 @@ struct ctl_rec {
 	int64_t decided_at, signalled_at;
 	int64_t logged_at; /* its decide event's time (metrics) */
 	bool signalled, released, requeued, complete;
+	/* in memory: where the requeued job ran was checked against its
+	 * spares (ctl_check_placement) */
+	bool placed;
 	int errors; /* in memory: failed Slurm calls */
 	int waits;  /* in memory: ticks its account waited for slurmdbd */
 	/* in memory: ticks left to check that a finished job's accounting
@@ -234,6 +237,10 @@ void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v);
 void ctl_step(struct ctl *c, struct ctl_view *v, struct ctl_rec *r);
 /* keep a finished job's account in its accounting record (ctl_recover.c) */
 void ctl_verify_account(struct ctl *c, struct ctl_rec *r);
+/* once the requeued job of the complete recovery r runs: tell a spare it
+ * did not get (ctl_recover.c) */
+void ctl_check_placement(struct ctl *c, const struct ctl_view *v,
+			 struct ctl_rec *r);
 
 /* ---- commands (ctl_cmd.c) ------------------------------------------------- */
 

@@ -382,6 +382,57 @@ void ctl_verify_account(struct ctl *c, struct ctl_rec *r)
 		r->verify = 0; /* the job is gone: nothing to keep */
 }
 
+/*
+ * Where the requeued job ran. A released spare is not exclusive (an idle
+ * node of the partition serves Slurm as well), so the account's "requeued
+ * onto" names the spares sigmad released, not always where Slurm started
+ * the job. Once the job runs the recovery's attempt, a spare it did not get
+ * is said after the account, with the nodes it got:
+ *
+ *   sigma: attempt 2: ran on n1,n2,n4,n5, not on the released spare n6
+ */
+void ctl_check_placement(struct ctl *c, const struct ctl_view *v,
+			 struct ctl_rec *r)
+{
+	const struct ctl_job *job = ctl_view_job(v, r->job);
+	char nodes[CTL_LIST_MAX] = "", missing[EVLOG_NODE_MAX] = "";
+	char tmp[EVLOG_NODE_MAX], note[CTL_LIST_MAX + 160];
+	char comment[CTL_COMMENT_MAX], *save = NULL, *tok;
+
+	(void)c;
+	if (!r->requeued || !r->spares[0] || !job ||
+	    job->restart_cnt + 1 > r->attempt || job->state == CTL_J_ENDED) {
+		r->placed = true; /* nothing to tell, or too late to */
+		return;
+	}
+	if (job->state != CTL_J_RUNNING || job->restart_cnt + 1 < r->attempt)
+		return; /* not started again yet */
+	for (size_t k = 0; k < job->nnodes; k++)
+		sigma_list_add(nodes, sizeof(nodes),
+			       v->nodes[job->nodes[k]].name);
+	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
+	for (tok = strtok_r(tmp, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!sigma_list_has(nodes, tok))
+			sigma_list_add(missing, sizeof(missing), tok);
+	r->placed = true;
+	if (!missing[0])
+		return;
+	if (sigma_snprintf(note, sizeof(note),
+			   "sigma: attempt %d: ran on %s, not on the released spare%s %s",
+			   r->attempt, nodes, strchr(missing, ',') ? "s" : "",
+			   missing) < 0 ||
+	    strstr(job->comment, note))
+		return;
+	sigma_info("job %u: %s", job->id, note);
+	if (sigma_snprintf(comment, sizeof(comment), "%s %s", job->comment,
+			   note) < 0)
+		sigma_warn("job %u: AdminComment full, placement not appended",
+			   job->id);
+	else if (ctl_slurm_admin_comment(job->id, comment))
+		r->placed = false; /* again at the next tick */
+}
+
 /* Slurm refused too many calls: the recovery ends without its account */
 static void ctl_step_refused(struct ctl *c, struct ctl_rec *r)
 {

@@ -53,6 +53,15 @@ grep -q "sigmatorch: resumed after step $at\$" "$d/out" ||
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
 echo "$ac" | grep -q "sigma: attempt 2: $n warning .* -> checkpointed, requeued onto n[56]" ||
 	fail "AdminComment: $ac"
+# a released spare is not exclusive: where Slurm started the job on idle
+# primaries instead, the AdminComment says so after the account
+spare=$(sed -n 's/.*sigma: attempt 2: .* requeued onto \(n[56]\).*/\1/p' <<<"$ac")
+ran=$(sed -n 's/^attempt 1 on \([^ ]*\).*/\1/p' "$d/out" | head -n 1)
+if ! scontrol show hostnames "$ran" | grep -qx "$spare"; then
+	echo "$ac" | grep -q "sigma: attempt 2: ran on $(scontrol show hostnames "$ran" | paste -sd,), not on the released spare $spare" ||
+		fail "attempt 1 ran on $ran, not on $spare, and the AdminComment does not say so: $ac"
+	log "attempt 1 ran on $ran, not on the released spare $spare, as the AdminComment says"
+fi
 log "stopped after step $at on both ranks, resumed there on the spare, done; $(grep 'rank 0 done' "$d/out")"
 
 # the same training, never stopped, as the plain script: the same

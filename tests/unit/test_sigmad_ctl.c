@@ -114,6 +114,9 @@ static int fnode_idx(const char *name)
 	return -1;
 }
 
+/* the first node with the spare feature: n5 and n6 are spares */
+static int spare_first = 4;
+
 /* ---- the fake adapter ---------------------------------------------------- */
 
 int ctl_slurm_init(void)
@@ -160,7 +163,7 @@ int ctl_slurm_load(struct ctl_view *v, const char *resv, const char *feature,
 
 		sigma_strlcpy(c->name, M.n[i].name, sizeof(c->name));
 		c->flags = M.n[i].flags;
-		if (i >= 4 && feature && !strcmp(feature, "spare"))
+		if (i >= spare_first && feature && !strcmp(feature, "spare"))
 			c->flags |= CTL_N_FEATURE;
 		sigma_strlcpy(c->reason, M.n[i].reason, sizeof(c->reason));
 		c->reason_time = M.n[i].reason_time;
@@ -413,6 +416,7 @@ static const char *next_unprotected;
 static void cluster_reset(bool exits_on_usr1)
 {
 	memset(&M, 0, sizeof(M));
+	spare_first = 4;
 	M.job.unprotected = next_unprotected;
 	M.now = (int64_t)time(NULL); /* the event log stamps real time */
 	M.budget = -1;
@@ -731,6 +735,43 @@ static void test_node_fail_end(void **state)
 	assert_non_null(
 	    strstr(M.job.comment,
 		   "sigma: attempt 2: n4 Not responding -> requeued onto n5"));
+}
+
+/*
+ * Slurm starts the requeued job on an idle node of the partition, not on
+ * the spare sigmad released for it (a released spare is not exclusive):
+ * with n6 the only spare and n5 an idle primary, the job fails on n3 and
+ * runs again on n1,n2,n4,n5. The account names the spare it was given;
+ * once the job runs, sigmad says where it ran. It used to leave "requeued
+ * onto n6" standing alone.
+ */
+static void test_requeued_elsewhere(void **state)
+{
+	struct ctl *c = NULL;
+	const char *note =
+	    "sigma: attempt 2: ran on n1,n2,n4,n5, not on the released spare n6";
+
+	cluster_reset(true);
+	spare_first = 5;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 2);
+	M.n[2].flags |= CTL_N_DRAIN;
+	strcpy(M.n[2].reason, "sigma: probe quick: gpu0 ecc_uncorrected=2");
+	ticks(c, 8);
+	assert_int_equal(M.requeues, 1);
+	assert_int_equal(M.job.state, CTL_J_RUNNING);
+	assert_true(job_on("n5"));
+	assert_false(job_on("n6"));
+	assert_non_null(strstr(M.job.comment, "-> requeued onto n6"));
+	assert_non_null(strstr(M.job.comment, note));
+	/* said once, and by a restarted sigmad no more */
+	assert_null(strstr(strstr(M.job.comment, note) + 1, note));
+	ctl_destroy(c);
+	c = NULL;
+	assert_int_equal(ctl_create(&c, &cfg, conf_path), 0);
+	ticks(c, 3);
+	ctl_destroy(c);
+	assert_null(strstr(strstr(M.job.comment, note) + 1, note));
 }
 
 /*
@@ -2102,6 +2143,7 @@ int main(void)
 	    cmocka_unit_test(test_failure_no_crash),
 	    cmocka_unit_test(test_failure_crash_everywhere),
 	    cmocka_unit_test(test_restart_delay),
+	    cmocka_unit_test(test_requeued_elsewhere),
 	    cmocka_unit_test(test_warning_crash_everywhere),
 	    cmocka_unit_test(test_unprotected_crash_everywhere),
 	    cmocka_unit_test(test_max_restarts),

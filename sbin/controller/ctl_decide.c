@@ -511,14 +511,12 @@ void ctl_remember_nodes(struct ctl *c, const struct ctl_view *v)
 	c->nlast = kept;
 	for (size_t j = 0; j < v->njobs; j++) {
 		const struct ctl_job *job = &v->jobs[j];
-		char nodes[CTL_LIST_MAX] = "";
+		char nodes[CTL_LIST_MAX];
 		struct evlog_event ev;
 
 		if (job->state != CTL_J_RUNNING)
 			continue; /* keep what we knew of it */
-		for (size_t k = 0; k < job->nnodes; k++)
-			sigma_list_add(nodes, sizeof(nodes),
-				     v->nodes[job->nodes[k]].name);
+		ctl_view_job_nodes(v, job, nodes, sizeof(nodes));
 		if (!strcmp(nodes, ctl_last_nodes(c, job->id)))
 			continue;
 		ctl_last_set(c, job->id, nodes);

@@ -395,7 +395,7 @@ void ctl_check_placement(struct ctl *c, const struct ctl_view *v,
 			 struct ctl_rec *r)
 {
 	const struct ctl_job *job = ctl_view_job(v, r->job);
-	char nodes[CTL_LIST_MAX] = "", missing[EVLOG_NODE_MAX] = "";
+	char nodes[CTL_LIST_MAX], missing[EVLOG_NODE_MAX] = "";
 	char tmp[EVLOG_NODE_MAX], note[CTL_LIST_MAX + 160];
 	char comment[CTL_COMMENT_MAX], *save = NULL, *tok;
 
@@ -407,9 +407,7 @@ void ctl_check_placement(struct ctl *c, const struct ctl_view *v,
 	}
 	if (job->state != CTL_J_RUNNING || job->restart_cnt + 1 < r->attempt)
 		return; /* not started again yet */
-	for (size_t k = 0; k < job->nnodes; k++)
-		sigma_list_add(nodes, sizeof(nodes),
-			       v->nodes[job->nodes[k]].name);
+	ctl_view_job_nodes(v, job, nodes, sizeof(nodes));
 	sigma_strlcpy(tmp, r->spares, sizeof(tmp));
 	for (tok = strtok_r(tmp, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))

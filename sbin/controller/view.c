@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "contract.h"
+#include "sigma.h"
 #include "view.h"
 
 #define CTL_FAILED_END_S 300 /* a failed job's node may drain this late */
@@ -74,6 +75,14 @@ struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id)
 		if (v->jobs[i].id == id)
 			return &v->jobs[i];
 	return NULL;
+}
+
+void ctl_view_job_nodes(const struct ctl_view *v, const struct ctl_job *job,
+			char *out, size_t size)
+{
+	out[0] = '\0';
+	for (size_t k = 0; k < job->nnodes; k++)
+		sigma_list_add(out, size, v->nodes[job->nodes[k]].name);
 }
 
 /* ---- what states mean ---------------------------------------------------- */

@@ -82,6 +82,9 @@ int ctl_view_index_names(struct ctl_view *v);
 /* Index of the node called name, or -1 (a binary search once indexed). */
 long ctl_view_node(const struct ctl_view *v, const char *name);
 struct ctl_job *ctl_view_job(const struct ctl_view *v, uint32_t id);
+/* The names of job's nodes as a comma list into out (size bytes) */
+void ctl_view_job_nodes(const struct ctl_view *v, const struct ctl_job *job,
+			char *out, size_t size);
 
 /* ---- what states mean ---------------------------------------------------- */
 

@@ -22,14 +22,14 @@ log "cancelled by $SIGMA_TEST_USER during the ${grace}s grace"
 # sigmad ends the recovery with the cancellation in its account (the old
 # code never did, and requeued the job once the grace was over); a few
 # polls more, and nothing may have requeued it
-history() { "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" history --job "$jid"; }
-cancelled() { history | grep -q cancelled; }
-until_true $((grace + 8)) cancelled || fail "history does not say the job was cancelled: $(history)"
+job_history() { "$SIGMACTL" --config "$SIGMA_TESTBED_DIR/etc/sigma.conf" history --job "$jid"; }
+cancelled() { job_history | grep -q cancelled; }
+until_true $((grace + 8)) cancelled || fail "history does not say the job was cancelled: $(job_history)"
 sleep 3
 st=$(jstate "$jid")
 [ "$st" = CANCELLED ] || fail "job $jid is $st after its user cancelled it (restarts $(jfield "$jid" Restarts))"
 [ "$(jfield "$jid" Restarts)" = 0 ] || fail "job $jid was requeued $(jfield "$jid" Restarts) time(s)"
-h=$(history)
+h=$(job_history)
 echo "$h"
 echo "$h" | grep -q "started again" && fail "history says the cancelled job started again"
 resv_has n5 && resv_has n6 || fail "the spares did not go back to the pool: $(resv_nodes)"

@@ -57,8 +57,9 @@ echo "$ac" | grep -q "sigma: attempt 2: $n warning .* -> checkpointed, requeued 
 # primaries instead, the AdminComment says so after the account
 spare=$(sed -n 's/.*sigma: attempt 2: .* requeued onto \(n[56]\).*/\1/p' <<<"$ac")
 ran=$(sed -n 's/^attempt 1 on \([^ ]*\).*/\1/p' "$d/out" | head -n 1)
-if ! scontrol show hostnames "$ran" | grep -qx "$spare"; then
-	echo "$ac" | grep -q "sigma: attempt 2: ran on $(scontrol show hostnames "$ran" | paste -sd,), not on the released spare $spare" ||
+got=$(scontrol show hostnames "$ran" | paste -sd,)
+if [[ ",$got," != *",$spare,"* ]]; then
+	echo "$ac" | grep -q "sigma: attempt 2: ran on $got, not on the released spare $spare" ||
 		fail "attempt 1 ran on $ran, not on $spare, and the AdminComment does not say so: $ac"
 	log "attempt 1 ran on $ran, not on the released spare $spare, as the AdminComment says"
 fi

@@ -161,18 +161,6 @@ static void metrics_ckpt(FILE *f, struct ckpt_async *aw,
 	ct->stall_ms = ct->write_ms = NAN;
 }
 
-/* the tuner's columns: empty until its first full window */
-static void metrics_tuner(FILE *f, const struct tuner *tu)
-{
-	if (tu->slowest < 0) {
-		fprintf(f, ",,,,,,%d", tu->decisions);
-		return;
-	}
-	fprintf(f, ",%d,%.3f,%.3f,%.3f,%.3f,%d", tu->slowest, tu->slowest_x,
-		tu->cc[DIST_C_ALLREDUCE], tu->cc[DIST_C_ALLTOALL],
-		tu->cc[DIST_C_PIPE], tu->decisions);
-}
-
 void report_step(struct report *r, const struct report_row *row,
 		 const struct train_opts *o, const struct model *m,
 		 const struct dist *d, const struct guard_run *gr,
@@ -207,6 +195,7 @@ void report_step(struct report *r, const struct report_row *row,
 	fflush(stdout);
 	if (r->metrics) {
 		FILE *f = r->metrics;
+		char cols[128];
 
 		fprintf(f, "%ld,%.6f,%.6f,%.6f,%.6e,%.6f,%.6f,%.1f,%.3f,",
 			done, m->loss, m->ce, m->aux, (double)row->lr, row->gn,
@@ -215,7 +204,8 @@ void report_step(struct report *r, const struct report_row *row,
 			fprintf(f, "%.6f", row->val_ce);
 		fprintf(f, ",%.3f,%.3f,%.3f", el, step_ms, comm_ms);
 		metrics_ckpt(f, aw, a1, tiers_times(tr));
-		metrics_tuner(f, row->tu);
+		tuner_columns(row->tu, cols, sizeof(cols));
+		fputs(cols, f);
 		guard_run_metrics(gr, f);
 		fprintf(f, ",%.3f\n", wall_s());
 		fflush(f);

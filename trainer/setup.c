@@ -374,11 +374,12 @@ static int setup_placement(struct trainer *t)
 		(void)layout_coords(&d->lp, layout_rank_of(&d->lp, 0, r), &c);
 		ep_of[r] = c.ep_rank;
 	}
+	/* experts whose moments are split stay where they are */
 	rc = ep_of ? tuner_place_init(&t->tu, d->lp.L, d->lp.E, d->lp.ep,
-				      ep_of, d->pl.owner, err, sizeof(err))
+				      ep_of, d->pl.owner, o->zero, err,
+				      sizeof(err))
 		   : -ENOMEM;
 	free(ep_of);
-	t->tu.place_fixed = o->zero; /* the moments are split */
 	if (rc == 0 && tuner_place_wants(&t->tu) &&
 	    !(d->routed = calloc((size_t)d->lp.L * d->lp.E, sizeof(float))))
 		rc = -ENOMEM;
@@ -396,12 +397,11 @@ static int setup_placement(struct trainer *t)
 		}
 		printf("tuner: the checkpoint's expert moves are not used: %s; the layout's placement\n",
 		       err);
-		t->tu.st.moves[0] = '\0';
 		return 0;
 	}
 	if (d->rank == 0)
 		printf("tuner: resumed with the checkpoint's placement (%d expert swaps%s)\n",
-		       t->tu.moves, t->resumed_slots ? "" : ", experts moved");
+		       tuner_swaps(&t->tu), t->resumed_slots ? "" : ", experts moved");
 	return trainer_place(t, !t->resumed_slots);
 }
 
@@ -422,7 +422,7 @@ static int setup_tuner(struct trainer *t)
 		return exit_code_of(rc, PHASE_CONFIG);
 	}
 	t->tu_ready = true;
-	t->tu.micro = d->micro;
+	tuner_set_micro(&t->tu, d->micro);
 	tuner_comm_init(&t->tu, (long)d->bucket,
 			(long)dist_bucket_span(d, t->m));
 	if (tuner_import(&t->tu, &t->st.tuner, err, sizeof(err)))
@@ -430,11 +430,11 @@ static int setup_tuner(struct trainer *t)
 		       err);
 	else if (t->st.tuner.n > 0 && d->rank == 0)
 		printf("tuner: resumed with the checkpoint's shares\n");
-	if (t->st.tuner.bucket > 0 && t->tu.bucket == t->st.tuner.bucket &&
+	if (t->st.tuner.bucket > 0 && tuner_bucket(&t->tu) == t->st.tuner.bucket &&
 	    d->rank == 0)
 		printf("tuner: resumed with the checkpoint's gradient buckets (%ld floats)\n",
-		       t->tu.bucket);
-	if (d->lp.ep <= 1 && t->tu.nmplan > 0) {
+		       tuner_bucket(&t->tu));
+	if (d->lp.ep <= 1 && tuner_replays_moves(&t->tu)) {
 		sigma_error("--tuner-replay %s: the run moved experts; this layout has one ep rank",
 			    o->tuner.replay);
 		return TRAIN_EXIT_USAGE;

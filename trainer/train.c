@@ -77,7 +77,7 @@ static int step_compute(struct trainer *t, long s, double red[3], int *sig)
 	double slow;
 
 	m->B = b;
-	d->bucket = (size_t)t->tu.bucket; /* the tuner's gradient buckets */
+	d->bucket = (size_t)tuner_bucket(&t->tu); /* the tuner's buckets */
 	d->weight = (float)tuner_weight(&t->tu, r);
 	m->count_weight = d->weight;
 	for (int i = 0; i < d->micro; i++) {
@@ -287,7 +287,7 @@ int trainer_place(struct trainer *t, bool data)
 	/* the checkpoints in flight read the experts' slots: done first */
 	if ((code = tiers_quiesce(&t->tiers)))
 		return code;
-	rc = dist_move_experts(t->d, t->m, t->tu.owner, data);
+	rc = dist_move_experts(t->d, t->m, tuner_owner(&t->tu), data);
 	if (rc) {
 		sigma_error("moving the experts failed: %s", strerror(-rc));
 		return exit_code_of(rc, PHASE_COMM);
@@ -295,80 +295,79 @@ int trainer_place(struct trainer *t, bool data)
 	return tiers_moved(&t->tiers);
 }
 
-/* the routed tokens of the last K steps to the tuner, and its placement
- * in force when it moved experts: 0 or an exit code */
-static int step_place(struct trainer *t, long done)
-{
-	struct dist *d = t->d;
-	size_t n = (size_t)d->lp.L * d->lp.E;
-	float *load = malloc(sizeof(float) * n);
-	int rc, moved;
+/* ---- the tuner's ops: the job's collectives and the experts' move -------- */
 
-	if (!load)
-		return TRAIN_EXIT_OSERR;
-	rc = dist_routed_take(d, load);
-	if (rc) {
-		free(load);
-		sigma_error("step %ld: the tuner's count of routed tokens failed: %s",
-			    done, strerror(-rc));
-		return TRAIN_EXIT_PEER;
-	}
-	moved = tuner_place_exchange(&t->tu, load, t->tu.cfg.every, done,
-				     d->rank == 0);
-	free(load);
-	return moved > 0 ? trainer_place(t, true) : 0;
+struct tune_ctx {
+	struct trainer *t;
+	long done;
+};
+
+static int tune_link_probe(void *ctx, int rounds, double *ns)
+{
+	return dist_link_probe(((struct tune_ctx *)ctx)->t->d, rounds, ns);
+}
+
+static int tune_bucket_probe(void *ctx, long floats,
+			     struct dist_bucket_cost *cost)
+{
+	return dist_bucket_probe(((struct tune_ctx *)ctx)->t->d,
+				 (size_t)floats, cost);
+}
+
+static int tune_gather(void *ctx, const struct tuner_sample *mine,
+		       struct tuner_sample *all)
+{
+	return dist_allgather(((struct tune_ctx *)ctx)->t->d, mine,
+			      sizeof(*mine), all);
+}
+
+static int tune_routed(void *ctx, float *load)
+{
+	const struct tune_ctx *c = ctx;
+	int rc = dist_routed_take(c->t->d, load);
+
+	if (rc == 0)
+		return 0;
+	sigma_error("step %ld: the tuner's count of routed tokens failed: %s",
+		    c->done, strerror(-rc));
+	return TRAIN_EXIT_PEER;
+}
+
+static int tune_move_experts(void *ctx)
+{
+	return trainer_place(((struct tune_ctx *)ctx)->t, true);
 }
 
 /*
- * The auto-tuner after step done: a replayed decision due, or every K
- * steps the ranks' summaries (one all-gather) and what they decide. The
- * shares hold from the next step; 0 or an exit code.
+ * The auto-tuner after step done (tuner_after_step): a replayed decision
+ * due, or every K steps the ranks' summaries (one all-gather) and what
+ * they decide. The shares hold from the next step; the slow rank reports
+ * its own node. 0 or an exit code.
  */
 static int step_tune(struct trainer *t, long done)
 {
 	struct dist *d = t->d;
-	struct tuner_sample *all;
-	int rc = 0;
+	struct tune_ctx c = { t, done };
+	const struct tuner_ops ops = { &c, d->size, tune_link_probe,
+				       tune_bucket_probe, tune_gather,
+				       tune_routed, tune_move_experts };
+	struct tuner_actions act;
+	int rc;
 
-	tuner_replay_due(&t->tu, done, d->rank == 0);
-	if (tuner_place_replay(&t->tu, done, d->rank == 0) > 0 &&
-	    (rc = trainer_place(t, true)))
+	rc = tuner_after_step(&t->tu, done, &ops, d->rank == 0, &act);
+	if (rc > 0)
 		return rc;
-	if (!tuner_due(&t->tu, done))
-		return 0;
-	all = calloc((size_t)d->size, sizeof(*all));
-	if (!all)
+	if (rc == -ENOMEM)
 		return TRAIN_EXIT_OSERR;
-	rc = dist_link_probe(d, tuner_probe_rounds(&t->tu),
-			     &t->tu.mine.probe_ns);
-	if (rc == 0 && tuner_comm_due(&t->tu))
-		rc = dist_bucket_probe(d, (size_t)tuner_comm_probe_floats(&t->tu),
-				       &t->tu.mine.ar);
-	tuner_clock_seal(&t->tu);
-	if (rc == 0 && d->size > 1)
-		rc = dist_allgather(d, &t->tu.mine, sizeof(*all), all);
-	else
-		all[0] = t->tu.mine;
-	if (rc == 0)
-		tuner_exchange(&t->tu, all, (size_t)d->size, done,
-			       d->rank == 0);
-	free(all);
-	if (rc == 0 && tuner_place_wants(&t->tu) && (rc = step_place(t, done)))
-		return rc;
-	if (rc == 0) {
-		char why[160];
-		int world;
-
-		/* the last rung: the slow rank reports its own node */
-		slow_report_reap();
-		if (tuner_escalate_due(&t->tu, &world, why, sizeof(why)) >= 0 &&
-		    world == d->rank)
-			(void)slow_report_node("tuner", done, why);
-	}
 	if (rc) {
 		sigma_error("step %ld: the tuner's exchange failed: %s", done,
 			    strerror(-rc));
 		return TRAIN_EXIT_PEER;
+	}
+	if (act.exchanged) {
+		slow_report_reap();
+		if (act.escalate == d->rank)
+			(void)slow_report_node("tuner", done, act.why);
 	}
 	return 0;
 }

@@ -121,7 +121,7 @@ static bool exchange_ar(struct tuner *tu, long done, struct dist_bucket_cost ar,
 {
 	struct tuner_sample all[DP];
 	bool probe = tuner_comm_due(tu);
-	long before = tu->bucket;
+	long before = tu->buckets.now;
 
 	memset(all, 0, sizeof(all));
 	for (int r = 0; r < DP; r++) {
@@ -141,7 +141,7 @@ static bool exchange_ar(struct tuner *tu, long done, struct dist_bucket_cost ar,
 		}
 	}
 	tuner_exchange(tu, all, DP, done, false);
-	return tu->bucket != before;
+	return tu->buckets.now != before;
 }
 
 /* the same, probing an all-reduce of lat_ns fixed time, fast per byte,
@@ -167,28 +167,28 @@ static void test_decide_and_trial(void **state)
 	for (int x = 1; x < 5; x++, done += 4) /* the window fills */
 		assert_false(exchange(&tu, done, 3e6, 40e6));
 	assert_true(exchange(&tu, done, 3e6, 40e6)); /* the 5th exchange */
-	assert_int_equal(tu.bucket, SPAN);
-	assert_int_equal(tu.cprev, SMALL);
+	assert_int_equal(tu.buckets.now, SPAN);
+	assert_int_equal(tu.buckets.prev, SMALL);
 	/* the job is 20% slower with it: taken back a window later */
 	for (int x = 1; x < 5; x++)
 		assert_false(exchange(&tu, done += 4, 3e6, 48e6));
 	assert_true(exchange(&tu, done += 4, 3e6, 48e6));
-	assert_int_equal(tu.bucket, SMALL);
+	assert_int_equal(tu.buckets.now, SMALL);
 	/* no probe while it cools down, 20 exchanges */
 	for (int x = 0; x < 20; x++) {
 		assert_false(exchange(&tu, done += 4, 3e6, 40e6));
-		probes += tu.cprobe;
+		probes += tu.buckets.probe;
 	}
 	assert_int_equal(probes, 0);
 	/* a healthy link: the buckets stay as they are */
 	for (int x = 0; x < 10; x++)
 		assert_false(exchange(&tu, done += 4, 1e4, 40e6));
-	assert_int_equal(tu.bucket, SMALL);
+	assert_int_equal(tu.buckets.now, SMALL);
 	/* the late link again: one bucket was taken back, not tried again */
-	assert_int_equal(tu.chi, SPAN);
+	assert_int_equal(tu.buckets.hi, SPAN);
 	for (int x = 0; x < 10; x++)
 		exchange(&tu, done += 4, 3e6, 40e6);
-	assert_true(tu.bucket < SPAN);
+	assert_true(tu.buckets.now < SPAN);
 	tuner_fini(&tu);
 
 	/* observe: probes and decides nothing */
@@ -198,7 +198,7 @@ static void test_decide_and_trial(void **state)
 	tuner_fini(&tu);
 	/* a layout that sends the gradient after the pass: nothing */
 	setup_tuner(&tu, TUNER_ON, NULL, SMALL);
-	tu.span = 0;
+	tu.buckets.span = 0;
 	for (int x = 0; x < 10; x++)
 		assert_false(exchange(&tu, 4 * (x + 1), 3e6, 40e6));
 	tuner_fini(&tu);
@@ -221,8 +221,8 @@ static void test_background(void **state)
 	for (int x = 1; x < 5; x++, done += 4)
 		assert_false(exchange_ar(&tu, done, ar, 1.0, 40e6));
 	assert_true(exchange_ar(&tu, done, ar, 1.0, 40e6));
-	assert_true(tu.bucket < (1L << 16));
-	assert_true(tu.bucket >= TUNER_COMM_MIN);
+	assert_true(tu.buckets.now < (1L << 16));
+	assert_true(tu.buckets.now >= TUNER_COMM_MIN);
 	tuner_fini(&tu);
 
 	/* moved none, or a quarter: no smaller buckets */
@@ -230,14 +230,14 @@ static void test_background(void **state)
 		setup_tuner(&tu, TUNER_ON, NULL, 1L << 16);
 		for (int x = 0; x < 15; x++)
 			exchange_ar(&tu, 4 * (x + 1), ar, k ? 0.25 : 0.0, 40e6);
-		assert_true(tu.bucket >= (1L << 16));
+		assert_true(tu.buckets.now >= (1L << 16));
 		tuner_fini(&tu);
 	}
 	/* one bucket in force: no wait seen, nothing counted on */
 	setup_tuner(&tu, TUNER_ON, NULL, 1L << 22);
 	for (int x = 0; x < 15; x++)
 		assert_false(exchange_ar(&tu, 4 * (x + 1), ar, -1.0, 40e6));
-	assert_int_equal(tu.bucket, 1L << 22);
+	assert_int_equal(tu.buckets.now, 1L << 22);
 	tuner_fini(&tu);
 }
 
@@ -258,7 +258,7 @@ static void test_state(void **state)
 	assert_int_equal(st.bucket, SPAN);
 	setup_tuner(&tv, TUNER_ON, NULL, SMALL);
 	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), 0);
-	assert_int_equal(tv.bucket, SPAN);
+	assert_int_equal(tv.buckets.now, SPAN);
 	st.bucket = -1;
 	assert_int_equal(tuner_import(&tv, &st, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "gradient buckets"));
@@ -289,10 +289,10 @@ static void test_replay(void **state)
 	setup_tuner(&tu, TUNER_OFF, path, SMALL);
 	assert_false(tuner_replay_due(&tu, 4, false));
 	assert_true(tuner_replay_due(&tu, 8, false)); /* the shares */
-	assert_int_equal(tu.bucket, SPAN);
+	assert_int_equal(tu.buckets.now, SPAN);
 	assert_int_equal(tuner_share(&tu, 3), 4);
 	assert_false(tuner_replay_due(&tu, 20, false));
-	assert_int_equal(tu.bucket, SMALL);
+	assert_int_equal(tu.buckets.now, SMALL);
 	tuner_fini(&tu);
 
 	f = fopen(path, "w");

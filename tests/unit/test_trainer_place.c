@@ -129,7 +129,8 @@ static void setup_tuner(struct tuner *tu, int mode, const char *replay)
 	tuner_fixture(tu, DP, 16, mode, replay);
 	layout_owner(own);
 	assert_int_equal(
-	    tuner_place_init(tu, L, E, DP, ep_of, own, err, sizeof(err)), 0);
+	    tuner_place_init(tu, L, E, DP, ep_of, own, false, err,
+			     sizeof(err)), 0);
 }
 
 /* one exchange, rank 3 twice as slow, then its tokens: rank 3's experts
@@ -178,13 +179,13 @@ static void test_tuner_moves_off_slow(void **state)
 			first = done;
 	assert_true(first >= 20); /* the window is full at step 20 */
 	assert_true(first <= 40);
-	assert_true(tu.moves > 0);
+	assert_true(tu.experts.moves > 0);
 	for (int l = 0; l < L; l++) {
 		for (int p = 0; p < DP; p++)
-			assert_int_equal(held(tu.owner, l, p), E / DP);
+			assert_int_equal(held(tu.experts.owner, l, p), E / DP);
 		for (int e = 0; e < E; e++) {
 			before += e / 2 == 3 ? 100 + 10 * e : 0;
-			after += tu.owner[l * E + e] == 3 ? 100 + 10 * e : 0;
+			after += tu.experts.owner[l * E + e] == 3 ? 100 + 10 * e : 0;
 		}
 	}
 	assert_true(after < 0.8 * before);
@@ -194,8 +195,8 @@ static void test_tuner_moves_off_slow(void **state)
 	setup_tuner(&back, TUNER_OFF, NULL);
 	assert_int_equal(
 	    tuner_place_import(&back, tu.st.moves, err, sizeof(err)), 0);
-	assert_memory_equal(back.owner, tu.owner, sizeof(int16_t) * L * E);
-	assert_int_equal(back.moves, tu.moves);
+	assert_memory_equal(back.experts.owner, tu.experts.owner, sizeof(int16_t) * L * E);
+	assert_int_equal(back.experts.moves, tu.experts.moves);
 	tuner_fini(&back);
 
 	/* a bad log changes nothing */
@@ -204,8 +205,8 @@ static void test_tuner_moves_off_slow(void **state)
 	    tuner_place_import(&back, "0:1-2@4;1:9-0@8;", err, sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "1:9-0"));
-	assert_int_equal(back.owner[1], 0);
-	assert_int_equal(back.moves, 0);
+	assert_int_equal(back.experts.owner[1], 0);
+	assert_int_equal(back.experts.moves, 0);
 	assert_int_equal(tuner_place_import(&back, "0:1-2;", err, sizeof(err)),
 			 -EINVAL);
 	tuner_fini(&back);
@@ -218,7 +219,7 @@ static void test_tuner_moves_off_slow(void **state)
 		assert_int_equal(exchange(&tu, done), 0);
 	tuner_fini(&tu);
 	setup_tuner(&tu, TUNER_ON, NULL);
-	tu.place_fixed = true;
+	tu.experts.fixed = true;
 	for (done = 4; done <= 60; done += 4)
 		assert_int_equal(exchange(&tu, done), 0);
 	tuner_fini(&tu);
@@ -236,7 +237,7 @@ static void test_move_on_trial(void **state)
 
 	(void)state;
 	setup_tuner(&tu, TUNER_ON, NULL);
-	memcpy(was, tu.owner, sizeof(was));
+	memcpy(was, tu.experts.owner, sizeof(was));
 	for (done = 4; done <= 200 && back < 0; done += 4) {
 		k = exchange_at(&tu, done, moved < 0 ? 32.0 : 38.4);
 		if (k > 0 && moved < 0)
@@ -247,7 +248,7 @@ static void test_move_on_trial(void **state)
 	assert_true(moved > 0);
 	/* the window of 5 exchanges after the move, then taken back */
 	assert_int_equal(back, moved + 5 * 4);
-	assert_memory_equal(tu.owner, was, sizeof(was));
+	assert_memory_equal(tu.experts.owner, was, sizeof(was));
 	assert_non_null(strstr(tu.st.moves, "@"));
 	/* no move for 4 windows (20 exchanges) */
 	for (int i = 0; i < 20; i++, done += 4)
@@ -260,7 +261,7 @@ static void test_move_on_trial(void **state)
 	for (done = 4; done <= 200; done += 4) {
 		if (exchange(&tu, done) > 0 && moved < 0)
 			moved = done;
-		assert_int_equal(tu.pcool, 0);
+		assert_int_equal(tu.experts.cool, 0);
 	}
 	assert_true(moved > 0);
 	tuner_fini(&tu);
@@ -287,15 +288,15 @@ static void test_replay_moves(void **state)
 	    "tuner: step 24: experts 0:0-2 (balance)\n");
 	fclose(f);
 	setup_tuner(&tu, TUNER_OFF, path);
-	assert_int_equal(tu.nplan, 1);
-	assert_int_equal(tu.nmplan, 2);
+	assert_int_equal(tu.replay.nplan, 1);
+	assert_int_equal(tu.replay.nmplan, 2);
 	assert_int_equal(tuner_place_replay(&tu, 4, false), 0);
 	assert_int_equal(tuner_place_replay(&tu, 8, false), 2);
-	assert_int_equal(tu.owner[6], 0);
-	assert_int_equal(tu.owner[0], 3);
-	assert_int_equal(tu.owner[E + 7], 0);
+	assert_int_equal(tu.experts.owner[6], 0);
+	assert_int_equal(tu.experts.owner[0], 3);
+	assert_int_equal(tu.experts.owner[E + 7], 0);
 	assert_int_equal(tuner_place_replay(&tu, 24, false), 1);
-	assert_int_equal(tu.owner[0], 1);
+	assert_int_equal(tu.experts.owner[0], 1);
 	assert_string_equal(tu.st.moves, "0:6-0@8;1:7-1@8;0:0-2@24;");
 	tuner_fini(&tu);
 
@@ -314,7 +315,8 @@ static void test_replay_moves(void **state)
 	assert_int_equal(tuner_init(&tu, &c, DP, 16, 24, err, sizeof(err)), 0);
 	layout_owner(own);
 	assert_int_equal(
-	    tuner_place_init(&tu, L, E, DP, ep_of, own, err, sizeof(err)),
+	    tuner_place_init(&tu, L, E, DP, ep_of, own, false, err,
+			     sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "step 8"));
 	tuner_fini(&tu);

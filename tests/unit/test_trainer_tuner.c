@@ -123,7 +123,7 @@ static void test_slow_rank_moves_shares(void **state)
 	assert_true(moved > 0);
 	/* full window: 5 exchanges (step 20); then at most ceil(5/2) + 2 */
 	assert_true(moved <= 20 + (3 + 2) * 4);
-	assert_true(tu.slow[3]);
+	assert_true(tu.shares.speed.slow[3]);
 	assert_true(tuner_share(&tu, 3) < B);
 	for (int r = 0; r < 3; r++)
 		assert_true(tuner_share(&tu, r) > B);
@@ -232,16 +232,16 @@ static void test_link_rank_compute_band(void **state)
 
 	(void)state;
 	setup_tuner(&tu, TUNER_ON, NULL);
-	for (done = 4; done <= 80 && !tu.lslow[2]; done += 4)
+	for (done = 4; done <= 80 && !tu.links.probe.slow[2]; done += 4)
 		exchange_link(&tu, done, 2, 1e6);
-	assert_true(tu.lslow[2]);
+	assert_true(tu.links.probe.slow[2]);
 	assert_true(tuner_share(&tu, 2) < B);
 	link_pace = 1.15;
 	for (int i = 0; i < 10; i++, done += 4)
 		exchange_link(&tu, done, 2, 1e6);
 	link_pace = 1.0;
-	assert_false(tu.slow[2]);
-	assert_true(tu.lslow[2]);
+	assert_false(tu.shares.speed.slow[2]);
+	assert_true(tu.links.probe.slow[2]);
 	tuner_fini(&tu);
 }
 
@@ -260,13 +260,13 @@ static void test_hiccup_and_observe(void **state)
 	for (int i = 0; i < 10; i++)
 		assert_false(exchange(&tu, done += 4, -1, 1.0));
 	assert_int_equal(tu.decisions, 0);
-	assert_false(tu.slow[1]);
+	assert_false(tu.shares.speed.slow[1]);
 	tuner_fini(&tu);
 
 	setup_tuner(&tu, TUNER_OBSERVE, NULL);
 	for (int i = 0; i < 20; i++)
 		assert_false(exchange(&tu, done += 4, 2, 2.0));
-	assert_true(tu.slow[2]); /* detected */
+	assert_true(tu.shares.speed.slow[2]); /* detected */
 	assert_int_equal(tu.decisions, 0); /* not acted on */
 	assert_int_equal(tuner_share(&tu, 2), B);
 	tuner_fini(&tu);
@@ -288,14 +288,14 @@ static void test_slow_link(void **state)
 		if (exchange_link(&tu, done, 2, 1e6))
 			moved = done;
 		/* while rank 2's link reads slow but is not judged so */
-		if (tu.nwin == tu.cfg.window && !tu.lslow[2])
+		if (tu.nwin == tu.cfg.window && !tu.links.probe.slow[2])
 			assert_int_equal(tuner_probe_rounds(&tu), 3);
 	}
 	assert_true(moved > 0 && moved <= 20 + (3 + 2) * 4);
-	assert_true(tu.lslow[2]);
+	assert_true(tu.links.probe.slow[2]);
 	assert_int_equal(tuner_probe_rounds(&tu), 1); /* judged: settled */
-	assert_false(tu.slow[2]); /* its compute is not slow */
-	assert_int_equal(tu.slowlink, 2);
+	assert_false(tu.shares.speed.slow[2]); /* its compute is not slow */
+	assert_int_equal(tu.links.probe.worst, 2);
 	assert_int_equal(sum_shares(&tu), DP * B);
 	/* T = 16 + 10 / 4 = 18.5: 18 or 19 for the others, 8 or 9 for it */
 	assert_true(tuner_share(&tu, 2) >= 8 && tuner_share(&tu, 2) <= 9);
@@ -308,14 +308,14 @@ static void test_slow_link(void **state)
 	exchange_link(&tu, done, -1, 0.0);
 	done += 4;
 	for (int i = 0; i < 11; i++, done += 4) {
-		if (tu.lslow[2] && tu.lstreak[2] < 0) {
+		if (tu.links.probe.slow[2] && tu.links.probe.streak[2] < 0) {
 			assert_int_equal(tuner_probe_rounds(&tu), 3);
 			full++;
 		}
 		exchange_link(&tu, done, -1, 0.0);
 	}
 	assert_true(full > 0);
-	assert_false(tu.lslow[2]);
+	assert_false(tu.links.probe.slow[2]);
 	assert_int_equal(tuner_probe_rounds(&tu), 1);
 	assert_int_equal(tuner_share(&tu, 2), B);
 	tuner_fini(&tu);
@@ -331,7 +331,7 @@ static void test_slow_link(void **state)
 	for (int i = 0; i < 5; i++, done += 4)
 		exchange_link_as(&tu, done, 2, 1e6, false);
 	assert_int_equal(tuner_share(&tu, 2), B);
-	assert_true(tu.no_help[2]);
+	assert_true(tu.shares.no_help[2]);
 	for (int i = 0; i < 10; i++, done += 4)
 		assert_false(exchange_link_as(&tu, done, 2, 1e6, false));
 	assert_int_equal(tu.decisions, 2);
@@ -344,7 +344,7 @@ static void test_slow_link(void **state)
 		assert_false(exchange_link(&tu, done, 1, 1e6));
 	for (int i = 0; i < 8; i++, done += 4)
 		assert_false(exchange_link(&tu, done, -1, 0.0));
-	assert_false(tu.lslow[1]);
+	assert_false(tu.links.probe.slow[1]);
 	assert_int_equal(tu.decisions, 0);
 	tuner_fini(&tu);
 }
@@ -370,7 +370,7 @@ static void test_escalate(void **state)
 		assert_int_equal(tuner_escalate_due(&tu, &world, why,
 						    sizeof(why)),
 				 -1);
-	assert_true(tu.slow[1]);
+	assert_true(tu.shares.speed.slow[1]);
 	exchange(&tu, done += 4, 1, 2.0);
 	assert_int_equal(tuner_escalate_due(&tu, &world, why, sizeof(why)), -1);
 	usleep(1100000);
@@ -477,7 +477,7 @@ static void test_replay(void **state)
 		   "tuner: step 30: shares 16,16,16,16 (slowest rank 3 at 1.00x)\n");
 	fclose(f);
 	setup_tuner(&tu, TUNER_OFF, path);
-	assert_int_equal(tu.nplan, 2);
+	assert_int_equal(tu.replay.nplan, 2);
 	assert_false(tuner_replay_due(&tu, 7, false));
 	assert_true(tuner_replay_due(&tu, 8, false));
 	assert_int_equal(tuner_share(&tu, 3), 4);

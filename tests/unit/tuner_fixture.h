@@ -6,7 +6,7 @@
 #ifndef SIGMA_TEST_TUNER_FIXTURE_H
 #define SIGMA_TEST_TUNER_FIXTURE_H
 
-#include "tuner.h"
+#include "tuner_impl.h"
 
 /* tuner_init of dp ranks of B sequences each; fails the test if it fails */
 void tuner_fixture(struct tuner *tu, int dp, int B, int mode,

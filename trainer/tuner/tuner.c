@@ -40,8 +40,8 @@ static void set_offsets(struct tuner *tu)
 	int o = 0;
 
 	for (int r = 0; r < tu->dp; r++) {
-		tu->offs[r] = o;
-		o += tu->shares[r];
+		tu->shares.offs[r] = o;
+		o += tu->shares.n[r];
 	}
 }
 
@@ -116,7 +116,7 @@ void tuner_split(int dp, int B, int Bmax, const double *v, const double *fix,
 
 double tuner_weight(const struct tuner *tu, int r)
 {
-	return (double)tu->shares[r] / (double)tu->B;
+	return (double)tu->shares.n[r] / (double)tu->B;
 }
 
 /* "a,b,c" of shares[n] into buf */
@@ -166,7 +166,7 @@ void tuner_apply(struct tuner *tu, const int *shares, long done, bool print,
 	size_t len = (size_t)tu->dp * 8 + 32, have, add;
 	char *entry = malloc(len), *list = malloc(len);
 
-	memcpy(tu->shares, shares, sizeof(int) * (size_t)tu->dp);
+	memcpy(tu->shares.n, shares, sizeof(int) * (size_t)tu->dp);
 	set_offsets(tu);
 	tu->decisions++;
 	if (!entry || !list) {
@@ -228,21 +228,21 @@ static int plan_line(struct tuner *tu, const char *line, char *list,
 					     "gradient buckets of %ld floats",
 					     b);
 		/* a bucket size may come at the step of a share's change */
-		prev = tu->nplan ? tu->plan[tu->nplan - 1].step - 1 : -1;
-		p = plan_add(&tu->plan, &tu->nplan, step);
+		prev = tu->replay.nplan ? tu->replay.plan[tu->replay.nplan - 1].step - 1 : -1;
+		p = plan_add(&tu->replay.plan, &tu->replay.nplan, step);
 		if (!p)
 			return -ENOMEM;
 		p->bucket = b;
 	} else if (sscanf(line, "tuner: step %ld: experts %8191[0-9:,-]", &step,
 		   list) == 2) {
-		prev = tu->nmplan ? tu->mplan[tu->nmplan - 1].step : -1;
-		p = plan_add(&tu->mplan, &tu->nmplan, step);
+		prev = tu->replay.nmplan ? tu->replay.mplan[tu->replay.nmplan - 1].step : -1;
+		p = plan_add(&tu->replay.mplan, &tu->replay.nmplan, step);
 		if (!p || !(p->text = strdup(list)))
 			return -ENOMEM;
 	} else if (sscanf(line, "tuner: step %ld: shares %8191[0-9,]", &step,
 			  list) == 2) {
-		prev = tu->nplan ? tu->plan[tu->nplan - 1].step - 1 : -1;
-		p = plan_add(&tu->plan, &tu->nplan, step);
+		prev = tu->replay.nplan ? tu->replay.plan[tu->replay.nplan - 1].step - 1 : -1;
+		p = plan_add(&tu->replay.plan, &tu->replay.nplan, step);
 		if (!p || !(p->shares = malloc(sizeof(int) * (size_t)tu->dp)))
 			return -ENOMEM;
 		if (shares_parse(tu, list, p->shares, err, len))
@@ -284,11 +284,11 @@ bool tuner_replay_due(struct tuner *tu, long done, bool print)
 	bool changed = false;
 
 	/* decisions at or before a resumed run's step are in its state */
-	while (tu->next < tu->nplan && tu->plan[tu->next].step < done)
-		tu->next++;
-	for (; tu->next < tu->nplan && tu->plan[tu->next].step == done;
-	     tu->next++) {
-		const struct tuner_plan *p = &tu->plan[tu->next];
+	while (tu->replay.next < tu->replay.nplan && tu->replay.plan[tu->replay.next].step < done)
+		tu->replay.next++;
+	for (; tu->replay.next < tu->replay.nplan && tu->replay.plan[tu->replay.next].step == done;
+	     tu->replay.next++) {
+		const struct tuner_plan *p = &tu->replay.plan[tu->replay.next];
 
 		if (p->bucket > 0) {
 			(void)tuner_comm_replay(tu, p->bucket, done, print);
@@ -314,42 +314,42 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->B = B;
 	tu->Bmax = Bmax;
 	tu->micro = 1;
-	tu->slowest = -1;
-	tu->slowlink = -1;
-	tu->escalate = -1;
-	tu->shares = calloc(n, sizeof(int));
-	tu->offs = calloc(n, sizeof(int));
-	tu->win = calloc(n * (size_t)cfg->window, sizeof(double));
-	tu->streak = calloc(n, sizeof(int));
-	tu->slow = calloc(n, sizeof(bool));
-	tu->basis = calloc(n, sizeof(double));
-	tu->lwin = calloc(n * (size_t)cfg->window, sizeof(double));
-	tu->lstreak = calloc(n, sizeof(int));
-	tu->lslow = calloc(n, sizeof(bool));
-	tu->lbasis = calloc(n, sizeof(double));
-	tu->msgs = calloc(n, sizeof(double));
-	tu->blame = calloc(2 * n, sizeof(int));
-	tu->lblame = tu->blame ? tu->blame + n : NULL;
-	tu->moved_at = calloc(n, sizeof(double));
-	tu->strial.win = calloc((size_t)cfg->window, sizeof(double));
-	tu->ctrial.win = calloc((size_t)cfg->window, sizeof(double));
-	tu->prev_shares = calloc(n, sizeof(int));
-	tu->prev_basis = calloc(2 * n, sizeof(double));
-	tu->no_help = calloc(n, sizeof(bool));
-	tu->escalated = calloc(n, sizeof(bool));
-	tu->pace = calloc(n, sizeof(double));
-	if (!tu->shares || !tu->offs || !tu->win || !tu->streak || !tu->slow ||
-	    !tu->basis || !tu->lwin || !tu->lstreak || !tu->lslow ||
-	    !tu->lbasis || !tu->msgs || !tu->blame || !tu->moved_at ||
-	    !tu->escalated || !tu->strial.win || !tu->ctrial.win || !tu->prev_shares || !tu->prev_basis || !tu->no_help ||
-	    !tu->pace) {
+	tu->shares.speed.worst = -1;
+	tu->links.probe.worst = -1;
+	tu->shares.escalate = -1;
+	tu->shares.n = calloc(n, sizeof(int));
+	tu->shares.offs = calloc(n, sizeof(int));
+	tu->shares.speed.win = calloc(n * (size_t)cfg->window, sizeof(double));
+	tu->shares.speed.streak = calloc(n, sizeof(int));
+	tu->shares.speed.slow = calloc(n, sizeof(bool));
+	tu->shares.speed.basis = calloc(n, sizeof(double));
+	tu->links.probe.win = calloc(n * (size_t)cfg->window, sizeof(double));
+	tu->links.probe.streak = calloc(n, sizeof(int));
+	tu->links.probe.slow = calloc(n, sizeof(bool));
+	tu->links.probe.basis = calloc(n, sizeof(double));
+	tu->links.msgs = calloc(n, sizeof(double));
+	tu->shares.speed.blame = calloc(2 * n, sizeof(int));
+	tu->links.probe.blame = tu->shares.speed.blame ? tu->shares.speed.blame + n : NULL;
+	tu->shares.moved_at = calloc(n, sizeof(double));
+	tu->shares.trial.win = calloc((size_t)cfg->window, sizeof(double));
+	tu->buckets.trial.win = calloc((size_t)cfg->window, sizeof(double));
+	tu->shares.prev = calloc(n, sizeof(int));
+	tu->shares.prev_basis = calloc(2 * n, sizeof(double));
+	tu->shares.no_help = calloc(n, sizeof(bool));
+	tu->shares.escalated = calloc(n, sizeof(bool));
+	tu->experts.pace = calloc(n, sizeof(double));
+	if (!tu->shares.n || !tu->shares.offs || !tu->shares.speed.win || !tu->shares.speed.streak || !tu->shares.speed.slow ||
+	    !tu->shares.speed.basis || !tu->links.probe.win || !tu->links.probe.streak || !tu->links.probe.slow ||
+	    !tu->links.probe.basis || !tu->links.msgs || !tu->shares.speed.blame || !tu->shares.moved_at ||
+	    !tu->shares.escalated || !tu->shares.trial.win || !tu->buckets.trial.win || !tu->shares.prev || !tu->shares.prev_basis || !tu->shares.no_help ||
+	    !tu->experts.pace) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
 	}
 	for (int r = 0; r < dp; r++) {
-		tu->shares[r] = B;
-		tu->basis[r] = 1.0;
-		tu->pace[r] = 1.0;
+		tu->shares.n[r] = B;
+		tu->shares.speed.basis[r] = 1.0;
+		tu->experts.pace[r] = 1.0;
 	}
 	set_offsets(tu);
 	if (cfg->replay[0] && (rc = plan_read(tu, err, len))) {
@@ -361,39 +361,39 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 
 void tuner_fini(struct tuner *tu)
 {
-	for (size_t i = 0; i < tu->nplan; i++)
-		free(tu->plan[i].shares);
-	free(tu->plan);
-	for (size_t i = 0; i < tu->nmplan; i++) {
-		free(tu->mplan[i].text);
-		free(tu->mplan[i].swaps);
+	for (size_t i = 0; i < tu->replay.nplan; i++)
+		free(tu->replay.plan[i].shares);
+	free(tu->replay.plan);
+	for (size_t i = 0; i < tu->replay.nmplan; i++) {
+		free(tu->replay.mplan[i].text);
+		free(tu->replay.mplan[i].swaps);
 	}
-	free(tu->mplan);
-	free(tu->ep_of);
-	free(tu->owner);
-	free(tu->load);
-	free(tu->pace);
-	free(tu->ptrial.win);
-	free(tu->ctrial.win);
-	free(tu->tried);
-	free(tu->shares);
-	free(tu->offs);
-	free(tu->win);
-	free(tu->streak);
-	free(tu->slow);
-	free(tu->basis);
-	free(tu->lwin);
-	free(tu->lstreak);
-	free(tu->lslow);
-	free(tu->lbasis);
-	free(tu->msgs);
-	free(tu->blame);
-	free(tu->moved_at);
-	free(tu->strial.win);
-	free(tu->prev_shares);
-	free(tu->prev_basis);
-	free(tu->no_help);
-	free(tu->escalated);
+	free(tu->replay.mplan);
+	free(tu->experts.ep_of);
+	free(tu->experts.owner);
+	free(tu->experts.load);
+	free(tu->experts.pace);
+	free(tu->experts.trial.win);
+	free(tu->buckets.trial.win);
+	free(tu->experts.tried);
+	free(tu->shares.n);
+	free(tu->shares.offs);
+	free(tu->shares.speed.win);
+	free(tu->shares.speed.streak);
+	free(tu->shares.speed.slow);
+	free(tu->shares.speed.basis);
+	free(tu->links.probe.win);
+	free(tu->links.probe.streak);
+	free(tu->links.probe.slow);
+	free(tu->links.probe.basis);
+	free(tu->links.msgs);
+	free(tu->shares.speed.blame);
+	free(tu->shares.moved_at);
+	free(tu->shares.trial.win);
+	free(tu->shares.prev);
+	free(tu->shares.prev_basis);
+	free(tu->shares.no_help);
+	free(tu->shares.escalated);
 	memset(tu, 0, sizeof(*tu));
 }
 
@@ -422,10 +422,10 @@ int tuner_import(struct tuner *tu, const struct tuner_state *st, char *err,
 				     "the shares sum to %ld sequences, the batch has %ld",
 				     sum, (long)tu->dp * tu->B);
 	if (st->bucket > 0)
-		tu->bucket = st->bucket;
+		tu->buckets.now = st->bucket;
 	if (st->n == 0)
 		return 0; /* equal shares */
-	memcpy(tu->shares, st->shares, sizeof(int) * (size_t)tu->dp);
+	memcpy(tu->shares.n, st->shares, sizeof(int) * (size_t)tu->dp);
 	set_offsets(tu);
 	sigma_strlcpy(tu->st.log, st->log, sizeof(tu->st.log));
 	return 0;
@@ -436,12 +436,12 @@ void tuner_export(const struct tuner *tu, struct tuner_state *st)
 	bool equal = true;
 
 	for (int r = 0; r < tu->dp; r++)
-		equal = equal && tu->shares[r] == tu->B;
+		equal = equal && tu->shares.n[r] == tu->B;
 	st->n = equal || tu->dp > TUNER_MAX_DP ? 0 : tu->dp;
 	for (int r = 0; r < st->n; r++)
-		st->shares[r] = tu->shares[r];
+		st->shares[r] = tu->shares.n[r];
 	sigma_strlcpy(st->log, tu->st.log, sizeof(st->log));
 	sigma_strlcpy(st->moves, tu->st.moves, sizeof(st->moves));
-	st->bucket = tu->bucket != tu->bucket0 ? tu->bucket : 0;
+	st->bucket = tu->buckets.now != tu->buckets.opts ? tu->buckets.now : 0;
 }
 

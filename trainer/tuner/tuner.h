@@ -131,83 +131,113 @@ struct tuner_trial {
 	double before_ns;
 };
 
-struct tuner {
-	struct tuner_config cfg;
-	int dp, B, Bmax; /* ranks, sequences per micro-batch: even, most */
-	int micro;	 /* micro-batches per step (1 until told) */
-	int *shares;	 /* [dp] in force */
-	int *offs;	 /* [dp] where each rank's sequences start */
-	struct tuner_sample mine; /* this rank since the last exchange */
-	uint64_t since_ns; /* when mine's steps began (monotonic) */
-	/* the window: [W][dp] ns per sequence, ring at head, nwin held */
+/*
+ * One measure judged per data-parallel rank (compute time per sequence,
+ * or the link probe): its window ([W][dp], a ring at the tuner's head),
+ * exchanges in a row slow (> 0) or not (< 0), confirmed slow, what the
+ * shares were made from (a speed ratio, or a link's excess time per step
+ * in even-share sequences), the world rank behind each rank's figure
+ * (its slowest stage), and the rank slowest at the last exchange (-1:
+ * none yet) with its figure over the ranks' median.
+ */
+struct tuner_watch {
 	double *win;
-	int nwin, head;
-	int *streak;   /* [dp] > 0: exchanges in a row slow, < 0: not */
-	bool *slow;    /* [dp] confirmed slow */
-	double *basis; /* [dp] the speed ratios the shares were made from */
-	/* the links: [W][dp] probe ns, streaks, confirmed slow, the excess
-	 * time per step (in even-share sequences) the shares were made
-	 * from, and messages per step at the last exchange */
-	double *lwin;
-	int *lstreak;
-	bool *lslow;
-	double *lbasis, *msgs;
-	/* the trial of the last decision, the shares and the bases (speeds,
-	 * then links) before it. no_help: ranks whose move was reverted */
-	struct tuner_trial strial;
-	int *prev_shares;
+	int *streak;
+	bool *slow;
+	double *basis;
+	int *blame;
+	int worst;
+	double worst_x;
+};
+
+/* rung 1: the data-parallel shares, made from the speed and the links */
+struct tuner_shares {
+	int *n;		/* [dp] sequences per micro-batch in force */
+	int *offs;	/* [dp] where each rank's sequences start */
+	struct tuner_watch speed;
+	/* the decision on trial, the shares and the bases (speeds, then
+	 * links) before it; no_help: ranks whose move was reverted */
+	struct tuner_trial trial;
+	int *prev;
 	double *prev_basis;
 	bool *no_help;
-	/* the world rank behind each data-parallel rank's figure (its
-	 * slowest stage), compute and link, at the last exchange */
-	int *blame, *lblame;
 	/* escalation: when each slow rank's shares last moved (monotonic
-	 * seconds; 0: not since it became slow), and whether it was
-	 * reported */
+	 * seconds; 0: not since it became slow), whether it was reported,
+	 * and the data-parallel rank to report now (-1: none) */
 	double *moved_at;
 	bool *escalated;
-	int escalate; /* the data-parallel rank to report now, or -1 */
+	int escalate;
+};
 
-	/* the last exchange, for the progress line */
-	int slowest;
-	double slowest_x; /* its time per sequence / the median */
-	int slowlink;	  /* the latest probe, or -1 */
-	double slowlink_x; /* its probe / the median */
-	double step_ns;	   /* the job's step time at the last exchange */
-	double cc[DIST_NCOMM]; /* compute / communication per kind, or 0 */
-	int decisions;
-	struct tuner_plan *plan; /* --tuner-replay, in step order */
-	size_t nplan, next;
-	/* the experts (tuner_place.c; ep 0: not placed): L layers of E over
-	 * ep ranks, the ep rank of each data-parallel rank, the placement
-	 * in force [L][E], the tokens routed to each expert since the last
-	 * decision [L][E] over lsteps steps, each rank's pace at the last
-	 * exchange (its time per sequence over the median; 1: not slow),
-	 * the replayed moves, in step order, and the next due */
+/* the links, the shares' second input: the probe's watch and each
+ * rank's messages per step at the last exchange */
+struct tuner_links {
+	struct tuner_watch probe;
+	double *msgs;
+};
+
+/*
+ * Rung 2: the experts (tuner_place.c; ep 0: not placed). L layers of E
+ * over ep ranks, the ep rank of each data-parallel rank, the placement
+ * in force [L][E], the tokens routed to each expert since the last
+ * decision [L][E] over lsteps steps, each rank's pace at the last
+ * exchange (its time per sequence over the median; 1: not slow), the
+ * swaps since the run began, and whether they may move at all (not
+ * with split moments). The move on trial and its swaps (ntried 0: none
+ * on trial); exchanges left before another move after a revert.
+ */
+struct tuner_experts {
 	int L, E, ep;
 	int *ep_of;
 	int16_t *owner;
 	double *load, *pace;
 	int lsteps, moves;
-	bool place_fixed; /* the experts may not move (--zero 1) */
-	/* the trial of the last move, its swaps (ntried 0: none on trial);
-	 * exchanges left before another move after a revert */
-	struct tuner_trial ptrial;
-	int ntried, pcool;
+	bool fixed;
+	struct tuner_trial trial;
+	int ntried, cool;
 	struct tuner_swap *tried;
+};
+
+/*
+ * Rung 3: the gradient buckets (tuner_comm.c). Floats per bucket in
+ * force and the options', the gradient that leaves in buckets during the
+ * backward pass (0: none, nothing to choose), exchanges before the next
+ * probe, whether this exchange probes, the bucket before the one on
+ * trial, its trial, exchanges left before another after a revert, and
+ * the bounds reverts set (tuner_comm_in.lo, hi).
+ */
+struct tuner_buckets {
+	long now, opts, span;
+	int wait, cool;
+	bool probe;
+	long prev, lo, hi;
+	struct tuner_trial trial;
+};
+
+/* --tuner-replay: the shares' and buckets' decisions and the experts'
+ * moves, each in step order, and the next of each due */
+struct tuner_replay {
+	struct tuner_plan *plan;
+	size_t nplan, next;
 	struct tuner_plan *mplan;
 	size_t nmplan, mnext;
-	/* the gradient buckets (tuner_comm.c): floats per bucket in force
-	 * and the options', the gradient that leaves in buckets during the
-	 * backward pass (0: none, nothing to choose), exchanges before the
-	 * next probe, whether this exchange probes, the bucket before the
-	 * one on trial, its trial, exchanges left before another after a
-	 * revert, and the bounds reverts set (tuner_comm_in.lo, hi) */
-	long bucket, bucket0, span;
-	int cwait, ccool;
-	bool cprobe;
-	long cprev, clo, chi;
-	struct tuner_trial ctrial;
+};
+
+struct tuner {
+	struct tuner_config cfg;
+	int dp, B, Bmax; /* ranks, sequences per micro-batch: even, most */
+	int micro;	 /* micro-batches per step (1 until told) */
+	struct tuner_sample mine; /* this rank since the last exchange */
+	uint64_t since_ns; /* when mine's steps began (monotonic) */
+	int nwin, head;	   /* the watches' window: exchanges held, ring */
+	double step_ns;	   /* the job's step time at the last exchange */
+	double cc[DIST_NCOMM]; /* compute / communication per kind, or 0 */
+	int decisions;
+	struct tuner_shares shares;
+	struct tuner_links links;
+	struct tuner_experts experts;
+	struct tuner_buckets buckets;
+	struct tuner_replay replay;
 	struct tuner_state st; /* the log, for the checkpoint */
 };
 
@@ -235,15 +265,14 @@ void tuner_export(const struct tuner *tu, struct tuner_state *st);
  * in the mean (dp * share / the batch's sequences; 1 for equal shares) */
 static inline int tuner_share(const struct tuner *tu, int r)
 {
-	return tu->shares[r];
+	return tu->shares.n[r];
 }
 static inline int tuner_offset(const struct tuner *tu, int r)
 {
-	return tu->offs[r];
+	return tu->shares.offs[r];
 }
 double tuner_weight(const struct tuner *tu, int r);
 
-/* this rank's step: what it measured */
 /* what a rank measured of one step */
 struct tuner_step {
 	int dp_index;
@@ -253,58 +282,83 @@ struct tuner_step {
 	uint64_t messages;   /* sent to peers */
 	struct dist_overlap ovl; /* its gradient buckets' waits */
 };
+/* this rank's step: what it measured */
 void tuner_record(struct tuner *tu, const struct tuner_step *st);
 /* the loop's first step starts: the steps' wall time counts from here */
 void tuner_clock_start(struct tuner *tu);
-/* before the summary is shared: its steps' wall time, up to now */
-void tuner_clock_seal(struct tuner *tu);
-/* an exchange is due after step done */
-bool tuner_due(const struct tuner *tu, long done);
 
 /*
- * The ranks' summaries all[n] of the exchange after step done: detect,
- * and (--tuner on) decide, or apply the replayed decision due. Returns
- * true when the shares changed (they hold from step done + 1); a line
- * "tuner: step N: ..." tells it. Every rank calls it with the same
- * numbers and takes the same decision.
+ * What the tuner needs of the job after a step: the collectives, which
+ * every rank calls alike, and the experts' move. Each returns 0, or a
+ * code of the caller's (-errno, or its own exit code) that
+ * tuner_after_step returns as it is. ranks: the job's ranks, whose
+ * summaries gather returns in all[ranks].
  */
-bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
-		    size_t n, long done, bool print);
+struct tuner_ops {
+	void *ctx;
+	int ranks;
+	/* time rounds small messages each way round the ring: *ns */
+	int (*link_probe)(void *ctx, int rounds, double *ns);
+	/* time an all-reduce of one float and one of floats: *cost */
+	int (*bucket_probe)(void *ctx, long floats,
+			    struct dist_bucket_cost *cost);
+	/* every rank's summary to every rank */
+	int (*gather)(void *ctx, const struct tuner_sample *mine,
+		      struct tuner_sample *all);
+	/* the tokens routed to each expert since the last call, the job's:
+	 * load[L][E] */
+	int (*routed)(void *ctx, float *load);
+	/* the placement changed (tuner_owner): move the experts */
+	int (*move_experts)(void *ctx);
+};
+
+/* what the step's call decided beyond what the ops did */
+struct tuner_actions {
+	bool exchanged;	  /* the ranks' summaries were shared */
+	bool shares;	  /* the shares changed (they hold from the next step) */
+	int escalate;	  /* the job's rank to report as slow, or -1 */
+	char why[160];	  /* what was measured of it */
+};
+
 /*
- * After an exchange: the data-parallel rank that stayed slow (compute or
- * link) --tuner-escalate seconds after its shares moved, once per
- * slowdown, or -1; *world the rank of the job that is its slowest stage,
- * why[len] what was measured. Each rank keeps its own clock: only *world
- * acts on it.
+ * The tuner after step done, on every rank alike: the replayed decisions
+ * due, and every K steps the probes, the summaries, and what the rungs
+ * decide from them (shares, links, experts, buckets), in that order; a
+ * line "tuner: step N: ..." tells each decision (printed when print).
+ * Returns 0, -ENOMEM, or the first non-zero return of an op (nothing
+ * after it is done).
  */
-int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len);
-/* a replayed decision after step done (no exchange needed) */
-bool tuner_replay_due(struct tuner *tu, long done, bool print);
+int tuner_after_step(struct tuner *tu, long done, const struct tuner_ops *ops,
+		     bool print, struct tuner_actions *act);
 
 /*
  * The experts' placement (tuner_place.c), with ep > 1: E experts of L
  * layers over ep ranks, ep_of[dp] the ep rank of each data-parallel rank,
- * owner[L][E] the layout's placement. Parses the replayed moves. 0, or
- * -EINVAL / -ENOMEM with err.
+ * owner[L][E] the layout's placement; fixed: they may not move (split
+ * moments). Parses the replayed moves. 0, or -EINVAL / -ENOMEM with err.
  */
 int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
-		     const int16_t *owner, char *err, size_t len);
-/* this exchange wants the tokens routed to each expert (every rank
- * answers alike) */
+		     const int16_t *owner, bool fixed, char *err, size_t len);
+/* the tuner may move experts (every rank answers alike) */
 bool tuner_place_wants(const struct tuner *tu);
-/*
- * After the exchange of step done: load[L][E] the tokens routed to each
- * expert over steps steps, the job's. Decides, and returns the swaps made
- * (tu->owner is the new placement; logged, printed when print), 0 none.
- */
-int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
-			 long done, bool print);
-/* the replayed moves due after step done, applied to tu->owner: how many */
-int tuner_place_replay(struct tuner *tu, long done, bool print);
-/* the moves a checkpoint held (tuner_state.moves) into tu->owner and the
- * log: 0 (none: 0 too), or -EINVAL with err */
+/* the moves a checkpoint held (tuner_state.moves) into the placement and
+ * the log: 0 (none: 0 too), or -EINVAL with err */
 int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		       size_t len);
+/* the placement in force [L][E], and the swaps made since the run began */
+static inline const int16_t *tuner_owner(const struct tuner *tu)
+{
+	return tu->experts.owner;
+}
+static inline int tuner_swaps(const struct tuner *tu)
+{
+	return tu->experts.moves;
+}
+/* --tuner-replay moves experts */
+static inline bool tuner_replays_moves(const struct tuner *tu)
+{
+	return tu->replay.nmplan > 0;
+}
 
 /*
  * The gradient buckets (tuner_comm.c): bucket the floats per bucket the
@@ -312,37 +366,22 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
  * backward pass (dist_bucket_span; 0: none). Call after tuner_init.
  */
 void tuner_comm_init(struct tuner *tu, long bucket, long span);
-/* this exchange runs the bucket probe (every rank answers alike; call
- * once an exchange, before the summaries are gathered) */
-bool tuner_comm_due(struct tuner *tu);
-/* the floats of the probe's large all-reduce */
-long tuner_comm_probe_floats(const struct tuner *tu);
-/*
- * At the exchange of step done (from tuner_exchange, --tuner on): judge
- * the bucket size on trial, and after a probe choose it again, unless
- * busy (the shares changed at this exchange). True when tu->bucket
- * changed (it holds from step done + 1; logged, printed when print).
- */
-bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
-			 size_t n, long done, bool print, bool busy);
-/* a replayed bucket size b from step done + 1: true when it changed */
-bool tuner_comm_replay(struct tuner *tu, long b, long done, bool print);
-
-/* the link probe's rounds each way at this exchange: 3 while the window
- * fills or a rank's link reads other than it is judged (slow or not), 1
- * once every link is settled (every rank answers alike) */
-int tuner_probe_rounds(const struct tuner *tu);
+/* floats per gradient bucket in force */
+static inline long tuner_bucket(const struct tuner *tu)
+{
+	return tu->buckets.now;
+}
+/* micro-batches per step (1 until told): a slow link's time per step is
+ * weighed against the sequences of all of them */
+static inline void tuner_set_micro(struct tuner *tu, int micro)
+{
+	tu->micro = micro;
+}
 
 /* the tuner's state for the progress line: " tuner on slowest 3 1.98x ..." */
 void tuner_describe(const struct tuner *tu, char *buf, size_t len);
-
-/*
- * The shares from speeds v[dp] (sequences per unit of time, > 0) and
- * fixed times fix[dp] (NULL: none), rank r taking shares[r] / v[r] +
- * fix[r]: S = dp * B sequences, each share in [1, Bmax], so that the
- * slowest rank's time is least. Pure, for the unit test.
- */
-void tuner_split(int dp, int B, int Bmax, const double *v, const double *fix,
-		 int *shares);
+/* the metrics file's tuner columns (",slowest,ratio,cc_ar,cc_a2a,cc_pp,
+ * decisions"; the first five empty until the first full window) */
+void tuner_columns(const struct tuner *tu, char *buf, size_t len);
 
 #endif /* SIGMA_TRAIN_TUNER_H */

@@ -163,7 +163,7 @@ int tuner_swaps_parse(const char *s, char sep, int L, int E,
 #define PLACE_MAX_SWAPS 4096
 
 /*
- * Swaps s[n] in force from the step after done: applied to tu->owner,
+ * Swaps s[n] in force from the step after done: applied to tu->experts.owner,
  * logged in the checkpoint's moves ("L:A-B@STEP;" each) and printed with
  * why. False when the log cannot hold them: then none is made, since a
  * resumed run could not take the placement up again.
@@ -183,9 +183,9 @@ static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
 		have += (size_t)snprintf(
 		    tu->st.moves + have, sizeof(tu->st.moves) - have,
 		    "%d:%d-%d@%ld;", s[i].layer, s[i].a, s[i].b, done);
-		tuner_place_swap(tu->owner, tu->E, &s[i]);
+		tuner_place_swap(tu->experts.owner, tu->experts.E, &s[i]);
 	}
-	tu->moves += n;
+	tu->experts.moves += n;
 	tu->decisions++;
 	if (print) {
 		char *list = malloc((size_t)n * 24 + 1);
@@ -202,22 +202,23 @@ static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
 }
 
 int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
-		     const int16_t *owner, char *err, size_t len)
+		     const int16_t *owner, bool fixed, char *err, size_t len)
 {
 	size_t n = (size_t)L * E;
 
-	tu->ep_of = malloc(sizeof(int) * (size_t)tu->dp);
-	tu->owner = malloc(sizeof(int16_t) * n);
-	tu->load = calloc(n, sizeof(double));
-	tu->ptrial.win = calloc((size_t)tu->cfg.window, sizeof(double));
-	tu->tried = malloc(sizeof(*tu->tried) * (size_t)L);
-	if (!tu->ep_of || !tu->owner || !tu->load || !tu->ptrial.win || !tu->tried)
+	tu->experts.fixed = fixed;
+	tu->experts.ep_of = malloc(sizeof(int) * (size_t)tu->dp);
+	tu->experts.owner = malloc(sizeof(int16_t) * n);
+	tu->experts.load = calloc(n, sizeof(double));
+	tu->experts.trial.win = calloc((size_t)tu->cfg.window, sizeof(double));
+	tu->experts.tried = malloc(sizeof(*tu->experts.tried) * (size_t)L);
+	if (!tu->experts.ep_of || !tu->experts.owner || !tu->experts.load || !tu->experts.trial.win || !tu->experts.tried)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	memcpy(tu->ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
-	memcpy(tu->owner, owner, sizeof(int16_t) * n);
-	tu->L = L, tu->E = E, tu->ep = ep;
-	for (size_t i = 0; i < tu->nmplan; i++) {
-		struct tuner_plan *p = &tu->mplan[i];
+	memcpy(tu->experts.ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
+	memcpy(tu->experts.owner, owner, sizeof(int16_t) * n);
+	tu->experts.L = L, tu->experts.E = E, tu->experts.ep = ep;
+	for (size_t i = 0; i < tu->replay.nmplan; i++) {
+		struct tuner_plan *p = &tu->replay.mplan[i];
 		char e[256];
 		int k;
 
@@ -237,18 +238,18 @@ int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
 
 bool tuner_place_wants(const struct tuner *tu)
 {
-	return tu->ep > 1 && !tu->place_fixed && tu->cfg.mode == TUNER_ON &&
+	return tu->experts.ep > 1 && !tu->experts.fixed && tu->cfg.mode == TUNER_ON &&
 	       !tu->cfg.replay[0];
 }
 
 /* each ep rank's pace: its slowest data-parallel rank's */
 static void ep_pace(const struct tuner *tu, double *pace)
 {
-	for (int p = 0; p < tu->ep; p++)
+	for (int p = 0; p < tu->experts.ep; p++)
 		pace[p] = 1.0;
 	for (int r = 0; r < tu->dp; r++)
-		if (tu->pace[r] > pace[tu->ep_of[r]])
-			pace[tu->ep_of[r]] = tu->pace[r];
+		if (tu->experts.pace[r] > pace[tu->experts.ep_of[r]])
+			pace[tu->experts.ep_of[r]] = tu->experts.pace[r];
 }
 
 /*
@@ -262,25 +263,25 @@ static int place_judge(struct tuner *tu, long done, bool print,
 {
 	double after, before;
 	char why[128];
-	int n = tu->ntried, r;
+	int n = tu->experts.ntried, r;
 
-	tuner_trial_push(&tu->ptrial, tu->cfg.window, tu->step_ns);
+	tuner_trial_push(&tu->experts.trial, tu->cfg.window, tu->step_ns);
 	if (n == 0)
 		return 0;
-	r = tuner_trial_judge(&tu->ptrial, tu->cfg.window, &after, &before);
-	if (r < 0 && tu->ptrial.before_ns > 0)
+	r = tuner_trial_judge(&tu->experts.trial, tu->cfg.window, &after, &before);
+	if (r < 0 && tu->experts.trial.before_ns > 0)
 		return 0; /* still measuring */
-	tu->ntried = 0; /* kept, or nothing measured before to judge by */
+	tu->experts.ntried = 0; /* kept, or nothing measured before to judge by */
 	if (r <= 0)
 		return 0;
 	for (int i = 0; i < n; i++)
-		out[i] = tu->tried[n - 1 - i];
+		out[i] = tu->experts.tried[n - 1 - i];
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
 	if (!place_apply(tu, out, n, done, print, why))
 		return 0;
-	tu->pcool = 4 * tu->cfg.window;
+	tu->experts.cool = 4 * tu->cfg.window;
 	return n;
 }
 
@@ -288,20 +289,20 @@ static int place_judge(struct tuner *tu, long done, bool print,
 static int place_decide(struct tuner *tu, long done, bool print,
 			struct tuner_swap *s)
 {
-	size_t n = (size_t)tu->L * tu->E;
-	double *pace = malloc(sizeof(double) * (size_t)tu->ep);
+	size_t n = (size_t)tu->experts.L * tu->experts.E;
+	double *pace = malloc(sizeof(double) * (size_t)tu->experts.ep);
 	int16_t *next = malloc(sizeof(int16_t) * n);
 	int k = 0, top = 0;
 	char why[96];
 
 	if (pace && next) {
 		ep_pace(tu, pace);
-		memcpy(next, tu->owner, sizeof(int16_t) * n);
-		k = tuner_place_decide(tu->L, tu->E, tu->ep, next, tu->load,
-				       pace, s, tu->L);
+		memcpy(next, tu->experts.owner, sizeof(int16_t) * n);
+		k = tuner_place_decide(tu->experts.L, tu->experts.E, tu->experts.ep, next, tu->experts.load,
+				       pace, s, tu->experts.L);
 	}
 	if (k > 0) {
-		for (int p = 1; p < tu->ep; p++)
+		for (int p = 1; p < tu->experts.ep; p++)
 			top = pace[p] > pace[top] ? p : top;
 		snprintf(
 		    why, sizeof(why),
@@ -312,9 +313,9 @@ static int place_decide(struct tuner *tu, long done, bool print,
 	}
 	if (k > 0) {
 		/* on trial: the step times from here on */
-		memcpy(tu->tried, s, sizeof(*s) * (size_t)k);
-		tu->ntried = k;
-		tuner_trial_begin(&tu->ptrial);
+		memcpy(tu->experts.tried, s, sizeof(*s) * (size_t)k);
+		tu->experts.ntried = k;
+		tuner_trial_begin(&tu->experts.trial);
 	}
 	free(pace);
 	free(next);
@@ -324,30 +325,30 @@ static int place_decide(struct tuner *tu, long done, bool print,
 int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
 			 long done, bool print)
 {
-	size_t n = (size_t)tu->L * tu->E;
+	size_t n = (size_t)tu->experts.L * tu->experts.E;
 	struct tuner_swap *s;
 	int k;
 
 	if (!tuner_place_wants(tu))
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		tu->load[i] += load[i];
-	tu->lsteps += steps;
-	s = malloc(sizeof(*s) * (size_t)tu->L);
+		tu->experts.load[i] += load[i];
+	tu->experts.lsteps += steps;
+	s = malloc(sizeof(*s) * (size_t)tu->experts.L);
 	if (!s)
 		return 0; /* decided next time */
 	k = place_judge(tu, done, print, s);
 	if (k > 0)
 		; /* taken back: the cool-down starts with the next exchange */
-	else if (tu->pcool > 0)
-		tu->pcool--;
+	else if (tu->experts.cool > 0)
+		tu->experts.cool--;
 	/* a window's steps of tokens, the ranks' pace measured, and no
 	 * move on trial */
-	else if (tu->ntried == 0 && tu->nwin >= tu->cfg.window &&
-		 tu->lsteps >= tu->cfg.window * tu->cfg.every) {
+	else if (tu->experts.ntried == 0 && tu->nwin >= tu->cfg.window &&
+		 tu->experts.lsteps >= tu->cfg.window * tu->cfg.every) {
 		k = place_decide(tu, done, print, s);
-		memset(tu->load, 0, sizeof(double) * n);
-		tu->lsteps = 0;
+		memset(tu->experts.load, 0, sizeof(double) * n);
+		tu->experts.lsteps = 0;
 	}
 	free(s);
 	return k;
@@ -358,12 +359,12 @@ int tuner_place_replay(struct tuner *tu, long done, bool print)
 	const struct tuner_plan *p;
 
 	/* moves at or before a resumed run's step are in its placement */
-	while (tu->mnext < tu->nmplan && tu->mplan[tu->mnext].step < done)
-		tu->mnext++;
-	if (tu->ep <= 1 || tu->mnext >= tu->nmplan ||
-	    tu->mplan[tu->mnext].step != done)
+	while (tu->replay.mnext < tu->replay.nmplan && tu->replay.mplan[tu->replay.mnext].step < done)
+		tu->replay.mnext++;
+	if (tu->experts.ep <= 1 || tu->replay.mnext >= tu->replay.nmplan ||
+	    tu->replay.mplan[tu->replay.mnext].step != done)
 		return 0;
-	p = &tu->mplan[tu->mnext++];
+	p = &tu->replay.mplan[tu->replay.mnext++];
 	return place_apply(tu, p->swaps, p->nswaps, done, print, "replayed")
 		   ? p->nswaps
 		   : 0;
@@ -372,7 +373,7 @@ int tuner_place_replay(struct tuner *tu, long done, bool print)
 int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		       size_t len)
 {
-	size_t n = (size_t)tu->L * tu->E;
+	size_t n = (size_t)tu->experts.L * tu->experts.E;
 	int16_t *own = malloc(sizeof(int16_t) * (n ? n : 1));
 	const char *p = moves;
 	int k = 0, rc = 0;
@@ -380,7 +381,7 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 
 	if (!own)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	memcpy(own, tu->owner, sizeof(int16_t) * n);
+	memcpy(own, tu->experts.owner, sizeof(int16_t) * n);
 	while (*p && rc == 0) {
 		const char *at = strchr(p, '@'), *end = strchr(p, ';');
 		struct tuner_swap sw;
@@ -398,19 +399,19 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		}
 		memcpy(item, p, (size_t)(at - p));
 		item[at - p] = '\0';
-		if (tuner_swaps_parse(item, ',', tu->L, tu->E, &sw, 1, e,
+		if (tuner_swaps_parse(item, ',', tu->experts.L, tu->experts.E, &sw, 1, e,
 				      sizeof(e)) != 1) {
 			rc = sigma_set_err(err, len, EINVAL, "tuner/moves: %s",
 					   e);
 			break;
 		}
-		tuner_place_swap(own, tu->E, &sw);
+		tuner_place_swap(own, tu->experts.E, &sw);
 		k++;
 		p = end + 1;
 	}
 	if (rc == 0) { /* all of them, or none */
-		memcpy(tu->owner, own, sizeof(int16_t) * n);
-		tu->moves += k;
+		memcpy(tu->experts.owner, own, sizeof(int16_t) * n);
+		tu->experts.moves += k;
 		sigma_strlcpy(tu->st.moves, moves, sizeof(tu->st.moves));
 	}
 	free(own);

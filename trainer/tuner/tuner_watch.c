@@ -71,12 +71,12 @@ static double now_s(void)
 static void window_push(struct tuner *tu, const struct tuner_sample *all,
 			size_t n)
 {
-	double *row = &tu->win[(size_t)tu->head * tu->dp];
-	double *lrow = &tu->lwin[(size_t)tu->head * tu->dp];
+	double *row = &tu->shares.speed.win[(size_t)tu->head * tu->dp];
+	double *lrow = &tu->links.probe.win[(size_t)tu->head * tu->dp];
 	double comp = 0.0, comm[DIST_NCOMM] = { 0 }, step = 0.0;
 
 	for (int r = 0; r < tu->dp; r++)
-		row[r] = lrow[r] = tu->msgs[r] = 0.0;
+		row[r] = lrow[r] = tu->links.msgs[r] = 0.0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tuner_sample *a = &all[i];
 		int r = (int)a->dp_index;
@@ -84,13 +84,13 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 		if (r >= 0 && r < tu->dp && a->seqs > 0 &&
 		    a->compute_ns / a->seqs > row[r]) {
 			row[r] = a->compute_ns / a->seqs;
-			tu->blame[r] = (int)i;
+			tu->shares.speed.blame[r] = (int)i;
 		}
 		if (r >= 0 && r < tu->dp && a->steps > 0 &&
 		    a->probe_ns >= lrow[r]) {
 			lrow[r] = a->probe_ns;
-			tu->msgs[r] = a->messages / a->steps;
-			tu->lblame[r] = (int)i;
+			tu->links.msgs[r] = a->messages / a->steps;
+			tu->links.probe.blame[r] = (int)i;
 		}
 		comp += a->compute_ns;
 		for (int k = 0; k < DIST_NCOMM; k++)
@@ -100,7 +100,7 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 	}
 	/* the job's step time: its slowest rank's */
 	tu->step_ns = step;
-	tuner_trial_push(&tu->strial, tu->cfg.window, step);
+	tuner_trial_push(&tu->shares.trial, tu->cfg.window, step);
 	for (int k = 0; k < DIST_NCOMM; k++)
 		tu->cc[k] = comm[k] > 0 ? comp / comm[k] : 0.0;
 	tu->head = (tu->head + 1) % tu->cfg.window;
@@ -135,17 +135,17 @@ static bool detect(struct tuner *tu, const struct watch *w, const double *med,
 	bool changed = false;
 
 	for (int r = 0; r < tu->dp; r++) {
-		bool moved = w->slow[r] && tu->shares[r] < tu->B;
+		bool moved = w->slow[r] && tu->shares.n[r] < tu->B;
 		int now = straggler_judge(moved ? &bm : &b,
 					  med[r], mad[r], M, &w->slow[r],
 					  &w->streak[r]);
 
 		if (!now)
 			continue;
-		tu->moved_at[r] = 0.0;
-		tu->escalated[r] = false;
-		if (!tu->slow[r] && !tu->lslow[r])
-			tu->no_help[r] = false;
+		tu->shares.moved_at[r] = 0.0;
+		tu->shares.escalated[r] = false;
+		if (!tu->shares.speed.slow[r] && !tu->links.probe.slow[r])
+			tu->shares.no_help[r] = false;
 		changed = true;
 		if (print)
 			printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
@@ -163,24 +163,24 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
 	double *v = med + 4 * (size_t)dp;
 
 	for (int r = 0; r < dp; r++) {
-		straggler_column(tu->win, tu->nwin, dp, r, &med[r],
+		straggler_column(tu->shares.speed.win, tu->nwin, dp, r, &med[r],
 				 &med[dp + r]);
-		straggler_column(tu->lwin, tu->nwin, dp, r, &med[2 * dp + r],
+		straggler_column(tu->links.probe.win, tu->nwin, dp, r, &med[2 * dp + r],
 				 &med[3 * dp + r]);
 	}
 	for (int k = 0; k < 2; k++) {
 		memcpy(v, med + 2 * k * (size_t)dp, sizeof(double) * (size_t)dp);
 		M[k] = straggler_median(v, (size_t)dp);
 	}
-	tu->slowest = tu->slowlink = 0;
+	tu->shares.speed.worst = tu->links.probe.worst = 0;
 	for (int r = 1; r < dp; r++) {
-		if (med[r] > med[tu->slowest])
-			tu->slowest = r;
-		if (med[2 * dp + r] > med[2 * dp + tu->slowlink])
-			tu->slowlink = r;
+		if (med[r] > med[tu->shares.speed.worst])
+			tu->shares.speed.worst = r;
+		if (med[2 * dp + r] > med[2 * dp + tu->links.probe.worst])
+			tu->links.probe.worst = r;
 	}
-	tu->slowest_x = M[0] > 0 ? med[tu->slowest] / M[0] : 0.0;
-	tu->slowlink_x = M[1] > 0 ? med[2 * dp + tu->slowlink] / M[1] : 0.0;
+	tu->shares.speed.worst_x = M[0] > 0 ? med[tu->shares.speed.worst] / M[0] : 0.0;
+	tu->links.probe.worst_x = M[1] > 0 ? med[2 * dp + tu->links.probe.worst] / M[1] : 0.0;
 }
 
 /*
@@ -197,18 +197,18 @@ static bool judge(struct tuner *tu, long done, bool print)
 	double after, before;
 	char why[128];
 
-	if (tuner_trial_judge(&tu->strial, tu->cfg.window, &after, &before) <=
+	if (tuner_trial_judge(&tu->shares.trial, tu->cfg.window, &after, &before) <=
 	    0)
 		return false;
 	for (int r = 0; r < dp; r++)
-		if ((tu->slow[r] || tu->lslow[r]) && tu->prev_shares[r] == tu->B)
-			tu->no_help[r] = true;
-	memcpy(tu->basis, tu->prev_basis, sizeof(double) * (size_t)dp);
-	memcpy(tu->lbasis, tu->prev_basis + dp, sizeof(double) * (size_t)dp);
+		if ((tu->shares.speed.slow[r] || tu->links.probe.slow[r]) && tu->shares.prev[r] == tu->B)
+			tu->shares.no_help[r] = true;
+	memcpy(tu->shares.speed.basis, tu->shares.prev_basis, sizeof(double) * (size_t)dp);
+	memcpy(tu->links.probe.basis, tu->shares.prev_basis + dp, sizeof(double) * (size_t)dp);
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
-	tuner_apply(tu, tu->prev_shares, done, print, why);
+	tuner_apply(tu, tu->shares.prev, done, print, why);
 	return true;
 }
 
@@ -233,7 +233,7 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 	 * measured it, and a window that still holds the steps before it
 	 * would re-split on a mix of both. A rank found slow, or no longer
 	 * slow, is decided on at once. */
-	if (tu->strial.before_ns > 0 && !changed)
+	if (tu->shares.trial.before_ns > 0 && !changed)
 		return false;
 	shares = calloc((size_t)dp, sizeof(int));
 	v = calloc(2 * (size_t)dp, sizeof(double));
@@ -244,21 +244,21 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 	}
 	fix = v + dp;
 	for (int r = 0; r < dp; r++) {
-		bool help = !tu->no_help[r];
+		bool help = !tu->shares.no_help[r];
 
 		/* a slow rank that reads healthy again keeps its split until
 		 * the reading is confirmed, and then goes back to even */
-		v[r] = !help || !tu->slow[r] ? 1.0
-		       : tu->streak[r] < 0   ? tu->basis[r]
+		v[r] = !help || !tu->shares.speed.slow[r] ? 1.0
+		       : tu->shares.speed.streak[r] < 0   ? tu->shares.speed.basis[r]
 					     : M[0] / med[r];
-		fix[r] = !help || !tu->lslow[r] ? 0.0
-			 : tu->lstreak[r] < 0
-			     ? tu->lbasis[r]
-			     : (med[2 * dp + r] - M[1]) * tu->msgs[r] /
+		fix[r] = !help || !tu->links.probe.slow[r] ? 0.0
+			 : tu->links.probe.streak[r] < 0
+			     ? tu->links.probe.basis[r]
+			     : (med[2 * dp + r] - M[1]) * tu->links.msgs[r] /
 				   (tu->micro * M[0]);
 		any = any || v[r] != 1.0 || fix[r] != 0.0;
-		moved = moved || fabs(v[r] - tu->basis[r]) > 0.2 * tu->basis[r] ||
-			fabs(fix[r] - tu->lbasis[r]) > 0.2 * tu->lbasis[r];
+		moved = moved || fabs(v[r] - tu->shares.speed.basis[r]) > 0.2 * tu->shares.speed.basis[r] ||
+			fabs(fix[r] - tu->links.probe.basis[r]) > 0.2 * tu->links.probe.basis[r];
 	}
 	changed = false;
 	if (moved) {
@@ -266,37 +266,37 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 		 * its speed depends on its share (a node whose waits spend
 		 * its CPU quota), the full step swings back and forth */
 		for (int r = 0; r < dp; r++) {
-			if (v[r] != 1.0 && tu->basis[r] != 1.0)
-				v[r] = sqrt(v[r] * tu->basis[r]);
-			if (fix[r] != 0.0 && tu->lbasis[r] != 0.0)
-				fix[r] = 0.5 * (fix[r] + tu->lbasis[r]);
+			if (v[r] != 1.0 && tu->shares.speed.basis[r] != 1.0)
+				v[r] = sqrt(v[r] * tu->shares.speed.basis[r]);
+			if (fix[r] != 0.0 && tu->links.probe.basis[r] != 0.0)
+				fix[r] = 0.5 * (fix[r] + tu->links.probe.basis[r]);
 		}
-		memcpy(tu->prev_basis, tu->basis, sizeof(double) * (size_t)dp);
-		memcpy(tu->prev_basis + dp, tu->lbasis,
+		memcpy(tu->shares.prev_basis, tu->shares.speed.basis, sizeof(double) * (size_t)dp);
+		memcpy(tu->shares.prev_basis + dp, tu->links.probe.basis,
 		       sizeof(double) * (size_t)dp);
-		memcpy(tu->basis, v, sizeof(double) * (size_t)dp);
-		memcpy(tu->lbasis, fix, sizeof(double) * (size_t)dp);
+		memcpy(tu->shares.speed.basis, v, sizeof(double) * (size_t)dp);
+		memcpy(tu->links.probe.basis, fix, sizeof(double) * (size_t)dp);
 		tuner_split(dp, tu->B, tu->Bmax, v, fix, shares);
-		changed = memcmp(shares, tu->shares, sizeof(int) * (size_t)dp);
-		if (tu->lslow[tu->slowlink] && !tu->slow[tu->slowest])
+		changed = memcmp(shares, tu->shares.n, sizeof(int) * (size_t)dp);
+		if (tu->links.probe.slow[tu->links.probe.worst] && !tu->shares.speed.slow[tu->shares.speed.worst])
 			snprintf(why, sizeof(why), "slowest link rank %d at %.2fx",
-				 tu->slowlink, tu->slowlink_x);
+				 tu->links.probe.worst, tu->links.probe.worst_x);
 		else
 			snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
-				 tu->slowest, tu->slowest_x);
+				 tu->shares.speed.worst, tu->shares.speed.worst_x);
 		if (changed) {
 			/* on trial: the step times from here on */
-			memcpy(tu->prev_shares, tu->shares,
+			memcpy(tu->shares.prev, tu->shares.n,
 			       sizeof(int) * (size_t)dp);
-			tuner_trial_begin(&tu->strial);
+			tuner_trial_begin(&tu->shares.trial);
 			if (!any) /* a return to even stays */
-				tu->strial.before_ns = 0.0;
+				tu->shares.trial.before_ns = 0.0;
 			tuner_apply(tu, shares, done, print, why);
 		}
 	}
 	for (int r = 0; r < dp && changed; r++)
-		if (tu->slow[r] || tu->lslow[r])
-			tu->moved_at[r] = now_s();
+		if (tu->shares.speed.slow[r] || tu->links.probe.slow[r])
+			tu->shares.moved_at[r] = now_s();
 	free(shares);
 	free(v);
 	return changed;
@@ -308,42 +308,42 @@ static void escalate(struct tuner *tu)
 {
 	double t = now_s();
 
-	tu->escalate = -1;
+	tu->shares.escalate = -1;
 	for (int r = 0; r < tu->dp && tu->cfg.escalate > 0; r++)
-		if ((tu->slow[r] || tu->lslow[r]) && !tu->escalated[r] &&
-		    tu->moved_at[r] > 0 &&
-		    t - tu->moved_at[r] >= tu->cfg.escalate) {
-			tu->escalated[r] = true;
-			tu->escalate = r;
+		if ((tu->shares.speed.slow[r] || tu->links.probe.slow[r]) && !tu->shares.escalated[r] &&
+		    tu->shares.moved_at[r] > 0 &&
+		    t - tu->shares.moved_at[r] >= tu->cfg.escalate) {
+			tu->shares.escalated[r] = true;
+			tu->shares.escalate = r;
 			return;
 		}
 }
 
 int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len)
 {
-	int r = tu->escalate;
+	int r = tu->shares.escalate;
 
-	tu->escalate = -1;
+	tu->shares.escalate = -1;
 	*world = -1;
 	if (r < 0)
 		return -1;
-	*world = tu->slow[r] ? tu->blame[r] : tu->lblame[r];
+	*world = tu->shares.speed.slow[r] ? tu->shares.speed.blame[r] : tu->links.probe.blame[r];
 	snprintf(why, len,
 		 "rank %d still %s %.0f s after its shares moved (%.2fx the median %s)",
-		 r, tu->slow[r] ? "slow" : "link slow", (double)tu->cfg.escalate,
-		 tu->slow[r] ? tu->basis[r] > 0 ? 1.0 / tu->basis[r] : 0.0
-			     : tu->slowlink_x,
-		 tu->slow[r] ? "compute time per sequence" : "link probe");
+		 r, tu->shares.speed.slow[r] ? "slow" : "link slow", (double)tu->cfg.escalate,
+		 tu->shares.speed.slow[r] ? tu->shares.speed.basis[r] > 0 ? 1.0 / tu->shares.speed.basis[r] : 0.0
+			     : tu->links.probe.worst_x,
+		 tu->shares.speed.slow[r] ? "compute time per sequence" : "link probe");
 	return r;
 }
 
 bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 		    size_t n, long done, bool print)
 {
-	struct watch cw = { "compute time per sequence", "slow", 0.0, tu->slow,
-			    tu->streak };
+	struct watch cw = { "compute time per sequence", "slow", 0.0, tu->shares.speed.slow,
+			    tu->shares.speed.streak };
 	struct watch lw = { "link probe", "link slow", TUNER_LINK_FLOOR,
-			    tu->lslow, tu->lstreak };
+			    tu->links.probe.slow, tu->links.probe.streak };
 	double *med, M[2];
 	bool changed;
 
@@ -362,7 +362,7 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 			  changed;
 	/* the pace the experts' placement weighs the ranks by */
 	for (int r = 0; r < tu->dp; r++)
-		tu->pace[r] = tu->slow[r] && M[0] > 0 ? med[r] / M[0] : 1.0;
+		tu->experts.pace[r] = tu->shares.speed.slow[r] && M[0] > 0 ? med[r] / M[0] : 1.0;
 	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
 		changed = judge(tu, done, print) ||
 			  decide(tu, med, M, changed, done, print);
@@ -380,7 +380,7 @@ int tuner_probe_rounds(const struct tuner *tu)
 	if (tu->nwin < tu->cfg.window)
 		return 3;
 	for (int r = 0; r < tu->dp; r++)
-		if ((tu->lstreak[r] > 0) != tu->lslow[r])
+		if ((tu->links.probe.streak[r] > 0) != tu->links.probe.slow[r])
 			return 3; /* on its way to slow, or back */
 	return 1;
 }
@@ -398,28 +398,41 @@ void tuner_describe(const struct tuner *tu, char *buf, size_t len)
 	if (tu->cfg.mode == TUNER_OFF && !tu->cfg.replay[0])
 		return;
 	for (int r = 0; r < tu->dp; r++)
-		even = even && tu->shares[r] == tu->B;
+		even = even && tu->shares.n[r] == tu->B;
 	if (!even && tu->dp <= 16)
-		tuner_shares_str(tu->shares, tu->dp, sh, sizeof(sh));
+		tuner_shares_str(tu->shares.n, tu->dp, sh, sizeof(sh));
 	else if (!even)
 		snprintf(sh, sizeof(sh), "uneven");
-	if (tu->slowest < 0)
+	if (tu->shares.speed.worst < 0)
 		snprintf(buf, len, " tuner %s measuring shares %s", mode, sh);
 	else
 		snprintf(buf, len,
 			 " tuner %s slowest %d %.2fx link %d %.2fx cc_ar %.1f cc_a2a %.1f cc_pp %.1f shares %s",
-			 mode, tu->slowest, tu->slowest_x, tu->slowlink,
-			 tu->slowlink_x, tu->cc[DIST_C_ALLREDUCE],
+			 mode, tu->shares.speed.worst, tu->shares.speed.worst_x, tu->links.probe.worst,
+			 tu->links.probe.worst_x, tu->cc[DIST_C_ALLREDUCE],
 			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE], sh);
-	if (tu->ep > 1) { /* the experts' swaps since the run began */
+	if (tu->experts.ep > 1) { /* the experts' swaps since the run began */
 		size_t o = strlen(buf);
 
-		snprintf(buf + o, len - o, " expert_swaps %d", tu->moves);
+		snprintf(buf + o, len - o, " expert_swaps %d", tu->experts.moves);
 	}
-	if (tu->span > 0) { /* floats per gradient bucket */
+	if (tu->buckets.span > 0) { /* floats per gradient bucket */
 		size_t o = strlen(buf);
 
 		snprintf(buf + o, len - o, " buckets %ld",
-			 tu->bucket < tu->span ? tu->bucket : tu->span);
+			 tu->buckets.now < tu->buckets.span ? tu->buckets.now : tu->buckets.span);
 	}
+}
+
+void tuner_columns(const struct tuner *tu, char *buf, size_t len)
+{
+	const struct tuner_watch *w = &tu->shares.speed;
+
+	if (w->worst < 0)
+		snprintf(buf, len, ",,,,,,%d", tu->decisions);
+	else
+		snprintf(buf, len, ",%d,%.3f,%.3f,%.3f,%.3f,%d", w->worst,
+			 w->worst_x, tu->cc[DIST_C_ALLREDUCE],
+			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE],
+			 tu->decisions);
 }

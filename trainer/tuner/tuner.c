@@ -281,14 +281,15 @@ static int plan_read(struct tuner *tu, char *err, size_t len)
 
 bool tuner_replay_due(struct tuner *tu, long done, bool print)
 {
+	struct tuner_replay *rp = &tu->replay;
 	bool changed = false;
 
 	/* decisions at or before a resumed run's step are in its state */
-	while (tu->replay.next < tu->replay.nplan && tu->replay.plan[tu->replay.next].step < done)
-		tu->replay.next++;
-	for (; tu->replay.next < tu->replay.nplan && tu->replay.plan[tu->replay.next].step == done;
-	     tu->replay.next++) {
-		const struct tuner_plan *p = &tu->replay.plan[tu->replay.next];
+	while (rp->next < rp->nplan && rp->plan[rp->next].step < done)
+		rp->next++;
+	for (; rp->next < rp->nplan && rp->plan[rp->next].step == done;
+	     rp->next++) {
+		const struct tuner_plan *p = &rp->plan[rp->next];
 
 		if (p->bucket > 0) {
 			(void)tuner_comm_replay(tu, p->bucket, done, print);
@@ -302,10 +303,66 @@ bool tuner_replay_due(struct tuner *tu, long done, bool print)
 
 /* ---- lifecycle and the checkpoint ----------------------------------------- */
 
+/* a watch of n ranks over a window of W exchanges; basis at b each */
+static bool watch_init(struct tuner_watch *w, size_t n, size_t W, double b)
+{
+	w->worst = -1;
+	w->win = calloc(n * W, sizeof(double));
+	w->streak = calloc(n, sizeof(int));
+	w->slow = calloc(n, sizeof(bool));
+	w->basis = calloc(n, sizeof(double));
+	w->blame = calloc(n, sizeof(int));
+	for (size_t r = 0; w->basis && r < n; r++)
+		w->basis[r] = b;
+	return w->win && w->streak && w->slow && w->basis && w->blame;
+}
+
+static void watch_fini(struct tuner_watch *w)
+{
+	free(w->win);
+	free(w->streak);
+	free(w->slow);
+	free(w->basis);
+	free(w->blame);
+}
+
+/* even shares of B for n ranks, nothing on trial */
+static bool shares_init(struct tuner_shares *sh, size_t n, size_t W, int B)
+{
+	sh->escalate = -1;
+	sh->n = calloc(n, sizeof(int));
+	sh->offs = calloc(n, sizeof(int));
+	sh->trial.win = calloc(W, sizeof(double));
+	sh->prev = calloc(n, sizeof(int));
+	sh->prev_basis = calloc(2 * n, sizeof(double));
+	sh->no_help = calloc(n, sizeof(bool));
+	sh->moved_at = calloc(n, sizeof(double));
+	sh->escalated = calloc(n, sizeof(bool));
+	for (size_t r = 0; sh->n && r < n; r++)
+		sh->n[r] = B;
+	return watch_init(&sh->speed, n, W, 1.0) && sh->n && sh->offs &&
+	       sh->trial.win && sh->prev && sh->prev_basis && sh->no_help &&
+	       sh->moved_at && sh->escalated;
+}
+
+static void shares_fini(struct tuner_shares *sh)
+{
+	watch_fini(&sh->speed);
+	free(sh->n);
+	free(sh->offs);
+	free(sh->trial.win);
+	free(sh->prev);
+	free(sh->prev_basis);
+	free(sh->no_help);
+	free(sh->moved_at);
+	free(sh->escalated);
+}
+
 int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	       int B, int Bmax, char *err, size_t len)
 {
-	size_t n = (size_t)dp;
+	size_t n = (size_t)dp, W = (size_t)cfg->window;
+	bool ok;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
@@ -314,42 +371,19 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 	tu->B = B;
 	tu->Bmax = Bmax;
 	tu->micro = 1;
-	tu->shares.speed.worst = -1;
-	tu->links.probe.worst = -1;
-	tu->shares.escalate = -1;
-	tu->shares.n = calloc(n, sizeof(int));
-	tu->shares.offs = calloc(n, sizeof(int));
-	tu->shares.speed.win = calloc(n * (size_t)cfg->window, sizeof(double));
-	tu->shares.speed.streak = calloc(n, sizeof(int));
-	tu->shares.speed.slow = calloc(n, sizeof(bool));
-	tu->shares.speed.basis = calloc(n, sizeof(double));
-	tu->links.probe.win = calloc(n * (size_t)cfg->window, sizeof(double));
-	tu->links.probe.streak = calloc(n, sizeof(int));
-	tu->links.probe.slow = calloc(n, sizeof(bool));
-	tu->links.probe.basis = calloc(n, sizeof(double));
+	ok = shares_init(&tu->shares, n, W, B);
+	ok = watch_init(&tu->links.probe, n, W, 0.0) && ok;
 	tu->links.msgs = calloc(n, sizeof(double));
-	tu->shares.speed.blame = calloc(2 * n, sizeof(int));
-	tu->links.probe.blame = tu->shares.speed.blame ? tu->shares.speed.blame + n : NULL;
-	tu->shares.moved_at = calloc(n, sizeof(double));
-	tu->shares.trial.win = calloc((size_t)cfg->window, sizeof(double));
-	tu->buckets.trial.win = calloc((size_t)cfg->window, sizeof(double));
-	tu->shares.prev = calloc(n, sizeof(int));
-	tu->shares.prev_basis = calloc(2 * n, sizeof(double));
-	tu->shares.no_help = calloc(n, sizeof(bool));
-	tu->shares.escalated = calloc(n, sizeof(bool));
+	/* the experts' pace: 1 for every rank until one is slow; the rest
+	 * of their rung comes with tuner_place_init */
 	tu->experts.pace = calloc(n, sizeof(double));
-	if (!tu->shares.n || !tu->shares.offs || !tu->shares.speed.win || !tu->shares.speed.streak || !tu->shares.speed.slow ||
-	    !tu->shares.speed.basis || !tu->links.probe.win || !tu->links.probe.streak || !tu->links.probe.slow ||
-	    !tu->links.probe.basis || !tu->links.msgs || !tu->shares.speed.blame || !tu->shares.moved_at ||
-	    !tu->shares.escalated || !tu->shares.trial.win || !tu->buckets.trial.win || !tu->shares.prev || !tu->shares.prev_basis || !tu->shares.no_help ||
-	    !tu->experts.pace) {
+	for (size_t r = 0; tu->experts.pace && r < n; r++)
+		tu->experts.pace[r] = 1.0;
+	tu->buckets.trial.win = calloc(W, sizeof(double));
+	if (!ok || !tu->links.msgs || !tu->experts.pace ||
+	    !tu->buckets.trial.win) {
 		tuner_fini(tu);
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	}
-	for (int r = 0; r < dp; r++) {
-		tu->shares.n[r] = B;
-		tu->shares.speed.basis[r] = 1.0;
-		tu->experts.pace[r] = 1.0;
 	}
 	set_offsets(tu);
 	if (cfg->replay[0] && (rc = plan_read(tu, err, len))) {
@@ -361,39 +395,27 @@ int tuner_init(struct tuner *tu, const struct tuner_config *cfg, int dp,
 
 void tuner_fini(struct tuner *tu)
 {
-	for (size_t i = 0; i < tu->replay.nplan; i++)
-		free(tu->replay.plan[i].shares);
-	free(tu->replay.plan);
-	for (size_t i = 0; i < tu->replay.nmplan; i++) {
-		free(tu->replay.mplan[i].text);
-		free(tu->replay.mplan[i].swaps);
+	struct tuner_replay *rp = &tu->replay;
+	struct tuner_experts *ex = &tu->experts;
+
+	for (size_t i = 0; i < rp->nplan; i++)
+		free(rp->plan[i].shares);
+	free(rp->plan);
+	for (size_t i = 0; i < rp->nmplan; i++) {
+		free(rp->mplan[i].text);
+		free(rp->mplan[i].swaps);
 	}
-	free(tu->replay.mplan);
-	free(tu->experts.ep_of);
-	free(tu->experts.owner);
-	free(tu->experts.load);
-	free(tu->experts.pace);
-	free(tu->experts.trial.win);
-	free(tu->buckets.trial.win);
-	free(tu->experts.tried);
-	free(tu->shares.n);
-	free(tu->shares.offs);
-	free(tu->shares.speed.win);
-	free(tu->shares.speed.streak);
-	free(tu->shares.speed.slow);
-	free(tu->shares.speed.basis);
-	free(tu->links.probe.win);
-	free(tu->links.probe.streak);
-	free(tu->links.probe.slow);
-	free(tu->links.probe.basis);
+	free(rp->mplan);
+	shares_fini(&tu->shares);
+	watch_fini(&tu->links.probe);
 	free(tu->links.msgs);
-	free(tu->shares.speed.blame);
-	free(tu->shares.moved_at);
-	free(tu->shares.trial.win);
-	free(tu->shares.prev);
-	free(tu->shares.prev_basis);
-	free(tu->shares.no_help);
-	free(tu->shares.escalated);
+	free(ex->ep_of);
+	free(ex->owner);
+	free(ex->load);
+	free(ex->pace);
+	free(ex->trial.win);
+	free(ex->tried);
+	free(tu->buckets.trial.win);
 	memset(tu, 0, sizeof(*tu));
 }
 

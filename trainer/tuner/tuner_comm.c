@@ -100,33 +100,39 @@ long tuner_comm_best(const struct tuner_comm_in *in, double *wait)
 
 void tuner_comm_init(struct tuner *tu, long bucket, long span)
 {
-	tu->buckets.now = tu->buckets.opts = bucket;
-	tu->buckets.span = span;
-	tu->buckets.wait = tu->cfg.window - 1; /* the first once the window is full */
+	struct tuner_buckets *bk = &tu->buckets;
+
+	bk->now = bk->opts = bucket;
+	bk->span = span;
+	bk->wait = tu->cfg.window - 1; /* the first once the window is full */
 }
 
 bool tuner_comm_due(struct tuner *tu)
 {
-	tu->buckets.probe = false;
-	if (tu->cfg.mode != TUNER_ON || tu->cfg.replay[0] || tu->buckets.span <= 0 ||
+	struct tuner_buckets *bk = &tu->buckets;
+
+	bk->probe = false;
+	if (tu->cfg.mode != TUNER_ON || tu->cfg.replay[0] || bk->span <= 0 ||
 	    tu->dp < 2)
 		return false;
-	if (tu->buckets.wait > 0) {
-		tu->buckets.wait--;
+	if (bk->wait > 0) {
+		bk->wait--;
 		return false;
 	}
 	/* one trial at a time: none of its own, of the shares' or the
 	 * experts' (a step time that moves is not put down to the buckets) */
-	tu->buckets.probe = tu->buckets.trial.before_ns <= 0 && tu->buckets.cool == 0 &&
-		     tu->shares.trial.before_ns <= 0 && tu->experts.ntried == 0;
-	tu->buckets.wait = tu->cfg.window - 1;
-	return tu->buckets.probe;
+	bk->probe = bk->trial.before_ns <= 0 && bk->cool == 0 &&
+		    tu->shares.trial.before_ns <= 0 && tu->experts.ntried == 0;
+	bk->wait = tu->cfg.window - 1;
+	return bk->probe;
 }
 
 long tuner_comm_probe_floats(const struct tuner *tu)
 {
+	const struct tuner_buckets *bk = &tu->buckets;
+
 	/* enough to see the bandwidth, no more than the gradient */
-	return tu->buckets.span < TUNER_PROBE_FLOATS ? tu->buckets.span : TUNER_PROBE_FLOATS;
+	return bk->span < TUNER_PROBE_FLOATS ? bk->span : TUNER_PROBE_FLOATS;
 }
 
 /* the bucket size in force from the step after done, logged; printed
@@ -134,13 +140,15 @@ long tuner_comm_probe_floats(const struct tuner *tu)
 static void comm_apply(struct tuner *tu, long b, long done, bool print,
 		       const char *why)
 {
-	tu->buckets.now = b;
+	struct tuner_buckets *bk = &tu->buckets;
+
+	bk->now = b;
 	tu->decisions++;
 	if (print) {
 		printf(
 		    "tuner: step %ld: gradient buckets %ld floats (%.2f MiB, overlap %s; %s)\n",
 		    done, b, 4.0 * (double)b / (1 << 20),
-		    b < tu->buckets.span ? "on" : "off", why);
+		    b < bk->span ? "on" : "off", why);
 		fflush(stdout);
 	}
 }
@@ -188,63 +196,65 @@ static double seen_overlap(const struct tuner_sample *all, size_t n,
 static void comm_inputs(const struct tuner *tu, const struct tuner_sample *all,
 			size_t n, struct tuner_comm_in *in)
 {
+	const struct tuner_buckets *bk = &tu->buckets;
 	double comp = 0.0;
 
 	for (size_t i = 0; i < n; i++)
 		if (all[i].steps > 0)
 			comp = fmax(comp, all[i].compute_ns / all[i].steps);
-	in->grad_floats = (double)tu->buckets.span;
+	in->grad_floats = (double)bk->span;
 	in->backward_ns = BACKWARD_SHARE * comp;
 	in->lat_ns =
 	    ranks_median(all, n, offsetof(struct tuner_sample, ar.lat_ns));
 	in->byte_ns =
 	    ranks_median(all, n, offsetof(struct tuner_sample, ar.byte_ns));
 	in->overlap = seen_overlap(all, n, in);
-	in->lo = tu->buckets.lo;
-	in->hi = tu->buckets.hi;
+	in->lo = bk->lo;
+	in->hi = bk->hi;
 }
 
 /* the decision on trial: reverted when the job got 5% slower */
 static bool comm_judge(struct tuner *tu, long done, bool print)
 {
+	struct tuner_buckets *bk = &tu->buckets;
 	double after, before;
 	char why[128];
 
-	if (tuner_trial_judge(&tu->buckets.trial, tu->cfg.window, &after, &before) <=
-	    0)
+	if (tuner_trial_judge(&bk->trial, tu->cfg.window, &after, &before) <= 0)
 		return false;
 	/* not tried again: no bucket as small (or as large) as this one */
-	if (tu->buckets.now < tu->buckets.prev)
-		tu->buckets.lo = tu->buckets.now;
+	if (bk->now < bk->prev)
+		bk->lo = bk->now;
 	else
-		tu->buckets.hi = tu->buckets.now;
+		bk->hi = bk->now;
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
-	comm_apply(tu, tu->buckets.prev, done, print, why);
-	tu->buckets.cool = 4 * tu->cfg.window;
+	comm_apply(tu, bk->prev, done, print, why);
+	bk->cool = 4 * tu->cfg.window;
 	return true;
 }
 
 bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
 			 size_t n, long done, bool print, bool busy)
 {
+	struct tuner_buckets *bk = &tu->buckets;
 	struct tuner_comm_in in;
 	double now, best_w;
 	long best, cur;
 	char why[224];
 
-	tuner_trial_push(&tu->buckets.trial, tu->cfg.window, tu->step_ns);
+	tuner_trial_push(&bk->trial, tu->cfg.window, tu->step_ns);
 	if (comm_judge(tu, done, print))
 		return true;
-	if (tu->buckets.cool > 0)
-		tu->buckets.cool--;
-	if (!tu->buckets.probe || busy)
+	if (bk->cool > 0)
+		bk->cool--;
+	if (!bk->probe || busy)
 		return false; /* one change an exchange: the shares moved */
 	comm_inputs(tu, all, n, &in);
 	if (!(in.lat_ns > 0) || !(in.backward_ns > 0))
 		return false;
-	cur = tu->buckets.now < tu->buckets.span ? tu->buckets.now : tu->buckets.span;
+	cur = bk->now < bk->span ? bk->now : bk->span;
 	best = tuner_comm_best(&in, &best_w);
 	now = tuner_comm_exposed(&in, cur);
 	if (best == 0 || best == cur ||
@@ -255,8 +265,8 @@ bool tuner_comm_exchange(struct tuner *tu, const struct tuner_sample *all,
 	    "all-reduce %.2f ms + %.2f ms/MiB, %.0f%% of it in the background, backward %.1f ms: %.1f ms waited, was %.1f ms",
 	    in.lat_ns / 1e6, in.byte_ns * (1 << 20) / 1e6, 100.0 * in.overlap,
 	    in.backward_ns / 1e6, best_w / 1e6, now / 1e6);
-	tu->buckets.prev = tu->buckets.now;
-	tuner_trial_begin(&tu->buckets.trial);
+	bk->prev = bk->now;
+	tuner_trial_begin(&bk->trial);
 	comm_apply(tu, best, done, print, why);
 	return true;
 }

@@ -171,6 +171,7 @@ int tuner_swaps_parse(const char *s, char sep, int L, int E,
 static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
 			long done, bool print, const char *why)
 {
+	struct tuner_experts *ex = &tu->experts;
 	size_t have = strlen(tu->st.moves), need = 0;
 	char item[64];
 
@@ -183,9 +184,9 @@ static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
 		have += (size_t)snprintf(
 		    tu->st.moves + have, sizeof(tu->st.moves) - have,
 		    "%d:%d-%d@%ld;", s[i].layer, s[i].a, s[i].b, done);
-		tuner_place_swap(tu->experts.owner, tu->experts.E, &s[i]);
+		tuner_place_swap(ex->owner, ex->E, &s[i]);
 	}
-	tu->experts.moves += n;
+	ex->moves += n;
 	tu->decisions++;
 	if (print) {
 		char *list = malloc((size_t)n * 24 + 1);
@@ -204,19 +205,21 @@ static bool place_apply(struct tuner *tu, const struct tuner_swap *s, int n,
 int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
 		     const int16_t *owner, bool fixed, char *err, size_t len)
 {
+	struct tuner_experts *ex = &tu->experts;
 	size_t n = (size_t)L * E;
 
-	tu->experts.fixed = fixed;
-	tu->experts.ep_of = malloc(sizeof(int) * (size_t)tu->dp);
-	tu->experts.owner = malloc(sizeof(int16_t) * n);
-	tu->experts.load = calloc(n, sizeof(double));
-	tu->experts.trial.win = calloc((size_t)tu->cfg.window, sizeof(double));
-	tu->experts.tried = malloc(sizeof(*tu->experts.tried) * (size_t)L);
-	if (!tu->experts.ep_of || !tu->experts.owner || !tu->experts.load || !tu->experts.trial.win || !tu->experts.tried)
+	ex->fixed = fixed;
+	ex->ep_of = malloc(sizeof(int) * (size_t)tu->dp);
+	ex->owner = malloc(sizeof(int16_t) * n);
+	ex->load = calloc(n, sizeof(double));
+	ex->trial.win = calloc((size_t)tu->cfg.window, sizeof(double));
+	ex->tried = malloc(sizeof(*ex->tried) * (size_t)L);
+	if (!ex->ep_of || !ex->owner || !ex->load || !ex->trial.win ||
+	    !ex->tried)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	memcpy(tu->experts.ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
-	memcpy(tu->experts.owner, owner, sizeof(int16_t) * n);
-	tu->experts.L = L, tu->experts.E = E, tu->experts.ep = ep;
+	memcpy(ex->ep_of, ep_of, sizeof(int) * (size_t)tu->dp);
+	memcpy(ex->owner, owner, sizeof(int16_t) * n);
+	ex->L = L, ex->E = E, ex->ep = ep;
 	for (size_t i = 0; i < tu->replay.nmplan; i++) {
 		struct tuner_plan *p = &tu->replay.mplan[i];
 		char e[256];
@@ -238,18 +241,22 @@ int tuner_place_init(struct tuner *tu, int L, int E, int ep, const int *ep_of,
 
 bool tuner_place_wants(const struct tuner *tu)
 {
-	return tu->experts.ep > 1 && !tu->experts.fixed && tu->cfg.mode == TUNER_ON &&
+	const struct tuner_experts *ex = &tu->experts;
+
+	return ex->ep > 1 && !ex->fixed && tu->cfg.mode == TUNER_ON &&
 	       !tu->cfg.replay[0];
 }
 
 /* each ep rank's pace: its slowest data-parallel rank's */
 static void ep_pace(const struct tuner *tu, double *pace)
 {
-	for (int p = 0; p < tu->experts.ep; p++)
+	const struct tuner_experts *ex = &tu->experts;
+
+	for (int p = 0; p < ex->ep; p++)
 		pace[p] = 1.0;
 	for (int r = 0; r < tu->dp; r++)
-		if (tu->experts.pace[r] > pace[tu->experts.ep_of[r]])
-			pace[tu->experts.ep_of[r]] = tu->experts.pace[r];
+		if (ex->pace[r] > pace[ex->ep_of[r]])
+			pace[ex->ep_of[r]] = ex->pace[r];
 }
 
 /*
@@ -261,27 +268,28 @@ static void ep_pace(const struct tuner *tu, double *pace)
 static int place_judge(struct tuner *tu, long done, bool print,
 		       struct tuner_swap *out)
 {
+	struct tuner_experts *ex = &tu->experts;
 	double after, before;
 	char why[128];
-	int n = tu->experts.ntried, r;
+	int n = ex->ntried, r;
 
-	tuner_trial_push(&tu->experts.trial, tu->cfg.window, tu->step_ns);
+	tuner_trial_push(&ex->trial, tu->cfg.window, tu->step_ns);
 	if (n == 0)
 		return 0;
-	r = tuner_trial_judge(&tu->experts.trial, tu->cfg.window, &after, &before);
-	if (r < 0 && tu->experts.trial.before_ns > 0)
+	r = tuner_trial_judge(&ex->trial, tu->cfg.window, &after, &before);
+	if (r < 0 && ex->trial.before_ns > 0)
 		return 0; /* still measuring */
-	tu->experts.ntried = 0; /* kept, or nothing measured before to judge by */
+	ex->ntried = 0; /* kept, or nothing measured before to judge by */
 	if (r <= 0)
 		return 0;
 	for (int i = 0; i < n; i++)
-		out[i] = tu->experts.tried[n - 1 - i];
+		out[i] = ex->tried[n - 1 - i];
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
 	if (!place_apply(tu, out, n, done, print, why))
 		return 0;
-	tu->experts.cool = 4 * tu->cfg.window;
+	ex->cool = 4 * tu->cfg.window;
 	return n;
 }
 
@@ -289,20 +297,21 @@ static int place_judge(struct tuner *tu, long done, bool print,
 static int place_decide(struct tuner *tu, long done, bool print,
 			struct tuner_swap *s)
 {
-	size_t n = (size_t)tu->experts.L * tu->experts.E;
-	double *pace = malloc(sizeof(double) * (size_t)tu->experts.ep);
+	struct tuner_experts *ex = &tu->experts;
+	size_t n = (size_t)ex->L * ex->E;
+	double *pace = malloc(sizeof(double) * (size_t)ex->ep);
 	int16_t *next = malloc(sizeof(int16_t) * n);
 	int k = 0, top = 0;
 	char why[96];
 
 	if (pace && next) {
 		ep_pace(tu, pace);
-		memcpy(next, tu->experts.owner, sizeof(int16_t) * n);
-		k = tuner_place_decide(tu->experts.L, tu->experts.E, tu->experts.ep, next, tu->experts.load,
-				       pace, s, tu->experts.L);
+		memcpy(next, ex->owner, sizeof(int16_t) * n);
+		k = tuner_place_decide(ex->L, ex->E, ex->ep, next, ex->load,
+				       pace, s, ex->L);
 	}
 	if (k > 0) {
-		for (int p = 1; p < tu->experts.ep; p++)
+		for (int p = 1; p < ex->ep; p++)
 			top = pace[p] > pace[top] ? p : top;
 		snprintf(
 		    why, sizeof(why),
@@ -313,9 +322,9 @@ static int place_decide(struct tuner *tu, long done, bool print,
 	}
 	if (k > 0) {
 		/* on trial: the step times from here on */
-		memcpy(tu->experts.tried, s, sizeof(*s) * (size_t)k);
-		tu->experts.ntried = k;
-		tuner_trial_begin(&tu->experts.trial);
+		memcpy(ex->tried, s, sizeof(*s) * (size_t)k);
+		ex->ntried = k;
+		tuner_trial_begin(&ex->trial);
 	}
 	free(pace);
 	free(next);
@@ -325,30 +334,31 @@ static int place_decide(struct tuner *tu, long done, bool print,
 int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
 			 long done, bool print)
 {
-	size_t n = (size_t)tu->experts.L * tu->experts.E;
+	struct tuner_experts *ex = &tu->experts;
+	size_t n = (size_t)ex->L * ex->E;
 	struct tuner_swap *s;
 	int k;
 
 	if (!tuner_place_wants(tu))
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		tu->experts.load[i] += load[i];
-	tu->experts.lsteps += steps;
-	s = malloc(sizeof(*s) * (size_t)tu->experts.L);
+		ex->load[i] += load[i];
+	ex->lsteps += steps;
+	s = malloc(sizeof(*s) * (size_t)ex->L);
 	if (!s)
 		return 0; /* decided next time */
 	k = place_judge(tu, done, print, s);
 	if (k > 0)
 		; /* taken back: the cool-down starts with the next exchange */
-	else if (tu->experts.cool > 0)
-		tu->experts.cool--;
+	else if (ex->cool > 0)
+		ex->cool--;
 	/* a window's steps of tokens, the ranks' pace measured, and no
 	 * move on trial */
-	else if (tu->experts.ntried == 0 && tu->nwin >= tu->cfg.window &&
-		 tu->experts.lsteps >= tu->cfg.window * tu->cfg.every) {
+	else if (ex->ntried == 0 && tu->nwin >= tu->cfg.window &&
+		 ex->lsteps >= tu->cfg.window * tu->cfg.every) {
 		k = place_decide(tu, done, print, s);
-		memset(tu->experts.load, 0, sizeof(double) * n);
-		tu->experts.lsteps = 0;
+		memset(ex->load, 0, sizeof(double) * n);
+		ex->lsteps = 0;
 	}
 	free(s);
 	return k;
@@ -356,15 +366,16 @@ int tuner_place_exchange(struct tuner *tu, const float *load, int steps,
 
 int tuner_place_replay(struct tuner *tu, long done, bool print)
 {
+	struct tuner_replay *rp = &tu->replay;
 	const struct tuner_plan *p;
 
 	/* moves at or before a resumed run's step are in its placement */
-	while (tu->replay.mnext < tu->replay.nmplan && tu->replay.mplan[tu->replay.mnext].step < done)
-		tu->replay.mnext++;
-	if (tu->experts.ep <= 1 || tu->replay.mnext >= tu->replay.nmplan ||
-	    tu->replay.mplan[tu->replay.mnext].step != done)
+	while (rp->mnext < rp->nmplan && rp->mplan[rp->mnext].step < done)
+		rp->mnext++;
+	if (tu->experts.ep <= 1 || rp->mnext >= rp->nmplan ||
+	    rp->mplan[rp->mnext].step != done)
 		return 0;
-	p = &tu->replay.mplan[tu->replay.mnext++];
+	p = &rp->mplan[rp->mnext++];
 	return place_apply(tu, p->swaps, p->nswaps, done, print, "replayed")
 		   ? p->nswaps
 		   : 0;
@@ -373,7 +384,8 @@ int tuner_place_replay(struct tuner *tu, long done, bool print)
 int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		       size_t len)
 {
-	size_t n = (size_t)tu->experts.L * tu->experts.E;
+	struct tuner_experts *ex = &tu->experts;
+	size_t n = (size_t)ex->L * ex->E;
 	int16_t *own = malloc(sizeof(int16_t) * (n ? n : 1));
 	const char *p = moves;
 	int k = 0, rc = 0;
@@ -381,7 +393,7 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 
 	if (!own)
 		return sigma_set_err(err, len, ENOMEM, "out of memory");
-	memcpy(own, tu->experts.owner, sizeof(int16_t) * n);
+	memcpy(own, ex->owner, sizeof(int16_t) * n);
 	while (*p && rc == 0) {
 		const char *at = strchr(p, '@'), *end = strchr(p, ';');
 		struct tuner_swap sw;
@@ -399,19 +411,19 @@ int tuner_place_import(struct tuner *tu, const char *moves, char *err,
 		}
 		memcpy(item, p, (size_t)(at - p));
 		item[at - p] = '\0';
-		if (tuner_swaps_parse(item, ',', tu->experts.L, tu->experts.E, &sw, 1, e,
+		if (tuner_swaps_parse(item, ',', ex->L, ex->E, &sw, 1, e,
 				      sizeof(e)) != 1) {
 			rc = sigma_set_err(err, len, EINVAL, "tuner/moves: %s",
 					   e);
 			break;
 		}
-		tuner_place_swap(own, tu->experts.E, &sw);
+		tuner_place_swap(own, ex->E, &sw);
 		k++;
 		p = end + 1;
 	}
 	if (rc == 0) { /* all of them, or none */
-		memcpy(tu->experts.owner, own, sizeof(int16_t) * n);
-		tu->experts.moves += k;
+		memcpy(ex->owner, own, sizeof(int16_t) * n);
+		ex->moves += k;
 		sigma_strlcpy(tu->st.moves, moves, sizeof(tu->st.moves));
 	}
 	free(own);

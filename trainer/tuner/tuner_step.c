@@ -44,9 +44,9 @@ static int exchange_step(struct tuner *tu, long done,
 	else
 		all[0] = tu->mine;
 	if (rc == 0)
-		act->shares = tuner_exchange(tu, all, (size_t)ops->ranks, done,
-					     print) ||
-			      act->shares;
+		act->shares =
+		    tuner_exchange(tu, all, (size_t)ops->ranks, done, print) ||
+		    act->shares;
 	free(all);
 	return rc;
 }
@@ -62,9 +62,8 @@ static int experts_step(struct tuner *tu, long done,
 	if (!load)
 		return -ENOMEM;
 	rc = ops->routed(ops->ctx, load);
-	moved = rc ? 0
-		   : tuner_place_exchange(tu, load, tu->cfg.every, done,
-					  print);
+	moved =
+	    rc ? 0 : tuner_place_exchange(tu, load, tu->cfg.every, done, print);
 	free(load);
 	return rc ? rc : moved > 0 ? ops->move_experts(ops->ctx) : 0;
 }
@@ -86,8 +85,8 @@ int tuner_after_step(struct tuner *tu, long done, const struct tuner_ops *ops,
 		return rc;
 	act->exchanged = true;
 	/* the last rung: the rank still slow, for its node's report */
-	if (tuner_escalate_due(tu, &act->escalate, act->why,
-			       sizeof(act->why)) < 0)
+	if (tuner_escalate_due(tu, &act->escalate, act->why, sizeof(act->why)) <
+	    0)
 		act->escalate = -1;
 	return 0;
 }

@@ -71,8 +71,9 @@ static double now_s(void)
 static void window_push(struct tuner *tu, const struct tuner_sample *all,
 			size_t n)
 {
-	double *row = &tu->shares.speed.win[(size_t)tu->head * tu->dp];
-	double *lrow = &tu->links.probe.win[(size_t)tu->head * tu->dp];
+	struct tuner_watch *sp = &tu->shares.speed, *lk = &tu->links.probe;
+	double *row = &sp->win[(size_t)tu->head * tu->dp];
+	double *lrow = &lk->win[(size_t)tu->head * tu->dp];
 	double comp = 0.0, comm[DIST_NCOMM] = { 0 }, step = 0.0;
 
 	for (int r = 0; r < tu->dp; r++)
@@ -84,13 +85,13 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 		if (r >= 0 && r < tu->dp && a->seqs > 0 &&
 		    a->compute_ns / a->seqs > row[r]) {
 			row[r] = a->compute_ns / a->seqs;
-			tu->shares.speed.blame[r] = (int)i;
+			sp->blame[r] = (int)i;
 		}
 		if (r >= 0 && r < tu->dp && a->steps > 0 &&
 		    a->probe_ns >= lrow[r]) {
 			lrow[r] = a->probe_ns;
 			tu->links.msgs[r] = a->messages / a->steps;
-			tu->links.probe.blame[r] = (int)i;
+			lk->blame[r] = (int)i;
 		}
 		comp += a->compute_ns;
 		for (int k = 0; k < DIST_NCOMM; k++)
@@ -110,77 +111,81 @@ static void window_push(struct tuner *tu, const struct tuner_sample *all,
 
 /* ---- detection ------------------------------------------------------------ */
 
-/* what one measure (compute per sequence, or the link probe) keeps */
-struct watch {
+/* how one watch is judged and told */
+struct judged {
 	const char *what; /* for the line: "compute time per sequence" */
 	const char *name; /* "slow", "link slow" */
 	double floor;	  /* the least excess over the median that counts */
-	bool *slow;
-	int *streak;
 };
 
 /* the ranks that w's medians med[] (noise mad[], median M) confirm slow,
  * or no longer slow (straggler.h); true when the set changed */
-static bool detect(struct tuner *tu, const struct watch *w, const double *med,
+static bool detect(struct tuner *tu, struct tuner_watch *w,
+		   const struct judged *j, const double *med,
 		   const double *mad, double M, long done, bool print)
 {
-	struct straggler_band b = {tu->cfg.slow, tu->cfg.confirm, w->floor};
+	struct tuner_shares *sh = &tu->shares;
+	struct straggler_band b = {tu->cfg.slow, tu->cfg.confirm, j->floor};
 	/* a slow rank with a smaller share reads faster per sequence where
 	 * its waits cost it (a node at a CPU quota: 1.12x at a share of 11,
 	 * 1.9x at 16): it is cleared only below a quarter of the band, not
 	 * the middle, or it flaps between even and moved. Only clearing:
 	 * a rank given less for its link is found slow as any other */
 	struct straggler_band bm = {1.0 + (tu->cfg.slow - 1.0) / 2,
-				    tu->cfg.confirm, w->floor};
+				    tu->cfg.confirm, j->floor};
 	bool changed = false;
 
 	for (int r = 0; r < tu->dp; r++) {
-		bool moved = w->slow[r] && tu->shares.n[r] < tu->B;
+		bool moved = w->slow[r] && sh->n[r] < tu->B;
 		int now = straggler_judge(moved ? &bm : &b,
 					  med[r], mad[r], M, &w->slow[r],
 					  &w->streak[r]);
 
 		if (!now)
 			continue;
-		tu->shares.moved_at[r] = 0.0;
-		tu->shares.escalated[r] = false;
-		if (!tu->shares.speed.slow[r] && !tu->links.probe.slow[r])
-			tu->shares.no_help[r] = false;
+		sh->moved_at[r] = 0.0;
+		sh->escalated[r] = false;
+		if (!sh->speed.slow[r] && !tu->links.probe.slow[r])
+			sh->no_help[r] = false;
 		changed = true;
 		if (print)
 			printf("tuner: step %ld: rank %d %s (%.2fx the median %s)\n",
-			       done, r, now > 0 ? w->name : "no longer slow",
-			       M > 0 ? med[r] / M : 0.0, w->what);
+			       done, r, now > 0 ? j->name : "no longer slow",
+			       M > 0 ? med[r] / M : 0.0, j->what);
 	}
 	return changed;
+}
+
+/* w's window medians into med[dp] and their MADs into mad[dp]; the
+ * ranks' median M, by which its slowest rank is told */
+static double watch_medians(struct tuner *tu, struct tuner_watch *w,
+			    double *med, double *mad, double *scratch)
+{
+	int dp = tu->dp;
+	double M;
+
+	for (int r = 0; r < dp; r++)
+		straggler_column(w->win, tu->nwin, dp, r, &med[r], &mad[r]);
+	memcpy(scratch, med, sizeof(double) * (size_t)dp);
+	M = straggler_median(scratch, (size_t)dp);
+	w->worst = 0;
+	for (int r = 1; r < dp; r++)
+		if (med[r] > med[w->worst])
+			w->worst = r;
+	w->worst_x = M > 0 ? med[w->worst] / M : 0.0;
+	return M;
 }
 
 /* the window's medians of both measures into med[4][dp] (compute, its
  * MAD, link, its MAD), and the ranks' medians M[2]; the slowest of each */
 static void window_medians(struct tuner *tu, double *med, double M[2])
 {
-	int dp = tu->dp;
-	double *v = med + 4 * (size_t)dp;
+	size_t dp = (size_t)tu->dp;
 
-	for (int r = 0; r < dp; r++) {
-		straggler_column(tu->shares.speed.win, tu->nwin, dp, r, &med[r],
-				 &med[dp + r]);
-		straggler_column(tu->links.probe.win, tu->nwin, dp, r, &med[2 * dp + r],
-				 &med[3 * dp + r]);
-	}
-	for (int k = 0; k < 2; k++) {
-		memcpy(v, med + 2 * k * (size_t)dp, sizeof(double) * (size_t)dp);
-		M[k] = straggler_median(v, (size_t)dp);
-	}
-	tu->shares.speed.worst = tu->links.probe.worst = 0;
-	for (int r = 1; r < dp; r++) {
-		if (med[r] > med[tu->shares.speed.worst])
-			tu->shares.speed.worst = r;
-		if (med[2 * dp + r] > med[2 * dp + tu->links.probe.worst])
-			tu->links.probe.worst = r;
-	}
-	tu->shares.speed.worst_x = M[0] > 0 ? med[tu->shares.speed.worst] / M[0] : 0.0;
-	tu->links.probe.worst_x = M[1] > 0 ? med[2 * dp + tu->links.probe.worst] / M[1] : 0.0;
+	M[0] = watch_medians(tu, &tu->shares.speed, med, med + dp,
+			     med + 4 * dp);
+	M[1] = watch_medians(tu, &tu->links.probe, med + 2 * dp, med + 3 * dp,
+			     med + 4 * dp);
 }
 
 /*
@@ -193,22 +198,23 @@ static void window_medians(struct tuner *tu, double *med, double M[2])
  */
 static bool judge(struct tuner *tu, long done, bool print)
 {
-	int dp = tu->dp;
+	struct tuner_shares *sh = &tu->shares;
+	struct tuner_watch *lk = &tu->links.probe;
+	size_t dp = (size_t)tu->dp;
 	double after, before;
 	char why[128];
 
-	if (tuner_trial_judge(&tu->shares.trial, tu->cfg.window, &after, &before) <=
-	    0)
+	if (tuner_trial_judge(&sh->trial, tu->cfg.window, &after, &before) <= 0)
 		return false;
-	for (int r = 0; r < dp; r++)
-		if ((tu->shares.speed.slow[r] || tu->links.probe.slow[r]) && tu->shares.prev[r] == tu->B)
-			tu->shares.no_help[r] = true;
-	memcpy(tu->shares.speed.basis, tu->shares.prev_basis, sizeof(double) * (size_t)dp);
-	memcpy(tu->links.probe.basis, tu->shares.prev_basis + dp, sizeof(double) * (size_t)dp);
+	for (size_t r = 0; r < dp; r++)
+		if ((sh->speed.slow[r] || lk->slow[r]) && sh->prev[r] == tu->B)
+			sh->no_help[r] = true;
+	memcpy(sh->speed.basis, sh->prev_basis, sizeof(double) * dp);
+	memcpy(lk->basis, sh->prev_basis + dp, sizeof(double) * dp);
 	snprintf(why, sizeof(why),
 		 "reverted: %.1f ms a step with them, %.1f ms before",
 		 after / 1e6, before / 1e6);
-	tuner_apply(tu, tu->shares.prev, done, print, why);
+	tuner_apply(tu, sh->prev, done, print, why);
 	return true;
 }
 
@@ -224,7 +230,10 @@ static bool judge(struct tuner *tu, long done, bool print)
 static bool decide(struct tuner *tu, const double *med, const double M[2],
 		   bool changed, long done, bool print)
 {
+	struct tuner_shares *sh = &tu->shares;
+	struct tuner_watch *sp = &sh->speed, *lk = &tu->links.probe;
 	int dp = tu->dp, *shares;
+	size_t bytes = sizeof(double) * (size_t)dp;
 	double *v, *fix;
 	bool moved = changed, any = false;
 	char why[96];
@@ -233,7 +242,7 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 	 * measured it, and a window that still holds the steps before it
 	 * would re-split on a mix of both. A rank found slow, or no longer
 	 * slow, is decided on at once. */
-	if (tu->shares.trial.before_ns > 0 && !changed)
+	if (sh->trial.before_ns > 0 && !changed)
 		return false;
 	shares = calloc((size_t)dp, sizeof(int));
 	v = calloc(2 * (size_t)dp, sizeof(double));
@@ -244,21 +253,21 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 	}
 	fix = v + dp;
 	for (int r = 0; r < dp; r++) {
-		bool help = !tu->shares.no_help[r];
+		bool help = !sh->no_help[r];
 
 		/* a slow rank that reads healthy again keeps its split until
 		 * the reading is confirmed, and then goes back to even */
-		v[r] = !help || !tu->shares.speed.slow[r] ? 1.0
-		       : tu->shares.speed.streak[r] < 0   ? tu->shares.speed.basis[r]
+		v[r] = !help || !sp->slow[r] ? 1.0
+		       : sp->streak[r] < 0   ? sp->basis[r]
 					     : M[0] / med[r];
-		fix[r] = !help || !tu->links.probe.slow[r] ? 0.0
-			 : tu->links.probe.streak[r] < 0
-			     ? tu->links.probe.basis[r]
+		fix[r] = !help || !lk->slow[r] ? 0.0
+			 : lk->streak[r] < 0
+			     ? lk->basis[r]
 			     : (med[2 * dp + r] - M[1]) * tu->links.msgs[r] /
 				   (tu->micro * M[0]);
 		any = any || v[r] != 1.0 || fix[r] != 0.0;
-		moved = moved || fabs(v[r] - tu->shares.speed.basis[r]) > 0.2 * tu->shares.speed.basis[r] ||
-			fabs(fix[r] - tu->links.probe.basis[r]) > 0.2 * tu->links.probe.basis[r];
+		moved = moved || fabs(v[r] - sp->basis[r]) > 0.2 * sp->basis[r] ||
+			fabs(fix[r] - lk->basis[r]) > 0.2 * lk->basis[r];
 	}
 	changed = false;
 	if (moved) {
@@ -266,37 +275,35 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
 		 * its speed depends on its share (a node whose waits spend
 		 * its CPU quota), the full step swings back and forth */
 		for (int r = 0; r < dp; r++) {
-			if (v[r] != 1.0 && tu->shares.speed.basis[r] != 1.0)
-				v[r] = sqrt(v[r] * tu->shares.speed.basis[r]);
-			if (fix[r] != 0.0 && tu->links.probe.basis[r] != 0.0)
-				fix[r] = 0.5 * (fix[r] + tu->links.probe.basis[r]);
+			if (v[r] != 1.0 && sp->basis[r] != 1.0)
+				v[r] = sqrt(v[r] * sp->basis[r]);
+			if (fix[r] != 0.0 && lk->basis[r] != 0.0)
+				fix[r] = 0.5 * (fix[r] + lk->basis[r]);
 		}
-		memcpy(tu->shares.prev_basis, tu->shares.speed.basis, sizeof(double) * (size_t)dp);
-		memcpy(tu->shares.prev_basis + dp, tu->links.probe.basis,
-		       sizeof(double) * (size_t)dp);
-		memcpy(tu->shares.speed.basis, v, sizeof(double) * (size_t)dp);
-		memcpy(tu->links.probe.basis, fix, sizeof(double) * (size_t)dp);
+		memcpy(sh->prev_basis, sp->basis, bytes);
+		memcpy(sh->prev_basis + dp, lk->basis, bytes);
+		memcpy(sp->basis, v, bytes);
+		memcpy(lk->basis, fix, bytes);
 		tuner_split(dp, tu->B, tu->Bmax, v, fix, shares);
-		changed = memcmp(shares, tu->shares.n, sizeof(int) * (size_t)dp);
-		if (tu->links.probe.slow[tu->links.probe.worst] && !tu->shares.speed.slow[tu->shares.speed.worst])
+		changed = memcmp(shares, sh->n, sizeof(int) * (size_t)dp);
+		if (lk->slow[lk->worst] && !sp->slow[sp->worst])
 			snprintf(why, sizeof(why), "slowest link rank %d at %.2fx",
-				 tu->links.probe.worst, tu->links.probe.worst_x);
+				 lk->worst, lk->worst_x);
 		else
 			snprintf(why, sizeof(why), "slowest rank %d at %.2fx",
-				 tu->shares.speed.worst, tu->shares.speed.worst_x);
+				 sp->worst, sp->worst_x);
 		if (changed) {
 			/* on trial: the step times from here on */
-			memcpy(tu->shares.prev, tu->shares.n,
-			       sizeof(int) * (size_t)dp);
-			tuner_trial_begin(&tu->shares.trial);
+			memcpy(sh->prev, sh->n, sizeof(int) * (size_t)dp);
+			tuner_trial_begin(&sh->trial);
 			if (!any) /* a return to even stays */
-				tu->shares.trial.before_ns = 0.0;
+				sh->trial.before_ns = 0.0;
 			tuner_apply(tu, shares, done, print, why);
 		}
 	}
 	for (int r = 0; r < dp && changed; r++)
-		if (tu->shares.speed.slow[r] || tu->links.probe.slow[r])
-			tu->shares.moved_at[r] = now_s();
+		if (sp->slow[r] || lk->slow[r])
+			sh->moved_at[r] = now_s();
 	free(shares);
 	free(v);
 	return changed;
@@ -306,44 +313,48 @@ static bool decide(struct tuner *tu, const double *med, const double M[2],
  * moved, not yet reported */
 static void escalate(struct tuner *tu)
 {
+	struct tuner_shares *sh = &tu->shares;
 	double t = now_s();
 
-	tu->shares.escalate = -1;
+	sh->escalate = -1;
 	for (int r = 0; r < tu->dp && tu->cfg.escalate > 0; r++)
-		if ((tu->shares.speed.slow[r] || tu->links.probe.slow[r]) && !tu->shares.escalated[r] &&
-		    tu->shares.moved_at[r] > 0 &&
-		    t - tu->shares.moved_at[r] >= tu->cfg.escalate) {
-			tu->shares.escalated[r] = true;
-			tu->shares.escalate = r;
+		if ((sh->speed.slow[r] || tu->links.probe.slow[r]) &&
+		    !sh->escalated[r] && sh->moved_at[r] > 0 &&
+		    t - sh->moved_at[r] >= tu->cfg.escalate) {
+			sh->escalated[r] = true;
+			sh->escalate = r;
 			return;
 		}
 }
 
 int tuner_escalate_due(struct tuner *tu, int *world, char *why, size_t len)
 {
+	const struct tuner_watch *sp = &tu->shares.speed;
+	const struct tuner_watch *lk = &tu->links.probe;
 	int r = tu->shares.escalate;
 
 	tu->shares.escalate = -1;
 	*world = -1;
 	if (r < 0)
 		return -1;
-	*world = tu->shares.speed.slow[r] ? tu->shares.speed.blame[r] : tu->links.probe.blame[r];
+	*world = sp->slow[r] ? sp->blame[r] : lk->blame[r];
 	snprintf(why, len,
 		 "rank %d still %s %.0f s after its shares moved (%.2fx the median %s)",
-		 r, tu->shares.speed.slow[r] ? "slow" : "link slow", (double)tu->cfg.escalate,
-		 tu->shares.speed.slow[r] ? tu->shares.speed.basis[r] > 0 ? 1.0 / tu->shares.speed.basis[r] : 0.0
-			     : tu->links.probe.worst_x,
-		 tu->shares.speed.slow[r] ? "compute time per sequence" : "link probe");
+		 r, sp->slow[r] ? "slow" : "link slow", (double)tu->cfg.escalate,
+		 sp->slow[r] ? sp->basis[r] > 0 ? 1.0 / sp->basis[r] : 0.0
+			     : lk->worst_x,
+		 sp->slow[r] ? "compute time per sequence" : "link probe");
 	return r;
 }
 
 bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 		    size_t n, long done, bool print)
 {
-	struct watch cw = { "compute time per sequence", "slow", 0.0, tu->shares.speed.slow,
-			    tu->shares.speed.streak };
-	struct watch lw = { "link probe", "link slow", TUNER_LINK_FLOOR,
-			    tu->links.probe.slow, tu->links.probe.streak };
+	static const struct judged cj = { "compute time per sequence", "slow",
+					  0.0 };
+	static const struct judged lj = { "link probe", "link slow",
+					  TUNER_LINK_FLOOR };
+	size_t dp = (size_t)tu->dp;
 	double *med, M[2];
 	bool changed;
 
@@ -351,18 +362,21 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 	window_push(tu, all, n);
 	if (tu->nwin < tu->cfg.window)
 		return false; /* a full window first */
-	med = calloc((size_t)tu->dp * 5, sizeof(double));
+	med = calloc(dp * 5, sizeof(double));
 	if (!med)
 		return false; /* measured next time */
 	window_medians(tu, med, M);
-	changed = detect(tu, &cw, med, med + tu->dp, M[0], done, print);
+	changed = detect(tu, &tu->shares.speed, &cj, med, med + dp, M[0],
+			 done, print);
 	if (M[1] > 0)
-		changed = detect(tu, &lw, med + 2 * tu->dp, med + 3 * tu->dp,
-				 M[1], done, print) ||
+		changed = detect(tu, &tu->links.probe, &lj, med + 2 * dp,
+				 med + 3 * dp, M[1], done, print) ||
 			  changed;
 	/* the pace the experts' placement weighs the ranks by */
-	for (int r = 0; r < tu->dp; r++)
-		tu->experts.pace[r] = tu->shares.speed.slow[r] && M[0] > 0 ? med[r] / M[0] : 1.0;
+	for (size_t r = 0; r < dp; r++)
+		tu->experts.pace[r] = tu->shares.speed.slow[r] && M[0] > 0
+					  ? med[r] / M[0]
+					  : 1.0;
 	if (tu->cfg.mode == TUNER_ON && !tu->cfg.replay[0] && M[0] > 0) {
 		changed = judge(tu, done, print) ||
 			  decide(tu, med, M, changed, done, print);
@@ -377,10 +391,12 @@ bool tuner_exchange(struct tuner *tu, const struct tuner_sample *all,
 
 int tuner_probe_rounds(const struct tuner *tu)
 {
+	const struct tuner_watch *lk = &tu->links.probe;
+
 	if (tu->nwin < tu->cfg.window)
 		return 3;
 	for (int r = 0; r < tu->dp; r++)
-		if ((tu->links.probe.streak[r] > 0) != tu->links.probe.slow[r])
+		if ((lk->streak[r] > 0) != lk->slow[r])
 			return 3; /* on its way to slow, or back */
 	return 1;
 }
@@ -389,6 +405,8 @@ int tuner_probe_rounds(const struct tuner *tu)
 
 void tuner_describe(const struct tuner *tu, char *buf, size_t len)
 {
+	const struct tuner_watch *sp = &tu->shares.speed, *lk = &tu->links.probe;
+	const struct tuner_buckets *bk = &tu->buckets;
 	const char *mode = tu->cfg.replay[0] ? "replay"
 					     : tuner_modes[tu->cfg.mode];
 	char sh[128] = "even";
@@ -403,24 +421,25 @@ void tuner_describe(const struct tuner *tu, char *buf, size_t len)
 		tuner_shares_str(tu->shares.n, tu->dp, sh, sizeof(sh));
 	else if (!even)
 		snprintf(sh, sizeof(sh), "uneven");
-	if (tu->shares.speed.worst < 0)
+	if (sp->worst < 0)
 		snprintf(buf, len, " tuner %s measuring shares %s", mode, sh);
 	else
 		snprintf(buf, len,
 			 " tuner %s slowest %d %.2fx link %d %.2fx cc_ar %.1f cc_a2a %.1f cc_pp %.1f shares %s",
-			 mode, tu->shares.speed.worst, tu->shares.speed.worst_x, tu->links.probe.worst,
-			 tu->links.probe.worst_x, tu->cc[DIST_C_ALLREDUCE],
-			 tu->cc[DIST_C_ALLTOALL], tu->cc[DIST_C_PIPE], sh);
+			 mode, sp->worst, sp->worst_x, lk->worst, lk->worst_x,
+			 tu->cc[DIST_C_ALLREDUCE], tu->cc[DIST_C_ALLTOALL],
+			 tu->cc[DIST_C_PIPE], sh);
 	if (tu->experts.ep > 1) { /* the experts' swaps since the run began */
 		size_t o = strlen(buf);
 
-		snprintf(buf + o, len - o, " expert_swaps %d", tu->experts.moves);
+		snprintf(buf + o, len - o, " expert_swaps %d",
+			 tu->experts.moves);
 	}
-	if (tu->buckets.span > 0) { /* floats per gradient bucket */
+	if (bk->span > 0) { /* floats per gradient bucket */
 		size_t o = strlen(buf);
 
 		snprintf(buf + o, len - o, " buckets %ld",
-			 tu->buckets.now < tu->buckets.span ? tu->buckets.now : tu->buckets.span);
+			 bk->now < bk->span ? bk->now : bk->span);
 	}
 }
 

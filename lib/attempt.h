@@ -9,9 +9,12 @@
  *   SIGMA_LAUNCH         sigma-launch's relaunch inside the allocation
  *                        (0 first), added: attempt + launch only grows
  *
- * sigma-train reads it in its settings (trainer/opts.c), the job
- * protocol's records read the launch from it (jobrec.h), and a resume
- * moves it past every attempt whose copies it saw (sigma_attempt_past).
+ * sigma-train reads it in its settings (trainer/opts.c), and the job
+ * protocol's records read the launch from it (jobrec.h). Past that, the
+ * attempt only moves by sigma_attempt_past: the claim of the shared
+ * directory moves it past every attempt the run wrote there
+ * (trainer/ckpt/claim.c), and a resume past every attempt whose copies
+ * it saw on the nodes (trainer/ckpt/resume.c).
  */
 #ifndef SIGMA_ATTEMPT_H
 #define SIGMA_ATTEMPT_H

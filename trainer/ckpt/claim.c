@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sigma.h"
+#include "attempt.h"
 #include "ckpt.h"
 #include "claim.h"
 
@@ -213,8 +214,8 @@ static int decide(const char *dir, enum claim_how how, const char *job,
 	 * The attempt orders after everything this run wrote here: h, as
 	 * read before, unless another run's files were just moved aside
 	 */
-	if (!*c->aside && h.any && h.attempt > c->attempt)
-		c->attempt = h.attempt + 1;
+	if (!*c->aside && h.any)
+		c->attempt = sigma_attempt_past(c->attempt, h.attempt);
 	sigma_strlcpy(now.id, c->id, sizeof(now.id));
 	sigma_strlcpy(now.job, me, sizeof(now.job));
 	if (strcmp(now.id, old.id) || strcmp(now.job, old.job))

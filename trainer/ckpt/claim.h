@@ -33,9 +33,9 @@ struct claim {
  * under an exclusive lock of dir against another start at the same time:
  * decide the run, write dir/run, and for CLAIM_BESIDE move the other
  * run's checkpoints into dir/run-ID. job: SLURM_JOB_ID or NULL; attempt:
- * SIGMA_ATTEMPT. The instance's attempt is attempt, or one more than the
- * run's newest in dir when that is higher (a run continued by a new job
- * orders after all it wrote). Returns 0, or with err saying what to do:
+ * the start's (lib/attempt.h). The instance's attempt is attempt, or
+ * past the run's newest in dir when that is higher (sigma_attempt_past:
+ * a run continued by a new job orders after all it wrote). Returns 0, or with err saying what to do:
  * -EEXIST (a fresh start where another run's checkpoints are),
  * -ESTALE (a restart of a job that no longer holds dir: another job took
  * it over), -EBADMSG (dir/run is damaged or not this user's), -errno.

@@ -19,8 +19,9 @@
  *              fills or a link's state may change, once when every link
  *              is settled, tuner_probe_rounds); a rank whose
  *              own sends are slow is late both ways, its neighbours one
- *              way each, so the lesser of the two is its link's time. Judged as compute
- *              is, over the same window, with a floor of TUNER_LINK_FLOOR.
+ *              way each, so the lesser of the two is its link's time.
+ *              Judged as compute is, over the same window, with a floor
+ *              of TUNER_LINK_FLOOR.
  *   action     (--tuner on) the data-parallel shares: the sequences of each
  *              micro-batch of the global batch are split in proportion to
  *              the measured speeds, fewest for the slow rank, so that the

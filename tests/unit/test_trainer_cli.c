@@ -277,6 +277,13 @@ static void test_ckpt_tiers(void **state)
 			     prog),
 			 75);
 	assert_true(train_cli_out_has("resume: tier 1, step 6 from rank 0's own copy (newest shared checkpoint: 4)"));
+	/* shared 8 damaged (in copies of both tiers): the shared read falls
+	 * back to 4, and local 6, newer than that, still wins */
+	assert_int_equal(train_cli_run("cp -r T1 U1 && cp -r T2 U2 && head -c 3000 U2/ckpt-00000008.h5 > x && mv x U2/ckpt-00000008.h5 && SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir U2 --local-ckpt-dir U1 --ckpt-every 3 --ckpt-full-every 4 --resume --stop-at 7",
+			     prog),
+			 75);
+	assert_true(train_cli_out_has("U2/ckpt-00000008.h5"));
+	assert_true(train_cli_out_has("resume: tier 1, step 6 from rank 0's own copy (newest shared checkpoint: 8); 2 checkpointed steps lost"));
 	/* now shared 8 is newer than local 6: the shared tier */
 	assert_int_equal(train_cli_run("SLURMD_NODENAME=nx %s --train train.tok " SMALL "--steps 10 --ckpt-dir T2 --local-ckpt-dir T1 --ckpt-every 3 --ckpt-full-every 4 --resume",
 			     prog),

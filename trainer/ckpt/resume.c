@@ -1,20 +1,20 @@
 /*
- * resume.c - restore after a requeue with the node-local tier (resume.h).
+ * resume.c - a start that continues a run (resume.h): the planner over
+ * both tiers, and its plan run.
  *
- * Every rank lists the rank-R and replica-R directories of its node (all
- * of them, whatever rank wrote them: a new placement may put rank R on
- * the node that holds another rank's copies) and peeks at each file's
- * header; rank 0 lists the shared directory. The table goes to every rank
- * (one all-to-all of fixed-size records), every rank computes the same
- * plan, and the plan runs: transfers in the plan's order (the source
- * reads and verifies the file, sends a flag, then the stage and state),
- * then each owner that holds its own shard reads it. A copy that fails
- * its checksums is marked bad, and if any rank saw one the table goes
- * round again and a new plan is made.
+ * The ranks list what they hold (resume_table.c), every rank computes the
+ * same plan (restore.h), and the plan runs. Tier 1: transfers in the
+ * plan's order (the source reads and verifies the file, sends a flag,
+ * then the stage and state), then each owner that holds its own shard
+ * reads it. Tier 2: one read of the shared tier's newest valid
+ * checkpoint, with the loaders' fallbacks (shared_read). A copy that
+ * fails its checksums is marked bad, a shared read that fell back past
+ * the plan's checkpoint lists the one it read, and if any rank saw
+ * either the table goes round again and a new plan is made. With tier 1
+ * off the nodes list nothing, and the plan is the shared tier's.
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -27,234 +27,15 @@
 #include "blas_core.h"
 #include "comm.h"
 #include "resume.h"
-#include "claim.h"
+#include "resume_table.h"
 #include "exitcodes.h"
 #include "tags.h"
-
-#define PER_DIR	  16  /* newest names listed per directory */
-#define MAX_REC	  128 /* records per rank */
-
-enum {
-	F_USED = 1,
-	F_REPLICA = 2,
-	F_LAYOUT = 4, /* written by this job's layout */
-	F_BAD = 8,
-	F_SHARED = 16, /* a file of the shared tier (rank 0) */
-	F_DIFF = 32,   /* its newest differential (read with its base) */
-};
-
-/* one line of the table, as it travels */
-struct rec {
-	int64_t shard, step, attempt, flags;
-};
-
-struct local {
-	struct rec r;
-	char path[PATH_MAX];
-};
-
-/* "rank-12" or "replica-3": the shard, else -1 */
-static long dir_shard(const char *name, bool *replica)
-{
-	const char *n = NULL;
-	long v;
-
-	if (!strncmp(name, "rank-", 5))
-		n = name + 5, *replica = false;
-	else if (!strncmp(name, "replica-", 8))
-		n = name + 8, *replica = true;
-	if (!n || sigma_parse_long(n, 0, RESTORE_MAX_RANKS - 1, &v))
-		return -1;
-	return v;
-}
-
-static void add_dir(const char *dir, long shard, int flags,
-		    const struct resume_args *a, struct local *loc, int *n)
-{
-	struct ckpt_entry e[PER_DIR];
-	int k;
-
-	/* a node-local directory of another run (or of none) is not ours */
-	if (!(flags & F_SHARED) && a->run && *a->run &&
-	    !claim_holds(dir, a->run))
-		return;
-	k = ckpt_list(dir, e, PER_DIR);
-
-	for (int i = 0; i < k && *n < MAX_REC; i++) {
-		struct local *l = &loc[*n];
-		struct ckpt_state ps;
-		char why[1024];
-
-		if (ckpt_path(l->path, sizeof(l->path), dir, e[i].step,
-			      e[i].attempt))
-			continue;
-		l->r = (struct rec){shard, e[i].step, e[i].attempt,
-				    F_USED | flags};
-		if (!(flags & F_SHARED)) {
-			/* the header only: the data are verified by the
-			 * rank that reads the copy for the plan */
-			if (ckpt_peek(l->path, &ps, why, sizeof(why))) {
-				sigma_warn("resume: %s", why);
-				l->r.flags |= F_BAD;
-			} else if (ps.step != e[i].step ||
-				   ps.attempt != e[i].attempt) {
-				sigma_warn(
-				    "resume: %s holds step %ld of attempt %d, its name says otherwise",
-				    l->path, ps.step, ps.attempt);
-				l->r.flags |= F_BAD;
-			} else if (a->run && *a->run && strcmp(ps.run, a->run)) {
-				sigma_warn("resume: %s belongs to run %s, not %s",
-					   l->path, *ps.run ? ps.run : "(none)",
-					   a->run);
-				l->r.flags |= F_BAD;
-			} else if (!strcmp(ps.layout, a->layout)) {
-				l->r.flags |= F_LAYOUT;
-			}
-		}
-		(*n)++;
-	}
-}
-
-/* what this rank can read: its node's directories, and rank 0 the
- * shared one */
-static int list_local(const struct dist *d, const struct resume_args *a,
-		      struct local *loc, int *n, long *shared_newest)
-{
-	DIR *dh = opendir(a->node_dir);
-	struct dirent *de;
-
-	*n = 0;
-	*shared_newest = -1;
-	if (dh) {
-		while ((de = readdir(dh))) {
-			char dir[PATH_MAX];
-			bool replica = false;
-			long shard = dir_shard(de->d_name, &replica);
-
-			if (shard < 0 ||
-			    sigma_snprintf(dir, sizeof(dir), "%s/%s",
-					   a->node_dir, de->d_name))
-				continue;
-			add_dir(dir, shard, replica ? F_REPLICA : 0, a, loc,
-				n);
-		}
-		closedir(dh);
-	}
-	if (d->rank == 0 && a->shared_dir && *a->shared_dir) {
-		int att = 0, da = -1;
-		long ds = ckpt_diff_newest(a->shared_dir, &da);
-
-		*shared_newest = ckpt_newest(a->shared_dir, &att);
-		add_dir(a->shared_dir, 0, F_SHARED, a, loc, n);
-		/* the newest differential, when newer in (attempt, step)
-		 * order than the newest full one: ckpt_load_latest_diff
-		 * reads base + differential */
-		if (ds >= 0 && *shared_newest >= 0 &&
-		    (da > att || (da == att && ds > *shared_newest)) &&
-		    *n < MAX_REC) {
-			loc[*n].r =
-			    (struct rec){0, ds, da, F_USED | F_SHARED | F_DIFF};
-			sigma_strlcpy(loc[*n].path, a->shared_dir,
-				      sizeof(loc[*n].path));
-			(*n)++;
-			*shared_newest = ds;
-		}
-	}
-	return 0;
-}
-
-/* every rank's records to every rank: all[size * MAX_REC] */
-static int exchange(struct dist *d, const struct local *loc, int n,
-		    struct rec *all)
-{
-	struct rec *mine = calloc(MAX_REC, sizeof(*mine));
-	int rc;
-
-	if (!mine)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++)
-		mine[i] = loc[i].r;
-	rc = dist_allgather(d, mine, sizeof(*mine) * MAX_REC, all);
-	free(mine);
-	return rc;
-}
-
-struct table {
-	struct restore_copy *copies;
-	int *cowner, *cidx; /* rank and its record of each copy */
-	struct restore_shared *shared;
-	int *sidx; /* rank 0's record of each shared checkpoint */
-	int ncopies, nshared;
-};
-
-static void table_free(struct table *t)
-{
-	free(t->copies), free(t->cowner), free(t->cidx);
-	free(t->shared), free(t->sidx);
-	memset(t, 0, sizeof(*t));
-}
-
-static int table_build(const struct dist *d, const struct rec *all,
-		       struct table *t)
-{
-	size_t max = (size_t)d->size * MAX_REC;
-
-	memset(t, 0, sizeof(*t));
-	t->copies = calloc(max, sizeof(*t->copies));
-	t->cowner = calloc(max, sizeof(int));
-	t->cidx = calloc(max, sizeof(int));
-	t->shared = calloc(MAX_REC, sizeof(*t->shared));
-	t->sidx = calloc(MAX_REC, sizeof(int));
-	if (!t->copies || !t->cowner || !t->cidx || !t->shared || !t->sidx) {
-		table_free(t);
-		return -ENOMEM;
-	}
-	for (int p = 0; p < d->size; p++) {
-		for (int i = 0; i < MAX_REC; i++) {
-			const struct rec *r = &all[(size_t)p * MAX_REC + i];
-
-			if (!(r->flags & F_USED) || r->step < 0 ||
-			    r->step > LONG_MAX || r->attempt < 0 ||
-			    r->attempt > CKPT_ATTEMPT_MAX || r->shard < 0 ||
-			    r->shard >= RESTORE_MAX_RANKS)
-				continue;
-			if (r->flags & F_SHARED) {
-				if (p != 0 || t->nshared >= MAX_REC)
-					continue;
-				t->shared[t->nshared] = (struct restore_shared){
-				    (long)r->step, (int)r->attempt,
-				    (r->flags & F_BAD) != 0};
-				t->sidx[t->nshared++] = i;
-				continue;
-			}
-			t->copies[t->ncopies] = (struct restore_copy){
-			    .holder = p,
-			    .shard = (int)r->shard,
-			    .step = (long)r->step,
-			    .attempt = (int)r->attempt,
-			    .replica = (r->flags & F_REPLICA) != 0,
-			    /* a shard this job does not have: another
-			     * layout whatever the header says */
-			    .same_layout =
-				(r->flags & F_LAYOUT) && r->shard < d->size,
-			    .bad = (r->flags & F_BAD) != 0,
-			};
-			t->cowner[t->ncopies] = p;
-			t->cidx[t->ncopies++] = i;
-		}
-	}
-	return 0;
-}
 
 static bool state_is(const struct ckpt_state *s, const struct restore_plan *p)
 {
 	return s->step == p->step && s->attempt == p->attempt;
 }
 
-/*
- * Run a tier-1 plan. *fails counts this rank's copies found bad (marked
- * in loc); 0 or -EIO (a peer) / -ENOMEM.
- */
 /* the part `to` holds, for reading its copy elsewhere: m itself when
  * every rank holds the same, else a table of its own (*own to free) */
 static const struct model *part_of(struct dist *d, struct model *m, int to,
@@ -326,6 +107,10 @@ static int run_transfer(struct dist *d, struct model *m,
 	return rc;
 }
 
+/*
+ * Run a tier-1 plan. *fails counts this rank's copies found bad (marked
+ * in loc); 0 or -EIO (a peer) / -ENOMEM.
+ */
 static int run_tier1(struct dist *d, struct model *m,
 		     const struct restore_plan *p, const struct table *t,
 		     struct local *loc, struct ckpt_state *st, int *fails)
@@ -376,251 +161,7 @@ out:
 	return rc;
 }
 
-/*
- * The planner chose rank 0's shared file l for a model in parts: every
- * rank reads its rows of it. A refusal anywhere marks it bad on rank 0
- * (*fails), and the plan is made again. 0 or -errno of the exchange.
- */
-static int read_parts(struct dist *d, struct model *m, struct local *l,
-		      const struct restore_plan *p, const struct resume_args *a,
-		      struct ckpt_state *st, char *path, size_t plen,
-		      int *fails)
-{
-	char why[1024];
-	int rc, bad;
-
-	if (d->rank == 0)
-		sigma_strlcpy(path, l->path, plen);
-	rc = dist_bcast_bytes(d, path, plen);
-	if (rc)
-		return rc;
-	memset(st, 0, sizeof(*st));
-	bad = (l->r.flags & F_DIFF) ||
-	      ckpt_read(path, m, st, why, sizeof(why)) ||
-	      st->step != p->step || st->attempt != p->attempt ||
-	      (a->run && *a->run && strcmp(st->run, a->run));
-	if (bad && !(l->r.flags & F_DIFF))
-		sigma_warn("checkpoint refused by rank %d: %s; trying an older one",
-			   d->rank, st->step == p->step ? why : path);
-	{
-		double v = bad;
-
-		rc = dist_world_mean(d, &v, 1);
-		bad = v > 0;
-	}
-	if (!rc && bad && d->rank == 0) {
-		l->r.flags |= F_BAD;
-		*fails = 1;
-	}
-	return rc;
-}
-
-/* the newest attempt any copy of the run names, -1 none */
-static int max_attempt(const struct dist *d, const struct rec *all)
-{
-	int mx = -1;
-
-	for (size_t i = 0; i < (size_t)d->size * MAX_REC; i++)
-		if ((all[i].flags & F_USED) && all[i].attempt > mx &&
-		    all[i].attempt <= CKPT_ATTEMPT_MAX)
-			mx = (int)all[i].attempt;
-	return mx;
-}
-
-int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
-		   struct ckpt_state *st, struct resume_result *res, char *err,
-		   size_t len)
-{
-	struct local *loc = calloc(MAX_REC, sizeof(*loc));
-	struct rec *all = calloc((size_t)d->size * MAX_REC, sizeof(*all));
-	int n = 0, rc = 0, max_rounds;
-
-	memset(res, 0, sizeof(*res));
-	res->step = -1;
-	if (!loc || !all) {
-		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
-		goto out;
-	}
-	list_local(d, a, loc, &n, &res->shared_newest);
-	max_rounds = d->size * MAX_REC + 1;
-	for (int round = 1; round <= max_rounds; round++) {
-		struct restore_input in;
-		struct restore_plan p;
-		struct table t;
-		double failed = 0;
-		int fails = 0;
-
-		res->rounds = round;
-		rc = exchange(d, loc, n, all);
-		if (rc) {
-			rc =
-			    sigma_set_err(err, len, EIO,
-					  "exchanging what each rank holds: %s",
-					  strerror(-rc));
-			goto out;
-		}
-		rc = table_build(d, all, &t);
-		if (rc) {
-			rc = sigma_set_err(err, len, ENOMEM, "out of memory");
-			goto out;
-		}
-		if (round == 1)
-			res->max_attempt = max_attempt(d, all);
-		in = (struct restore_input){d->size, t.copies, t.ncopies,
-					    t.shared, t.nshared};
-		rc = restore_plan(&in, &p, err, len);
-		if (rc) {
-			table_free(&t);
-			goto out;
-		}
-		res->tier = p.tier;
-		res->step = p.step;
-		res->attempt = p.attempt;
-		res->lost = p.lost;
-		res->newest_step = p.newest_step;
-		res->nshards = p.nshards;
-		res->nxfer = p.nxfer;
-		res->from_replica = p.from_replica;
-		sigma_strlcpy(res->why, p.why, sizeof(res->why));
-		if (p.tier == RESTORE_TIER1) {
-			int c = p.source[d->rank];
-
-			res->self_replica = t.copies[c].replica;
-			rc = run_tier1(d, m, &p, &t, loc, st, &fails);
-		} else if (p.tier == RESTORE_TIER2 && m->sharded) {
-			rc = read_parts(d, m, &loc[t.sidx[p.shared]], &p, a, st,
-					res->path, sizeof(res->path), &fails);
-		} else if (p.tier == RESTORE_TIER2) {
-			int ok = 1;
-
-			if (d->rank == 0) {
-				struct local *l = &loc[t.sidx[p.shared]];
-				char why[1024];
-
-				sigma_strlcpy(res->path, l->path,
-					      sizeof(res->path));
-				memset(st, 0, sizeof(*st));
-				if (((l->r.flags & F_DIFF)
-					 ? ckpt_load_latest_diff(
-					       l->path, m, st, res->path,
-					       sizeof(res->path), why,
-					       sizeof(why))
-					 : ckpt_read(l->path, m, st, why,
-						     sizeof(why))) ||
-				    st->step != p.step ||
-				    (!(l->r.flags & F_DIFF) &&
-				     st->attempt != p.attempt) ||
-				    (a->run && *a->run &&
-				     strcmp(st->run, a->run))) {
-					sigma_warn(
-					    "checkpoint refused: %s; trying an older one",
-					    st->step == p.step ? why : l->path);
-					l->r.flags |= F_BAD;
-					ok = 0;
-					fails = 1;
-				}
-			}
-			rc = dist_bcast_int(d, &ok);
-			if (!rc && ok)
-				rc = dist_sync_model(d, m, st, sizeof(*st));
-		}
-		restore_plan_fini(&p);
-		table_free(&t);
-		if (rc) {
-			rc = sigma_set_err(
-			    err, len, EIO,
-			    "moving checkpoint shards between ranks: %s",
-			    strerror(rc < 0 ? -rc : rc));
-			goto out;
-		}
-		if (res->tier == RESTORE_NONE)
-			goto out;
-		/* did any rank find a damaged copy? then plan again */
-		failed = fails;
-		rc = dist_world_mean(d, &failed, 1);
-		if (rc) {
-			rc = sigma_set_err(err, len, EIO,
-					   "agreeing on the restore: %s",
-					   strerror(-rc));
-			goto out;
-		}
-		if (failed == 0)
-			goto out;
-	}
-	rc = sigma_set_err(err, len, EBADMSG,
-			   "copies kept failing their checks after %d plans",
-			   max_rounds);
-out:
-	free(loc);
-	free(all);
-	return rc;
-}
-
-/* ---- a start that continues a run ---------------------------------------- */
-
-/* what a start takes over from the checkpoint it resumes */
-static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
-{
-	st->seed = rs->seed;
-	st->rng = rs->rng;
-	st->guard = rs->guard;
-	st->tuner = rs->tuner;
-}
-
-/* a checkpoint of another BLAS kernel: the run goes on, not bit for bit */
-static void note_kernel(const struct dist *d, const struct ckpt_state *rs)
-{
-	const char *now = blas_core_now();
-
-	if (d->rank == 0 && *rs->blas_kernel && strcmp(rs->blas_kernel, now))
-		printf("resume: the checkpoint was written with the BLAS kernel %s, this start runs %s: the run continues, its numbers differ from an uninterrupted run in the last bits\n",
-		       rs->blas_kernel, now);
-}
-
-/* tier 1 on: the planner chooses the step and the tier */
-static int resume_tiers(struct dist *d, struct model *m,
-			const struct resume_from *f, struct ckpt_state *st,
-			struct resume_to *to)
-{
-	struct ckpt_state rs = *st; /* overwritten by what is read */
-	struct resume_args a = { f->node_dir, f->shared_dir, st->layout,
-				 st->run };
-	struct resume_result r;
-	char err[1024];
-	int rc = resume_restore(d, m, &a, &rs, &r, err, sizeof(err));
-
-	if (rc) {
-		sigma_error("resume: %s", err);
-		return exit_code_of(rc, PHASE_RESUME);
-	}
-	/* after every attempt that left a copy anywhere */
-	st->attempt = sigma_attempt_past(st->attempt, r.max_attempt);
-	to->start = r.tier == RESTORE_NONE ? 0 : rs.step;
-	to->slots = r.tier == RESTORE_TIER1 && to->start > 0;
-	/* a full shared checkpoint is the differentials' base */
-	if (r.tier == RESTORE_TIER2 && d->rank == 0 && !ckpt_is_diff(r.path))
-		sigma_strlcpy(to->full, r.path, sizeof(to->full));
-	if (to->start > 0) {
-		adopt(st, &rs);
-		note_kernel(d, &rs);
-	}
-	if (r.tier == RESTORE_TIER1 && r.nshards == 1)
-		printf("resume: tier 1, step %ld from rank 0's %s (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
-		       r.step, r.self_replica ? "replica" : "own copy",
-		       r.shared_newest, r.lost, to->start);
-	else if (r.tier == RESTORE_TIER1)
-		printf("resume: tier 1, step %ld (attempt %d): %d shards, %d from a buddy's replica, %d moved to their rank (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
-		       r.step, r.attempt, r.nshards, r.from_replica, r.nxfer,
-		       r.shared_newest, r.lost, to->start);
-	else if (r.tier == RESTORE_TIER2)
-		printf("resume: tier 2, %s (%s); %ld checkpointed steps lost; continuing at step %ld\n",
-		       d->rank == 0 ? r.path : "rank 0's checkpoint", r.why,
-		       r.lost, to->start);
-	else
-		printf("resume: no valid checkpoint in either tier (%s), starting at step 0\n",
-		       *r.why ? r.why : "none there");
-	return 0;
-}
+/* ---- the shared tier: one read for every caller ---------------------------- */
 
 /*
  * A model in parts read from the shared tier by every rank (each its own
@@ -659,71 +200,353 @@ static int parts_agree(struct dist *d, int *rc, const struct ckpt_state *st,
 	return x;
 }
 
-/* the shared tier only: rank 0 reads, every rank gets the tensors and
- * state (whatever layout wrote them: tensors are whole); a model in parts
- * is read by every rank */
-static int resume_shared(struct dist *d, struct model *m,
-			 const struct resume_from *f, struct ckpt_state *st,
-			 struct resume_to *to)
+/*
+ * The shared tier's newest valid checkpoint into m and st, with the
+ * loaders' fallbacks (an older one when the newest is refused; a
+ * differential on its base): rank 0 reads a whole model and every rank
+ * gets it; every rank reads its own rows of a model in parts, and all
+ * must have read the same step. path: the file read (a whole model: rank
+ * 0's alone). Returns the job's result, 0, -ENOENT (nothing there) or
+ * -EBADMSG (none valid, with err on rank 0), or -EIO when the exchange
+ * itself failed.
+ */
+static int shared_read(struct dist *d, struct model *m, const char *dir,
+		       struct ckpt_state *st, char *path, size_t plen,
+		       char *err, size_t len)
 {
-	char path[PATH_MAX] = "rank 0's checkpoint", err[1024];
-	struct ckpt_state rs;
 	int rc;
 
-	memset(&rs, 0, sizeof(rs));
+	memset(st, 0, sizeof(*st));
 	if (m->sharded) {
-		rc = ckpt_load_latest(f->shared_dir, m, &rs, path, sizeof(path),
-				      err, sizeof(err));
-		if (parts_agree(d, &rc, &rs, err, sizeof(err)))
-			return TRAIN_EXIT_PEER;
-	} else {
-		rc = d->rank == 0 ? ckpt_load_latest_diff(f->shared_dir, m, &rs,
-							   path, sizeof(path),
-							   err, sizeof(err))
-				  : 0;
-		if (dist_bcast_int(d, &rc) ||
-		    (rc == 0 && dist_sync_model(d, m, &rs, sizeof(rs))))
-			return TRAIN_EXIT_PEER;
+		rc = ckpt_load_latest(dir, m, st, path, plen, err, len);
+		return parts_agree(d, &rc, st, err, len) ? -EIO : rc;
 	}
-	if (rc == -ENOENT) {
-		printf("resume: no checkpoint in %s, starting at step 0\n",
-		       f->shared_dir);
+	rc = d->rank == 0 ? ckpt_load_latest_diff(dir, m, st, path, plen, err,
+						   len)
+			  : 0;
+	if (dist_bcast_int(d, &rc) ||
+	    (rc == 0 && dist_sync_model(d, m, st, sizeof(*st))))
+		return -EIO;
+	return rc;
+}
+
+/* the shared checkpoint m and st hold from a read of an earlier plan */
+struct held {
+	bool valid;
+	long step;
+	int attempt;
+};
+
+/*
+ * Rank 0's records after a shared read: the entries newer than what it
+ * read (all of them when it read none) are bad, and what it read is
+ * listed (when there is room), so that the next plan weighs it against
+ * tier 1. True when anything changed, so that the plan is made again.
+ */
+static bool shared_settle(struct local *loc, int *n, const struct held *h,
+			  const char *path)
+{
+	bool listed = false, changed = false;
+
+	for (int i = 0; i < *n; i++) {
+		struct rec *r = &loc[i].r;
+
+		if (!(r->flags & F_SHARED))
+			continue;
+		if (h->valid && r->step == h->step && r->attempt == h->attempt) {
+			listed = true;
+		} else if (!(r->flags & F_BAD) &&
+			   (!h->valid ||
+			    restore_cmp((int)r->attempt, (long)r->step,
+					h->attempt, h->step) > 0)) {
+			r->flags |= F_BAD;
+			changed = true;
+		}
+	}
+	if (h->valid && !listed && *n < MAX_REC) {
+		loc[*n].r = (struct rec){ 0, h->step, h->attempt,
+					  F_USED | F_SHARED };
+		sigma_strlcpy(loc[*n].path, path, sizeof(loc[*n].path));
+		(*n)++;
+		changed = true;
+	}
+	return changed;
+}
+
+/*
+ * Run a tier-2 plan: one shared read (shared_read), unless m already
+ * holds the planned checkpoint from an earlier one. When the read found
+ * an older checkpoint than the plan's, or none, rank 0 settles its
+ * records and *fails asks for a new plan; res->shared_rc and shared_err
+ * keep the read's result. 0 or -EIO.
+ */
+static int run_tier2(struct dist *d, struct model *m,
+		     const struct restore_plan *p, const struct resume_args *a,
+		     struct local *loc, int *n, struct ckpt_state *st,
+		     struct held *h, struct resume_result *res, int *fails)
+{
+	int rc;
+
+	*fails = 0;
+	if (h->valid && h->step == p->step && h->attempt == p->attempt)
 		return 0;
-	}
-	if (rc) {
-		sigma_error("resume: %s",
-			    d->rank == 0 ? err
-					 : "rank 0 found no valid checkpoint there");
-		return exit_code_of(rc, PHASE_RESUME_SHARED);
-	}
-	if (rs.batch != f->batch || rs.seed != f->seed)
-		sigma_warn("resume: %s was written with batch %d seed %llu; continuing with its seed",
-			   path, rs.batch, (unsigned long long)rs.seed);
-	if (rs.data_checksum != f->data_checksum)
-		sigma_warn("resume: %s was written for another training file (checksum differs)",
-			   path);
-	to->start = rs.step;
-	adopt(st, &rs);
-	note_kernel(d, &rs);
-	printf("resume: %s, continuing at step %ld\n", path, to->start);
-	if (d->rank == 0 && !ckpt_is_diff(path))
-		sigma_strlcpy(to->full, path, sizeof(to->full));
+	rc = shared_read(d, m, a->shared_dir, st, res->path, sizeof(res->path),
+			 res->shared_err, sizeof(res->shared_err));
+	if (rc == -EIO)
+		return rc;
+	res->shared_rc = rc;
+	*h = (struct held){ rc == 0, rc == 0 ? st->step : -1,
+			    rc == 0 ? st->attempt : -1 };
+	if (d->rank == 0 && (rc || !state_is(st, p)) &&
+	    shared_settle(loc, n, h, res->path))
+		*fails = 1;
 	return 0;
 }
 
+/* ---- the plan, made again until its copies read ---------------------------- */
+
+/* what the plan chose, for the caller's report */
+static void result_of(struct resume_result *res, const struct restore_plan *p)
+{
+	res->tier = p->tier;
+	res->step = p->step;
+	res->attempt = p->attempt;
+	res->lost = p->lost;
+	res->newest_step = p->newest_step;
+	res->nshards = p->nshards;
+	res->nxfer = p->nxfer;
+	res->from_replica = p->from_replica;
+	sigma_strlcpy(res->why, p->why, sizeof(res->why));
+}
+
+/* the state of one resume: what this rank lists, every rank's records,
+ * and the shared checkpoint m holds */
+struct round {
+	struct local *loc;
+	int n;
+	struct rec *all;
+	struct held held;
+};
+
+/*
+ * One plan and its run: the records exchanged, the plan made, and its
+ * copies read. *fails: this rank's copies found bad (then every rank
+ * plans again). 0, or -errno with err.
+ */
+static int plan_round(struct dist *d, struct model *m,
+		      const struct resume_args *a, struct round *rd, bool first,
+		      struct ckpt_state *st, struct resume_result *res,
+		      int *fails, char *err, size_t len)
+{
+	struct restore_input in;
+	struct restore_plan p;
+	struct table t;
+	int rc = resume_exchange(d, rd->loc, rd->n, rd->all);
+
+	if (rc)
+		return sigma_set_err(err, len, EIO,
+				     "exchanging what each rank holds: %s",
+				     strerror(-rc));
+	if (resume_table_build(d, rd->all, &t))
+		return sigma_set_err(err, len, ENOMEM, "out of memory");
+	if (first)
+		res->max_attempt = resume_max_attempt(d, rd->all);
+	in = (struct restore_input){ d->size, t.copies, t.ncopies, t.shared,
+				     t.nshared };
+	rc = restore_plan(&in, &p, err, len);
+	if (rc) {
+		resume_table_free(&t);
+		return rc;
+	}
+	result_of(res, &p);
+	*fails = 0;
+	if (p.tier == RESTORE_TIER1) {
+		res->self_replica = t.copies[p.source[d->rank]].replica;
+		rd->held.valid = false; /* m is overwritten */
+		rc = run_tier1(d, m, &p, &t, rd->loc, st, fails);
+	} else if (p.tier == RESTORE_TIER2) {
+		rc = run_tier2(d, m, &p, a, rd->loc, &rd->n, st, &rd->held,
+			       res, fails);
+	}
+	restore_plan_fini(&p);
+	resume_table_free(&t);
+	if (rc)
+		return sigma_set_err(err, len, EIO,
+				     "moving checkpoint shards between ranks: %s",
+				     strerror(rc < 0 ? -rc : rc));
+	return 0;
+}
+
+int resume_restore(struct dist *d, struct model *m, const struct resume_args *a,
+		   struct ckpt_state *st, struct resume_result *res, char *err,
+		   size_t len)
+{
+	struct round rd = { calloc(MAX_REC, sizeof(*rd.loc)), 0,
+			    calloc((size_t)d->size * MAX_REC, sizeof(*rd.all)),
+			    { false, -1, -1 } };
+	int rc = 0, max_rounds = d->size * MAX_REC + 1;
+
+	memset(res, 0, sizeof(*res));
+	res->step = -1;
+	if (!rd.loc || !rd.all) {
+		rc = sigma_set_err(err, len, ENOMEM, "out of memory");
+		goto out;
+	}
+	resume_list(d, a, rd.loc, &rd.n, &res->shared_newest);
+	for (int round = 1; round <= max_rounds; round++) {
+		double failed;
+		int fails = 0;
+
+		res->rounds = round;
+		rc = plan_round(d, m, a, &rd, round == 1, st, res, &fails, err,
+				len);
+		if (rc || res->tier == RESTORE_NONE)
+			goto out;
+		/* did any rank find a damaged copy? then plan again */
+		failed = fails;
+		rc = dist_world_mean(d, &failed, 1);
+		if (rc) {
+			rc = sigma_set_err(err, len, EIO,
+					   "agreeing on the restore: %s",
+					   strerror(-rc));
+			goto out;
+		}
+		if (failed == 0)
+			goto out;
+	}
+	rc = sigma_set_err(err, len, EBADMSG,
+			   "copies kept failing their checks after %d plans",
+			   max_rounds);
+out:
+	free(rd.loc);
+	free(rd.all);
+	return rc;
+}
+
+/* ---- a start that continues a run ---------------------------------------- */
+
+/* what a start takes over from the checkpoint it resumes */
+static void adopt(struct ckpt_state *st, const struct ckpt_state *rs)
+{
+	st->seed = rs->seed;
+	st->rng = rs->rng;
+	st->guard = rs->guard;
+	st->tuner = rs->tuner;
+}
+
+/* a checkpoint of another BLAS kernel: the run goes on, not bit for bit */
+static void note_kernel(const struct dist *d, const struct ckpt_state *rs)
+{
+	const char *now = blas_core_now();
+
+	if (d->rank == 0 && *rs->blas_kernel && strcmp(rs->blas_kernel, now))
+		printf("resume: the checkpoint was written with the BLAS kernel %s, this start runs %s: the run continues, its numbers differ from an uninterrupted run in the last bits\n",
+		       rs->blas_kernel, now);
+}
+
+/* the log of a start with tier 1 on: which tier, and what was lost */
+static void report_tiers(const struct dist *d, const struct resume_result *r,
+			 long start)
+{
+	if (r->tier == RESTORE_TIER1 && r->nshards == 1)
+		printf("resume: tier 1, step %ld from rank 0's %s (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r->step, r->self_replica ? "replica" : "own copy",
+		       r->shared_newest, r->lost, start);
+	else if (r->tier == RESTORE_TIER1)
+		printf("resume: tier 1, step %ld (attempt %d): %d shards, %d from a buddy's replica, %d moved to their rank (newest shared checkpoint: %ld); %ld checkpointed steps lost; continuing at step %ld\n",
+		       r->step, r->attempt, r->nshards, r->from_replica,
+		       r->nxfer, r->shared_newest, r->lost, start);
+	else if (r->tier == RESTORE_TIER2)
+		printf("resume: tier 2, %s (%s); %ld checkpointed steps lost; continuing at step %ld\n",
+		       d->rank == 0 ? r->path : "rank 0's checkpoint", r->why,
+		       r->lost, start);
+	else
+		printf("resume: no valid checkpoint in either tier (%s), starting at step 0\n",
+		       *r->why ? r->why : "none there");
+}
+
+/* the shared tier alone, every checkpoint of it refused: the start stops
+ * (an exit code), as it would for a damaged file named by hand; 0 else */
+static int shared_refused(const struct dist *d, const struct resume_result *r)
+{
+	if (r->tier != RESTORE_NONE || !r->shared_rc || r->shared_rc == -ENOENT)
+		return 0;
+	sigma_error("resume: %s",
+		    d->rank == 0 ? r->shared_err
+				 : "rank 0 found no valid checkpoint there");
+	return exit_code_of(r->shared_rc, PHASE_RESUME_SHARED);
+}
+
+/* the log of a start with the shared tier alone: the file, or none */
+static void report_shared(const struct dist *d, const struct model *m,
+			  const struct resume_from *f,
+			  const struct resume_result *r,
+			  const struct ckpt_state *rs, long start)
+{
+	const char *path = d->rank == 0 || m->sharded ? r->path
+						       : "rank 0's checkpoint";
+
+	if (r->tier == RESTORE_NONE) {
+		printf("resume: no checkpoint in %s, starting at step 0\n",
+		       f->shared_dir);
+		return;
+	}
+	if (rs->batch != f->batch || rs->seed != f->seed)
+		sigma_warn("resume: %s was written with batch %d seed %llu; continuing with its seed",
+			   path, rs->batch, (unsigned long long)rs->seed);
+	if (rs->data_checksum != f->data_checksum)
+		sigma_warn("resume: %s was written for another training file (checksum differs)",
+			   path);
+	note_kernel(d, rs);
+	printf("resume: %s, continuing at step %ld\n", path, start);
+}
+
+/*
+ * One path for every start that continues a run: the planner over what
+ * the nodes' tier 1 holds (nothing, with tier 1 off) and the shared
+ * tier. Only the log differs: with tier 1 on it names the tier and the
+ * steps lost, with the shared tier alone the file.
+ */
 int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
 	       struct ckpt_state *st, struct resume_to *to)
 {
-	int code;
+	struct ckpt_state rs = *st; /* overwritten by what is read */
+	struct resume_args a = { f->node_dir, f->shared_dir, st->layout,
+				 st->run };
+	struct resume_result r;
+	char err[1024];
+	int rc = resume_restore(d, m, &a, &rs, &r, err, sizeof(err)), code;
 
 	to->start = 0;
 	to->full[0] = '\0';
 	to->full_step = -1;
 	to->slots = false;
-	code = f->node_dir ? resume_tiers(d, m, f, st, to)
-			   : resume_shared(d, m, f, st, to);
-	if (code == 0 && *to->full)
-		to->full_step = to->start;
+	if (rc) {
+		sigma_error("resume: %s", err);
+		code = exit_code_of(rc, PHASE_RESUME);
+	} else if (!f->node_dir && (code = shared_refused(d, &r))) {
+		;
+	} else {
+		/* after every attempt that left a copy anywhere */
+		st->attempt = sigma_attempt_past(st->attempt, r.max_attempt);
+		to->start = r.tier == RESTORE_NONE ? 0 : rs.step;
+		to->slots = r.tier == RESTORE_TIER1 && to->start > 0;
+		if (to->start > 0)
+			adopt(st, &rs);
+		if (!f->node_dir) {
+			report_shared(d, m, f, &r, &rs, to->start);
+		} else {
+			if (to->start > 0)
+				note_kernel(d, &rs);
+			report_tiers(d, &r, to->start);
+		}
+		/* a full shared checkpoint is the differentials' base */
+		if (r.tier == RESTORE_TIER2 && d->rank == 0 &&
+		    !ckpt_is_diff(r.path)) {
+			sigma_strlcpy(to->full, r.path, sizeof(to->full));
+			to->full_step = to->start;
+		}
+	}
 	fflush(stdout);
 	return code;
 }

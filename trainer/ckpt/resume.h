@@ -1,12 +1,13 @@
 /*
  * resume.h - a start that continues a run, from whichever tier holds its
- * newest valid step (resume_run), and the restore planner of the
- * node-local tier beneath it (resume_restore): the ranks
- * of the new allocation list what their nodes hold, exchange the table,
- * each computes the same plan (restore.h), the sources read and verify
- * their copies, missing shards move to their owners, and a copy found
- * damaged is marked bad and the plan made again
- * (docs/checkpoint-format.md, "Restore after a requeue").
+ * newest valid step (resume_run), through one path: the restore planner
+ * (resume_restore). The ranks of the new allocation list what their
+ * nodes hold (nothing with tier 1 off) and rank 0 what the shared tier
+ * names, exchange the table, each computes the same plan (restore.h),
+ * the sources read and verify their copies, missing shards move to their
+ * owners, the shared tier is read once, and a copy found damaged is
+ * marked bad and the plan made again (docs/checkpoint-format.md,
+ * "Restore after a requeue").
  *
  * Part of sigma-train itself (it talks through dist.h).
  */
@@ -23,7 +24,8 @@
 #include "restore.h"
 
 struct resume_args {
-	const char *node_dir;	/* LOCAL/NODE: rank-R and replica-R inside */
+	const char *node_dir;	/* LOCAL/NODE: rank-R and replica-R inside; NULL
+				   with tier 1 off */
 	const char *shared_dir; /* the shared tier, read by rank 0 */
 	const char *layout;	/* of this job: copies of another are ignored */
 	const char *run;	/* this run's id: copies of others are ignored */
@@ -41,6 +43,10 @@ struct resume_result {
 	int rounds;	 /* plans made (1 + those after a damaged copy) */
 	char path[4096]; /* tier 2: the file */
 	char why[256];	 /* tier 2 or none: why not tier 1 */
+	/* the last shared read: 0, -ENOENT (none there), -EBADMSG (none
+	 * valid) with shared_err on rank 0 (0 too when none was made) */
+	int shared_rc;
+	char shared_err[1024];
 };
 
 /*
@@ -73,12 +79,14 @@ struct resume_to {
 };
 
 /*
- * Every rank calls it when the start continues a run. With tier 1 on,
- * the planner above chooses the step and the tier (and may raise
- * st->attempt past the newest attempt any copy names); without, rank 0
- * reads the shared tier's newest valid checkpoint, full or differential,
- * and every rank gets its tensors. The log says which, and how many
- * checkpointed steps were lost. st holds this start's state on entry
+ * Every rank calls it when the start continues a run. The planner above
+ * chooses the step and the tier (and may raise st->attempt past the
+ * newest attempt any copy names); with tier 1 off (node_dir NULL) it
+ * chooses the shared tier's newest valid checkpoint, full or
+ * differential. The log says which: with tier 1 on, the tier and how
+ * many checkpointed steps were lost; with the shared tier alone, the
+ * file, and a shared tier none of whose checkpoints is valid stops the
+ * start (TRAIN_EXIT_DATAERR). st holds this start's state on entry
  * (its layout and run say which copies count) and the checkpoint's
  * seed, data position, guard and tuner state after. 0 or an exit code.
  */

@@ -515,7 +515,7 @@ int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
 				 st->run };
 	struct resume_result r;
 	char err[1024];
-	int rc = resume_restore(d, m, &a, &rs, &r, err, sizeof(err)), code;
+	int rc = resume_restore(d, m, &a, &rs, &r, err, sizeof(err)), code = 0;
 
 	to->start = 0;
 	to->full[0] = '\0';
@@ -524,9 +524,10 @@ int resume_run(struct dist *d, struct model *m, const struct resume_from *f,
 	if (rc) {
 		sigma_error("resume: %s", err);
 		code = exit_code_of(rc, PHASE_RESUME);
-	} else if (!f->node_dir && (code = shared_refused(d, &r))) {
-		;
-	} else {
+	} else if (!f->node_dir) {
+		code = shared_refused(d, &r);
+	}
+	if (code == 0) {
 		/* after every attempt that left a copy anywhere */
 		st->attempt = sigma_attempt_past(st->attempt, r.max_attempt);
 		to->start = r.tier == RESTORE_NONE ? 0 : rs.step;

@@ -313,10 +313,10 @@ struct tuner_ops {
 	int (*move_experts)(void *ctx);
 };
 
-/* what the step's call decided beyond what the ops did */
+/* what the step's call leaves to the caller (the shares and buckets it
+ * decided are in force from the next step: tuner_share, tuner_bucket) */
 struct tuner_actions {
 	bool exchanged;	  /* the ranks' summaries were shared */
-	bool shares;	  /* the shares changed (they hold from the next step) */
 	int escalate;	  /* the job's rank to report as slow, or -1 */
 	char why[160];	  /* what was measured of it */
 };

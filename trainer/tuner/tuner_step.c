@@ -14,9 +14,9 @@
 
 /* the replayed decisions due after step done: shares, buckets, experts */
 static int replay_step(struct tuner *tu, long done, const struct tuner_ops *ops,
-		       bool print, struct tuner_actions *act)
+		       bool print)
 {
-	act->shares = tuner_replay_due(tu, done, print);
+	(void)tuner_replay_due(tu, done, print);
 	if (tuner_place_replay(tu, done, print) > 0)
 		return ops->move_experts(ops->ctx);
 	return 0;
@@ -25,8 +25,7 @@ static int replay_step(struct tuner *tu, long done, const struct tuner_ops *ops,
 /* the probes, then every rank's summary to every rank, and what the
  * shares, links and buckets decide from them */
 static int exchange_step(struct tuner *tu, long done,
-			 const struct tuner_ops *ops, bool print,
-			 struct tuner_actions *act)
+			 const struct tuner_ops *ops, bool print)
 {
 	struct tuner_sample *all = calloc((size_t)ops->ranks, sizeof(*all));
 	int rc;
@@ -44,9 +43,7 @@ static int exchange_step(struct tuner *tu, long done,
 	else
 		all[0] = tu->mine;
 	if (rc == 0)
-		act->shares =
-		    tuner_exchange(tu, all, (size_t)ops->ranks, done, print) ||
-		    act->shares;
+		(void)tuner_exchange(tu, all, (size_t)ops->ranks, done, print);
 	free(all);
 	return rc;
 }
@@ -73,20 +70,19 @@ int tuner_after_step(struct tuner *tu, long done, const struct tuner_ops *ops,
 {
 	int rc;
 
-	memset(act, 0, sizeof(*act));
-	act->escalate = -1;
-	if ((rc = replay_step(tu, done, ops, print, act)))
+	*act = (struct tuner_actions){ .escalate = -1 };
+	if ((rc = replay_step(tu, done, ops, print)))
 		return rc;
 	if (!tuner_due(tu, done))
 		return 0;
-	if ((rc = exchange_step(tu, done, ops, print, act)))
+	if ((rc = exchange_step(tu, done, ops, print)))
 		return rc;
 	if (tuner_place_wants(tu) && (rc = experts_step(tu, done, ops, print)))
 		return rc;
 	act->exchanged = true;
-	/* the last rung: the rank still slow, for its node's report */
-	if (tuner_escalate_due(tu, &act->escalate, act->why, sizeof(act->why)) <
-	    0)
-		act->escalate = -1;
+	/* the last rung: the rank still slow, for its node's report (-1
+	 * none) */
+	(void)tuner_escalate_due(tu, &act->escalate, act->why,
+				 sizeof(act->why));
 	return 0;
 }

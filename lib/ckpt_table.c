@@ -202,7 +202,8 @@ static int write_entry(struct ckpt_ctx *c, int64_t g,
 
 int ckpt_table_write(const char *dir, const char *final,
 		     const struct ckpt_table_head *h,
-		     const struct sigma_rt_tensor *t, size_t n, char *err,
+		     const struct sigma_rt_tensor *t, size_t n,
+		     void (*written)(void *), void *arg, char *err,
 		     size_t len)
 {
 	char tmp[PATH_MAX];
@@ -232,6 +233,8 @@ int ckpt_table_write(const char *dir, const char *final,
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = write_entry(&c, g, &t[i]);
 	ckpt_h5_close(g);
+	if (!rc && written)
+		written(arg);
 	if (!rc)
 		rc = ckpt_h5_publish(&c, &f, dir, final, NULL, NULL);
 out:

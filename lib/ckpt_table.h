@@ -49,12 +49,15 @@ int ckpt_table_check(const struct sigma_rt_tensor *t, size_t n,
 
 /*
  * Write t[n] (checked) as h's checkpoint final in dir (made if missing):
- * a temporary, published with its seal (ckpt_h5_publish). 0 or -errno
- * with err naming the file.
+ * a temporary, published with its seal (ckpt_h5_publish). written(arg),
+ * when not NULL, is called once the elements are in the file and t's
+ * data are read no more (before the file is flushed, sealed and
+ * published). 0 or -errno with err naming the file.
  */
 int ckpt_table_write(const char *dir, const char *final,
 		     const struct ckpt_table_head *h,
-		     const struct sigma_rt_tensor *t, size_t n, char *err,
+		     const struct sigma_rt_tensor *t, size_t n,
+		     void (*written)(void *), void *arg, char *err,
 		     size_t len);
 
 /*

@@ -50,6 +50,8 @@ struct sigma_rt_ckpt {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct staged job; /* the table to write, valid while busy */
+	bool no_copy;	   /* the writer reads the caller's tensors */
+	bool reading;	   /* ... and is not done with them */
 	bool busy, quit;
 	int rc;		/* of the last write */
 	char err[512];	/* its failure */
@@ -148,12 +150,26 @@ static int grow(void **p, size_t *cap, size_t want)
 	return 0;
 }
 
-/* a copy of t[n] (checked, bytes of elements) into s's own buffers */
+/* the bytes of t's elements (a table ckpt_table_check passed) */
+static size_t tensor_bytes(const struct sigma_rt_tensor *t)
+{
+	size_t b = ckpt_table_dtype_size(t->dtype);
+
+	for (int d = 0; d < t->ndim; d++)
+		b *= (size_t)t->shape[d];
+	return b;
+}
+
+/*
+ * t[n] (checked) into s: the names and shapes copied, room made for
+ * bytes of elements, each entry's data still the caller's until
+ * stage_data copies them
+ */
 static int stage(struct staged *s, long step, const struct sigma_rt_tensor *t,
 		 size_t n, size_t bytes)
 {
 	const size_t dims_each = sizeof(int64_t) * 3 * SIGMA_RT_NDIM_MAX;
-	size_t names = 0, at = 0, off = 0;
+	size_t names = 0, at = 0;
 
 	for (size_t i = 0; i < n; i++)
 		names += strlen(t[i].name) + 1;
@@ -166,7 +182,7 @@ static int stage(struct staged *s, long step, const struct sigma_rt_tensor *t,
 	for (size_t i = 0; i < n; i++) {
 		struct sigma_rt_tensor *c = &s->t[i];
 		int64_t *dims = s->dims + i * 3 * SIGMA_RT_NDIM_MAX;
-		size_t b = ckpt_table_dtype_size(t[i].dtype), nd = t[i].ndim;
+		size_t nd = (size_t)t[i].ndim;
 
 		*c = t[i];
 		c->name = strcpy(s->names + at, t[i].name);
@@ -181,16 +197,37 @@ static int stage(struct staged *s, long step, const struct sigma_rt_tensor *t,
 			c->global_shape = dims + SIGMA_RT_NDIM_MAX;
 			c->offset = dims + 2 * SIGMA_RT_NDIM_MAX;
 		}
-		for (size_t d = 0; d < nd; d++)
-			b *= (size_t)t[i].shape[d];
-		if (b)
-			memcpy(s->data + off, t[i].data, b);
-		c->data = s->data + off;
-		off += b;
 	}
 	s->n = n;
 	s->step = step;
 	return 0;
+}
+
+/* the caller's elements into s's buffer; the entries then point there */
+static void stage_data(struct staged *s)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sigma_rt_tensor *c = &s->t[i];
+		size_t b = tensor_bytes(c);
+
+		if (b)
+			memcpy(s->data + off, c->data, b);
+		c->data = s->data + off;
+		off += b;
+	}
+}
+
+/* the caller's tensors are in the file: fence may return */
+static void released(void *arg)
+{
+	struct sigma_rt_ckpt *ck = arg;
+
+	pthread_mutex_lock(&ck->mu);
+	ck->reading = false;
+	pthread_cond_broadcast(&ck->cv);
+	pthread_mutex_unlock(&ck->mu);
 }
 
 static void *writer(void *arg)
@@ -213,11 +250,12 @@ static void *writer(void *arg)
 
 		step_path(ck, h.step, final, sizeof(final));
 		rc = ckpt_table_write(ck->dir, final, &h, ck->job.t, ck->job.n,
-				      err, sizeof(err));
+				      released, ck, err, sizeof(err));
 		if (!rc)
 			prune(ck);
 
 		pthread_mutex_lock(&ck->mu);
+		ck->reading = false; /* also when the write failed */
 		ck->rc = rc;
 		sigma_strlcpy(ck->err, err, sizeof(ck->err));
 		ck->busy = false;
@@ -225,6 +263,14 @@ static void *writer(void *arg)
 	}
 	pthread_mutex_unlock(&ck->mu);
 	return NULL;
+}
+
+void sigma_rt_ckpt_fence(struct sigma_rt_ckpt *ck)
+{
+	pthread_mutex_lock(&ck->mu);
+	while (ck->reading)
+		pthread_cond_wait(&ck->cv, &ck->mu);
+	pthread_mutex_unlock(&ck->mu);
 }
 
 int sigma_rt_ckpt_wait(struct sigma_rt_ckpt *ck, char *err, size_t len)
@@ -249,9 +295,16 @@ static int setting(const char *key, const char *value, void *arg, char *err,
 	struct sigma_rt_ckpt *ck = arg;
 	long v;
 
+	if (!strcmp(key, "copy")) {
+		if (strcmp(value, "yes") && strcmp(value, "no"))
+			return sigma_set_err(err, len, EINVAL,
+					     "copy=%s: want yes or no", value);
+		ck->no_copy = !strcmp(value, "no");
+		return 0;
+	}
 	if (strcmp(key, "keep"))
 		return sigma_set_err(err, len, EINVAL,
-				     "unknown checkpoint setting %s (known: keep)",
+				     "unknown checkpoint setting %s (known: keep, copy)",
 				     key);
 	if (sigma_parse_long(value, 1, KEEP_MAX, &v))
 		return sigma_set_err(err, len, EINVAL,
@@ -340,12 +393,15 @@ int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
 	if (rc)
 		return rc;
 	/* the writer is idle: the staging buffers are the caller's */
-	rc = stage(&ck->job, step, t, n, bytes);
+	rc = stage(&ck->job, step, t, n, ck->no_copy ? 0 : bytes);
 	if (rc)
 		return sigma_set_err(err, len, ENOMEM,
 				     "out of memory for a copy of %zu bytes",
 				     bytes);
+	if (!ck->no_copy)
+		stage_data(&ck->job);
 	pthread_mutex_lock(&ck->mu);
+	ck->reading = ck->no_copy;
 	ck->busy = true;
 	pthread_cond_broadcast(&ck->cv);
 	pthread_mutex_unlock(&ck->mu);

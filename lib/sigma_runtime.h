@@ -236,6 +236,7 @@ void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
  *   sigma_rt_ckpt_open   this rank's directory, the run's identity
  *   sigma_rt_ckpt_save   after a step: copies the tensors, returns, and
  *                        writes the copy in the background
+ *   sigma_rt_ckpt_fence  with "copy=no": the tensors may change now
  *   sigma_rt_ckpt_wait   the write in flight is on disk (or failed)
  *   sigma_rt_ckpt_steps  the steps this rank has, newest first
  *   sigma_rt_ckpt_shape  a tensor's dtype and shape in a step
@@ -248,8 +249,17 @@ void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
  * steps and take the newest in all of them. A file of another run (its
  * run attribute differs) is refused, never read.
  *
+ * With the setting "copy=no" there is no copy: save returns at
+ * once, the writer thread writes the caller's tensors themselves while
+ * the caller computes its next step's forward and backward passes, and
+ * the caller calls fence before it changes any of them (before the
+ * optimizer's step). fence returns once their bytes are in the file
+ * (handed to the kernel; the sync, the seal and the rename come after).
+ * That takes the copy off the caller's path, and out of its memory.
+ *
  * Thread safety: one thread uses an object; the writer thread is its
- * own. Memory: save holds one copy of the table until its write ends.
+ * own. Memory: with copy=yes, the object keeps one copy of the table
+ * (the largest saved), for the writer.
  */
 
 /* element types; bf16 and f16 are stored as their 16 bits */
@@ -291,7 +301,7 @@ struct sigma_rt_ckpt;
  * the run named run (letters, digits, "_.-", at most 64 bytes: the job's
  * identity, the same on every rank and attempt). Settings, words
  * "key=value" (NULL or "": the defaults): keep (2, 1 .. 64), the steps
- * kept. -EINVAL with err naming what is wrong, -ENOTSUP (a library built
+ * kept; copy (yes or no: see above; yes). -EINVAL with err naming what is wrong, -ENOTSUP (a library built
  * without HDF5), -ENOMEM, or dir's problem (-EACCES, -ENOTDIR, ...).
  */
 int sigma_rt_ckpt_open(struct sigma_rt_ckpt **ck, const char *dir,
@@ -304,10 +314,18 @@ int sigma_rt_ckpt_open(struct sigma_rt_ckpt **ck, const char *dir,
  * overflows), copied, and written in the background. A write still in
  * flight is waited for first; when that one failed, its failure is
  * returned (err names its step) and nothing new is started. -ENOMEM.
+ * With copy=no the elements are read after save returns: they must
+ * stay where they are, unchanged, until fence (or wait, or the next save)
+ * returns; the names and shapes are copied before save returns.
  */
 int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,
 		       size_t len);
+
+/* returns once the last save's elements are in its file, or its write
+ * failed (at once with copy=yes): the caller's tensors may change from
+ * then on */
+void sigma_rt_ckpt_fence(struct sigma_rt_ckpt *ck);
 
 /* wait for the write in flight: 0, or its failure (-EIO, -ENOSPC, ...)
  * with err naming the file */

@@ -55,6 +55,8 @@ def _ckpt(lib):
                                                  c.c_void_p, c.c_size_t,
                                                  c.c_char_p, c.c_size_t]
     lib.sigma_rt_ckpt_load_resharded.restype = c.c_int
+    lib.sigma_rt_ckpt_fence.argtypes = [handle]
+    lib.sigma_rt_ckpt_fence.restype = None
     lib.sigma_rt_ckpt_wait.argtypes = [handle, c.c_char_p, c.c_size_t]
     lib.sigma_rt_ckpt_wait.restype = c.c_int
     lib.sigma_rt_ckpt_steps.argtypes = [handle, c.POINTER(c.c_long), c.c_int]

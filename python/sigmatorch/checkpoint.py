@@ -137,16 +137,23 @@ class Checkpoint(_lib.Handle):
     newest steps kept (2). replica=True (under torch.distributed, every
     rank alike): each step also goes to the next rank's directory, the
     buddy's replica (sigmatorch.replica), from which a rank that lost
-    its own gets it back on restore."""
+    its own gets it back on restore. copy=False: save() makes no copy
+    of the tensors; the library's thread writes them as they are while
+    the loop goes on, and the loop calls fence() before it changes any
+    of them."""
 
-    def __init__(self, directory, run, rank=None, keep=2, replica=False):
+    def __init__(self, directory, run, rank=None, keep=2, replica=False,
+                 copy=True):
         if rank is None:
             rank = _rank()
         self.rank = int(rank)
         self.replica = None
+        self._held = None  # a copy=False save's tensors, until fence()
         directory = node_dir(directory)
         super().__init__("ckpt", str(directory).encode(), str(run).encode(),
-                         self.rank, f"keep={keep}".encode())
+                         self.rank,
+                         f"keep={keep} copy={'yes' if copy else 'no'}"
+                         .encode())
         if replica:
             if keep < 2:
                 raise ValueError("sigmatorch: a replica needs keep=2 or "
@@ -185,15 +192,25 @@ class Checkpoint(_lib.Handle):
         entries, table = _table(tensors, writing=True)
         self._call(_lib.lib.sigma_rt_ckpt_save, int(step), table,
                    len(entries))
+        self._held = entries  # with copy=False, read after this returns
         if self.replica is not None:
             self.replica.after_save(step)
 
+    def fence(self):
+        """Returns once the last save's tensors are in its file: they
+        may change from then on (at once unless copy=False)."""
+        if self._held is not None:
+            _lib.lib.sigma_rt_ckpt_fence(self._handle)
+            self._held = None
+
     def _wait_own(self):
+        # the replica's thread calls this too: it leaves _held alone
         self._call(_lib.lib.sigma_rt_ckpt_wait)
 
     def wait(self):
         """The write in flight is on disk, and with a replica at the
         buddy; OSError if either failed."""
+        self.fence()
         self._wait_own()
         if self.replica is not None:
             self.replica.wait()

@@ -22,13 +22,13 @@ torch.distributed) waits for the snapshot and leaves with 75.
 """
 import os
 import sys
-import types
 
 import torch
 import torch.distributed as dist
 
 from .guard import Guard
 from .job import EXIT_REQUEUE, Job
+from ._optim import around_step
 from .snapshot import Snapshot
 from .straggler import Straggler
 
@@ -58,7 +58,7 @@ class Run:
         self.start, self.position = 0, None
         self._optimizer = optimizer
         self._lr_scale, self._lr_kept = 1.0, None
-        _around_step(optimizer, self._lr_lower, self._lr_restore)
+        around_step(optimizer, self._lr_lower, self._lr_restore)
 
     def steps(self, last):
         """The steps to run, after the newest one every rank has (restored
@@ -160,29 +160,3 @@ def _env_settings(name, reserved=("world_size", "rank", "group",
                              f"setting (key=value)")
         out[key] = value
     return out
-
-
-def _around_step(optimizer, before, after):
-    """Call before() and after() around each optimizer.step(): through
-    the optimizer's step hooks (PyTorch 2.0 and later), else by wrapping
-    the instance's step, bound to it as PyTorch's LR schedulers expect of
-    it (1.13, Debian 12's)."""
-    if hasattr(optimizer, "register_step_pre_hook"):
-        optimizer.register_step_pre_hook(lambda opt, args, kwargs: before())
-        optimizer.register_step_post_hook(lambda opt, args, kwargs: after())
-        return
-    step = optimizer.step
-
-    def stepped(self, *args, **kwargs):
-        before()
-        try:
-            return step(*args, **kwargs)
-        finally:
-            after()
-
-    # an LR scheduler's counting wrapper stays inside: say it is there, as
-    # the scheduler checks at its first step (else it warns of a step
-    # overridden after it)
-    if getattr(step, "_with_counter", False):
-        stepped._with_counter = True
-    optimizer.step = types.MethodType(stepped, optimizer)

@@ -12,13 +12,20 @@ batch, an epoch, a data loader's offset).
         ...
         snap.save(step, {"batch": step})  # copied; written meanwhile
 
-The tensors go by pointer to libsigma-runtime (sigmatorch.Checkpoint);
-the structure (parameter groups, scheduler, position, the names and
+The tensors go by pointer to libsigma-runtime (sigmatorch.Checkpoint).
+With an optimizer they are not even copied (copy=False): a thread of the
+library writes the parameters and the optimizer's state as they are
+while the next step's forward and backward passes run, and the
+optimizer's step() waits for that write before it changes them (a hook
+on it calls fence()). The buffers, which a forward pass may change, are
+copied by save() itself. A loop that changes parameters other than
+through the optimizer calls snap.fence() first. The structure (parameter groups, scheduler, position, the names and
 shapes of the optimizer's state) goes as one JSON entry, "meta". Nothing
 is pickled, so a checkpoint file cannot run code when it is loaded.
 """
 import json
 
+from ._optim import around_step
 from .checkpoint import Checkpoint
 
 META = "meta"
@@ -46,16 +53,26 @@ class Snapshot:
     the node-local tier under directory for the run named run; rank and
     keep and replica as for Checkpoint. extra: {name: object} whose
     state_dict() is a dict of bytes (sigmatorch.Guard's), kept and given
-    back alike."""
+    back alike. copy: False (the default with an optimizer: no copy,
+    the write overlaps the next step and the optimizer's step waits for
+    it) or True (save() copies; the default without an optimizer)."""
 
     def __init__(self, directory, run, model, optimizer=None,
                  scheduler=None, rank=None, keep=2, extra=None,
-                 replica=False):
+                 replica=False, copy=None):
+        if copy is None:
+            copy = optimizer is None
+        if not copy and optimizer is None:
+            raise ValueError("sigmatorch: copy=False needs the optimizer, "
+                             "whose step waits for the write")
         self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep,
-                                     replica=replica)
+                                     replica=replica, copy=copy)
         self.model, self.optimizer, self.scheduler = (model, optimizer,
                                                       scheduler)
         self.extra = dict(extra or {})
+        self._params = {n for n, _ in model.named_parameters()}
+        if not copy:
+            around_step(optimizer, lambda: self.fence())
 
     def close(self):
         """Wait for the write in flight (OSError if it failed); free the
@@ -82,12 +99,19 @@ class Snapshot:
             state[str(pid)] = entry
         return {"state": state, "param_groups": sd["param_groups"]}
 
+    def fence(self):
+        """The last save's tensors are in its file: the parameters and
+        the optimizer's state may change (the optimizer's step() calls
+        it)."""
+        self.checkpoint.fence()
+
     def save(self, step, position=None):
         """Copy the state as step's checkpoint (written in the
         background); position: the loop's own JSON values."""
         torch = _torch()
-        table = {f"model.{k}": v for k, v in
-                 self.model.state_dict().items()}
+        # a buffer may change in the next forward pass: copied now
+        table = {f"model.{k}": v if k in self._params else v.clone()
+                 for k, v in self.model.state_dict().items()}
         meta = {"position": position}
         if self.optimizer is not None:
             meta["optimizer"] = self._optimizer_table(table)

@@ -96,6 +96,47 @@ def test_resume_is_bitwise(tmp_path, dtype):
         assert resumed[k] == whole[k], k
 
 
+class Wide(torch.nn.Module):
+    """Enough bytes (48 MiB) that the copy behind save() takes a while,
+    and a buffer the forward pass changes in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Linear(2048, 2048)
+        self.register_buffer("stat", torch.zeros(4 << 20))
+
+    def forward(self, x):
+        self.stat += 1
+        return self.w(x)
+
+
+def test_copy_behind_keeps_the_state_of_the_save(tmp_path):
+    """save() returns before the copy (copy="behind"): the next forward
+    pass changes a buffer at once, and the optimizer's step the
+    parameters, yet the step holds the values of the save."""
+    torch.manual_seed(0)
+    model = Wide()
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    x = torch.randn(2, 2048)
+    model(x).sum().backward()
+    want = {k: v.clone() for k, v in model.state_dict().items()}
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, rank=0)
+    snap.save(1)
+    model(x)
+    opt.step()
+    snap.close()
+    assert not torch.equal(model.w.weight, want["w.weight"])
+
+    back = Wide()
+    snap = sigmatorch.Snapshot(tmp_path, "job-7", back,
+                               torch.optim.SGD(back.parameters(), lr=1.0),
+                               rank=0)
+    assert snap.restore() == (1, None)
+    snap.close()
+    for k, v in back.state_dict().items():
+        assert torch.equal(v, want[k]), k
+
+
 def test_nothing_to_resume(tmp_path):
     model, opt, sched = build(torch.float32, 0)
     snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)

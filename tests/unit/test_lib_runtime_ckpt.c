@@ -2,8 +2,9 @@
  * test_lib_runtime_ckpt.c - libsigma-runtime's checkpoints of tensor
  * tables through its public header alone (lib/sigma_runtime.h): a table
  * of every dtype written in the background and read back bit for bit,
- * retention, hostile tables (bad names, duplicates, shapes that
- * overflow, shards outside their tensor), files that are refused (of
+ * the tensors written without a copy (copy=no, fence), retention,
+ * hostile tables (bad names, duplicates, shapes that overflow, shards
+ * outside their tensor), files that are refused (of
  * another run, another shape, damaged, unsealed), and a checkpoint of 4
  * ranks loaded by 3 that split it another way.
  */
@@ -184,6 +185,49 @@ static void test_keep(void **state)
 	sigma_rt_ckpt_close(ck);
 }
 
+/*
+ * copy=no: save returns before the elements are read; once fence
+ * returns they are the caller's again, and what changes then is not in
+ * the step. A second save without a fence waits for the first's write.
+ */
+static void test_no_copy(void **state)
+{
+	struct sigma_rt_ckpt *ck = open_ok("no-copy", 0, "copy=no keep=3");
+	struct state s, s7, want, got;
+	struct sigma_rt_tensor t[8], t7[8], g[8];
+	char err[256] = "";
+	size_t n;
+
+	(void)state;
+	fill(&s, 5);
+	n = table(&s, t);
+	assert_int_equal(sigma_rt_ckpt_save(ck, 1, t, n, err, sizeof(err)), 0);
+	sigma_rt_ckpt_fence(ck);
+	memset(&s, 0xee, sizeof(s));
+	fill(&s, 6);
+	assert_int_equal(sigma_rt_ckpt_save(ck, 2, t, n, err, sizeof(err)), 0);
+	/* no fence: the next save returns once step 2 is written */
+	fill(&s7, 7);
+	table(&s7, t7);
+	assert_int_equal(sigma_rt_ckpt_save(ck, 3, t7, n, err, sizeof(err)),
+			 0);
+	memset(&s, 0xee, sizeof(s));
+	sigma_rt_ckpt_fence(ck);
+	sigma_rt_ckpt_fence(ck); /* twice is harmless */
+	memset(&s7, 0xee, sizeof(s7));
+	assert_int_equal(sigma_rt_ckpt_wait(ck, err, sizeof(err)), 0);
+
+	n = table(&got, g);
+	for (int step = 1; step <= 3; step++) {
+		memset(&got, 0, sizeof(got));
+		fill(&want, 4 + step);
+		assert_int_equal(sigma_rt_ckpt_load(ck, step, g, n, err,
+						    sizeof(err)), 0);
+		assert_memory_equal(&got, &want, sizeof(want));
+	}
+	sigma_rt_ckpt_close(ck);
+}
+
 static void expect_refused(const char *settings, const char *run, int rank,
 			   const char *what)
 {
@@ -203,6 +247,7 @@ static void test_open_refusals(void **state)
 	expect_refused("keep=0", "r", 0, "keep=0");
 	expect_refused("keep=65", "r", 0, "keep=65");
 	expect_refused("retain=3", "r", 0, "retain");
+	expect_refused("copy=later", "r", 0, "copy=later");
 	expect_refused(NULL, "../etc", 0, "run name ../etc");
 	expect_refused(NULL, "a b", 0, "run name a b");
 	expect_refused(NULL, "", 0, "run name");
@@ -462,6 +507,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_copy, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_open_refusals, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_tables, setup,

@@ -140,14 +140,17 @@ class Checkpoint(_lib.Handle):
     its own gets it back on restore. copy=False: save() makes no copy
     of the tensors; the library's thread writes them as they are while
     the loop goes on, and the loop calls fence() before it changes any
-    of them."""
+    of them. shared=SHARED (%N as in directory): every shared_every
+    steps, a step written is also copied to SHARED/rank-R
+    (sigmatorch.shared), the newest shared_keep kept there, for a job
+    requeued onto nodes that do not have its node-local tier."""
 
     def __init__(self, directory, run, rank=None, keep=2, replica=False,
-                 copy=True):
+                 copy=True, shared=None, shared_every=1, shared_keep=2):
         if rank is None:
             rank = _rank()
         self.rank = int(rank)
-        self.replica = None
+        self.replica = self.shared = self._shared_tier = None
         self._held = None  # a copy=False save's tensors, until fence()
         directory = node_dir(directory)
         super().__init__("ckpt", str(directory).encode(), str(run).encode(),
@@ -162,11 +165,24 @@ class Checkpoint(_lib.Handle):
             from .replica import Replica
             self.replica = Replica(str(directory), self.rank, keep,
                                    self._wait_own)
+        if shared is not None:
+            from .shared import Shared
+            # the shared tier's own object lists and loads its steps
+            self._shared_tier = Checkpoint(shared, run, self.rank,
+                                           keep=shared_keep)
+            self.shared = Shared(
+                os.path.join(directory, f"rank-{self.rank}"),
+                os.path.join(node_dir(shared), f"rank-{self.rank}"),
+                shared_every, shared_keep, self._wait_own)
 
     def close(self):
         """Free the library's object, once the replica's thread is done
         with it (a thread stuck on a lost peer keeps it: a leak, not a
         crash, on the way out)."""
+        if self.shared is not None:
+            self.shared.close()
+            self._shared_tier.close()
+            self.shared = self._shared_tier = None
         if self.replica is not None:
             done = self.replica.close()
             self.replica = None
@@ -195,6 +211,8 @@ class Checkpoint(_lib.Handle):
         self._held = entries  # with copy=False, read after this returns
         if self.replica is not None:
             self.replica.after_save(step)
+        if self.shared is not None:
+            self.shared.after_save(step)
 
     def fence(self):
         """Returns once the last save's tensors are in its file: they
@@ -214,6 +232,8 @@ class Checkpoint(_lib.Handle):
         self._wait_own()
         if self.replica is not None:
             self.replica.wait()
+        if self.shared is not None:
+            self.shared.wait()
 
     def restorable_step(self, group=None):
         """The newest step every rank can load: common_step over the
@@ -224,6 +244,25 @@ class Checkpoint(_lib.Handle):
             self.wait()  # the exchange's thread is done with the group
             return self.replica.restorable_step(self.steps())
         return Checkpoint.common_step(self.steps(), group)
+
+    def restore_plan(self, group=None):
+        """The steps to try on restore, newest first, as (step, tier):
+        tier 1's restorable_step, then the shared tier's steps that
+        every rank has, where they are newer; tier is the Checkpoint
+        that loads the step (self, or the shared tier's). Every rank
+        gets the same list. Collective."""
+        plan = []
+        local = self.restorable_step(group)
+        if local is not None:
+            plan.append((local, self))
+        if self._shared_tier is not None:
+            self.wait()  # the copier is done: its steps are whole
+            for step in Checkpoint.common_steps(self._shared_tier.steps(),
+                                                group):
+                if local is None or step > local:
+                    plan.append((step, self._shared_tier))
+        plan.sort(key=lambda p: -p[0])
+        return plan
 
     def steps(self):
         """The steps this rank has, newest first."""
@@ -268,20 +307,33 @@ class Checkpoint(_lib.Handle):
         """The newest step that every rank has (steps: this rank's); with
         torch.distributed initialized, the ranks' lists are all-gathered
         (over group). None when there is none."""
+        common = Checkpoint.common_steps(steps, group)
+        return common[0] if common else None
+
+    @staticmethod
+    def common_steps(steps, group=None):
+        """Every step that every rank has, newest first, gathered as
+        common_step does."""
         lists = [list(steps)]
         dist = sys.modules.get("torch.distributed")
         if dist is not None and dist.is_available() and \
                 dist.is_initialized():
             lists = [None] * dist.get_world_size(group)
             dist.all_gather_object(lists, list(steps), group=group)
-        return Checkpoint.newest_common(lists)
+        return Checkpoint.all_common(lists)
+
+    @staticmethod
+    def all_common(lists):
+        """The steps in every one of lists (the ranks' steps), newest
+        first."""
+        common = set(lists[0]).intersection(*lists[1:]) if lists else ()
+        return sorted(common, reverse=True)
 
     @staticmethod
     def newest_common(lists):
-        """The newest step in every one of lists (the ranks' steps), or
-        None."""
-        common = set(lists[0]).intersection(*lists[1:]) if lists else ()
-        return max(common) if common else None
+        """The newest step in every one of lists, or None."""
+        common = Checkpoint.all_common(lists)
+        return common[0] if common else None
 
 
 def node_dir(directory):

@@ -17,7 +17,7 @@ import queue
 import threading
 from datetime import timedelta
 
-SEAL = ".seal"
+from ._files import SEAL, prune, publish, step_files, write_bytes
 
 
 def _torch():
@@ -38,37 +38,6 @@ def _read_step(directory, name):
     """name's bytes and its seal's in directory; None for a missing one."""
     path = os.path.join(directory, name)
     return _read(path), _read(path + SEAL)
-
-
-def _publish(directory, name, data, seal):
-    """name and its seal in directory, the seal first, each written to a
-    temporary and renamed, as the runtime publishes its own."""
-    os.makedirs(directory, exist_ok=True)
-    for suffix, blob in ((SEAL, seal), ("", data)):
-        final = os.path.join(directory, name + suffix)
-        tmp = final + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(blob)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-
-
-def step_files(directory):
-    """The steps of directory's published files (a seal beside each)."""
-    steps = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return steps
-    for n in names:
-        if n.startswith("step-") and n.endswith(".h5") and \
-                n + SEAL in names:
-            try:
-                steps.append(int(n[5:-3]))
-            except ValueError:
-                pass
-    return sorted(steps, reverse=True)
 
 
 class Replica:
@@ -132,14 +101,8 @@ class Replica:
         # the buddy waits for this step all the same: told it has none
         got = self._swap(data, seal)
         if got is not None:
-            _publish(self.held, name, *got)
-            for old in step_files(self.held)[self.keep:]:
-                for suffix in ("", SEAL):
-                    try:
-                        os.unlink(os.path.join(self.held,
-                                               f"step-{old}.h5{suffix}"))
-                    except FileNotFoundError:
-                        pass
+            publish(self.held, name, got[1], write_bytes(got[0]))
+            prune(self.held, self.keep)
 
     def _run(self):
         while True:
@@ -229,6 +192,6 @@ class Replica:
                 raise FileNotFoundError(
                     f"sigmatorch: rank {self.right} lost the replica of "
                     f"rank {self.rank}'s step {step}")
-            _publish(self.own, name, raw[:n], raw[n:n + m])
+            publish(self.own, name, raw[n:n + m], write_bytes(raw[:n]))
         for r in reqs:
             r.wait()

@@ -23,13 +23,10 @@ torch.distributed) waits for the snapshot and leaves with 75.
 import os
 import sys
 
-import torch
-import torch.distributed as dist
-
 from .guard import Guard
 from .job import EXIT_REQUEUE, Job
 from ._optim import around_step
-from .snapshot import Snapshot
+from .snapshot import Snapshot, everyone
 from .straggler import Straggler
 
 
@@ -39,12 +36,12 @@ class Run:
     the loop, not the Run, would compute a step again); straggler=False:
     none; the environment's SIGMA_STRAGGLER ("escalate=0 slow=1.5", the
     words of Straggler's settings) goes under straggler's, so that a job
-    script tunes it without touching the loop. rank, keep, replica: as
-    for Snapshot."""
+    script tunes it without touching the loop. rank, keep, replica,
+    shared, shared_every, shared_keep: as for Snapshot."""
 
     def __init__(self, directory, run, model, optimizer, scheduler=None,
                  guard=None, straggler=None, rank=None, keep=2,
-                 replica=False):
+                 replica=False, shared=None, shared_every=1, shared_keep=2):
         # the settings first: a bad one raises before any handler is set
         self.guard = Guard(**{"recompute": False, **(guard or {})})
         self.straggler = None if straggler is False else \
@@ -54,7 +51,9 @@ class Run:
         self.snapshot = Snapshot(directory, run, model, optimizer,
                                  scheduler, rank=self.job.rank, keep=keep,
                                  extra={"guard": self.guard},
-                                 replica=replica)
+                                 replica=replica, shared=shared,
+                                 shared_every=shared_every,
+                                 shared_keep=shared_keep)
         self.start, self.position = 0, None
         self._optimizer = optimizer
         self._lr_scale, self._lr_kept = 1.0, None
@@ -126,15 +125,7 @@ class Run:
         signal reaches the ranks at slightly different steps, and a rank
         that stopped alone would leave the others hanging in the next
         step's collectives."""
-        stop = self.job.stop_requested
-        if not (dist.is_available() and dist.is_initialized()):
-            return stop
-        device = "cpu"
-        if dist.get_backend() == "nccl":
-            device = torch.device("cuda", torch.cuda.current_device())
-        flag = torch.tensor([int(stop)], dtype=torch.int32, device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
+        return not everyone(not self.job.stop_requested)
 
     def __enter__(self):
         return self

@@ -24,6 +24,7 @@ shapes of the optimizer's state) goes as one JSON entry, "meta". Nothing
 is pickled, so a checkpoint file cannot run code when it is loaded.
 """
 import json
+import sys
 
 from ._optim import around_step
 from .checkpoint import Checkpoint
@@ -55,18 +56,24 @@ class Snapshot:
     state_dict() is a dict of bytes (sigmatorch.Guard's), kept and given
     back alike. copy: False (the default with an optimizer: no copy,
     the write overlaps the next step and the optimizer's step waits for
-    it) or True (save() copies; the default without an optimizer)."""
+    it) or True (save() copies; the default without an optimizer).
+    shared, shared_every, shared_keep: the shared tier, as for
+    Checkpoint; restore() takes its step where it is newer."""
 
     def __init__(self, directory, run, model, optimizer=None,
                  scheduler=None, rank=None, keep=2, extra=None,
-                 replica=False, copy=None):
+                 replica=False, copy=None, shared=None, shared_every=1,
+                 shared_keep=2):
         if copy is None:
             copy = optimizer is None
         if not copy and optimizer is None:
             raise ValueError("sigmatorch: copy=False needs the optimizer, "
                              "whose step waits for the write")
         self.checkpoint = Checkpoint(directory, run, rank=rank, keep=keep,
-                                     replica=replica, copy=copy)
+                                     replica=replica, copy=copy,
+                                     shared=shared,
+                                     shared_every=shared_every,
+                                     shared_keep=shared_keep)
         self.model, self.optimizer, self.scheduler = (model, optimizer,
                                                       scheduler)
         self.extra = dict(extra or {})
@@ -143,7 +150,7 @@ class Snapshot:
         """A tensor of the dtype and size name has in the step being
         restored."""
         torch = _torch()
-        dtype, shape = self.checkpoint.shape(self._step, name)
+        dtype, shape = self._tier.shape(self._step, name)
         return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPE[dtype]))
 
     def _optimizer_state(self, saved, table):
@@ -164,24 +171,46 @@ class Snapshot:
 
     def restore(self, group=None):
         """Load the newest step every rank has (all-gathered over group
-        when torch.distributed is initialized) into the model, optimizer,
-        scheduler and RNG states. Returns (step, position); (0, None)
-        when no step is common to all ranks."""
+        when torch.distributed is initialized), from the node-local tier
+        or, where it is newer, the shared tier, into the model,
+        optimizer, scheduler and RNG states. A step that any rank cannot
+        load (refused, missing) is passed over for the next older one,
+        by all ranks alike. Returns (step, position); (0, None) when no
+        step is common to all ranks. ValueError when there were steps
+        and none could be loaded."""
+        failed = None
+        for step, tier in self.checkpoint.restore_plan(group):
+            try:
+                read, err = self._read(step, tier), None
+            except (ValueError, FileNotFoundError) as e:
+                read, err = None, e
+            if everyone(err is None, group):
+                return self._apply(step, *read)
+            failed = failed or err or ValueError(
+                f"sigmatorch: step {step}: another rank could not load it")
+            print(f"sigmatorch: rank {self.checkpoint.rank}: step {step} "
+                  f"not restored ({err or 'another rank could not'}); "
+                  "trying an older one", file=sys.stderr, flush=True)
+        if failed is not None:
+            raise failed
+        return 0, None
+
+    def _read(self, step, tier):
+        """Step's tensors from tier (a Checkpoint) into the model (in
+        place) and into new tensors for the rest: (meta, table, state,
+        extra)."""
         torch = _torch()
-        step = self.checkpoint.restorable_step(group)
-        if step is None:
-            return 0, None
-        self._step = step
+        self._step, self._tier = step, tier
         raw = self._empty(META)
-        self.checkpoint.load(step, {META: raw})
+        tier.load(step, {META: raw})
         meta = json.loads(raw.numpy().tobytes().decode())
 
         table = {f"model.{k}": v for k, v in
                  self.model.state_dict().items()}
         table["rng.cpu"] = torch.empty_like(torch.get_rng_state())
-        ncuda = meta.get("cuda_devices", 0)
-        for i in range(ncuda):
+        for i in range(meta.get("cuda_devices", 0)):
             table[f"rng.cuda.{i}"] = self._empty(f"rng.cuda.{i}")
+        state = None
         if self.optimizer is not None:
             state = self._optimizer_state(meta["optimizer"], table)
         extra = {name: {key: self._empty(f"extra.{name}.{key}")
@@ -191,7 +220,13 @@ class Snapshot:
         for name, blobs in extra.items():
             table.update({f"extra.{name}.{k}": t for k, t in blobs.items()})
         with torch.no_grad():
-            self.checkpoint.load(step, table)
+            tier.load(step, table)
+        return meta, table, state, extra
+
+    def _apply(self, step, meta, table, state, extra):
+        """A step read whole on every rank: the optimizer, scheduler,
+        extras and RNG states take it. (step, position)."""
+        torch = _torch()
         if self.optimizer is not None:
             self.optimizer.load_state_dict({
                 "state": {pid: {k: (v[0].to(v[1]) if isinstance(v, tuple)
@@ -204,8 +239,23 @@ class Snapshot:
             self.extra[name].load_state_dict(
                 {k: t.numpy().tobytes() for k, t in blobs.items()})
         torch.set_rng_state(table["rng.cpu"])
+        ncuda = meta.get("cuda_devices", 0)
         if ncuda:
             torch.cuda.set_rng_state_all(
                 [table[f"rng.cuda.{i}"] for i in range(ncuda)])
         return step, meta["position"]
 
+
+def everyone(ok, group=None):
+    """Whether ok holds on every rank (under torch.distributed: all
+    ranks call it alike)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return ok
+    torch = _torch()
+    device = "cpu"
+    if dist.get_backend(group) == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    flag = torch.tensor([int(ok)], dtype=torch.int32, device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=group)
+    return bool(flag.item())

@@ -8,9 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-
-import pytest
 
 from tree import BUILD, LIB, SRC
 

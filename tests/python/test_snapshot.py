@@ -5,6 +5,8 @@ run that never stopped ends (model, AdamW's moments and step, the
 scheduler, the RNG that drives dropout and the data), in float32 and in
 bfloat16; a checkpoint of another run is refused. Skipped without torch.
 """
+import shutil
+
 import pytest
 
 import tree
@@ -135,6 +137,59 @@ def test_copy_behind_keeps_the_state_of_the_save(tmp_path):
     snap.close()
     for k, v in back.state_dict().items():
         assert torch.equal(v, want[k]), k
+
+
+def shared_snapshot(tmp_path, seed=0):
+    model, opt, sched = build(torch.float32, seed)
+    snap = sigmatorch.Snapshot(tmp_path / "local", "job-7", model, opt,
+                               sched, rank=0, shared=tmp_path / "shared",
+                               shared_every=4, shared_keep=2)
+    return model, opt, sched, snap
+
+
+def test_shared_tier_resumes_where_the_node_local_tier_is_gone(tmp_path):
+    """Every 4th step goes to the shared tier too. Tier 1, newer, wins
+    while it is there; on other nodes (tier 1 gone) the job resumes from
+    the shared tier's step 8 and ends bit for bit as the run that never
+    stopped."""
+    torch.use_deterministic_algorithms(True)
+    model, opt, sched = build(torch.float32, 0)
+    train(model, opt, sched, 1, 14)
+    whole = state_bytes(model, opt)
+
+    model, opt, sched, snap = shared_snapshot(tmp_path)
+    train(model, opt, sched, 1, 10, snap)
+    snap.close()
+    assert sorted(p.name for p in (tmp_path / "shared/rank-0").iterdir()) \
+        == ["step-4.h5", "step-4.h5.seal", "step-8.h5", "step-8.h5.seal"]
+
+    _, _, _, snap = shared_snapshot(tmp_path, seed=1)
+    assert snap.restore() == (10, {"step": 10})
+    snap.close()
+
+    shutil.rmtree(tmp_path / "local")
+    model, opt, sched, snap = shared_snapshot(tmp_path, seed=1)
+    start, position = snap.restore()
+    assert (start, position) == (8, {"step": 8})
+    train(model, opt, sched, start + 1, 14)
+    snap.close()
+    resumed = state_bytes(model, opt)
+    for k in whole:
+        assert resumed[k] == whole[k], k
+
+
+def test_shared_tier_passes_over_a_damaged_step(tmp_path, capsys):
+    model, opt, sched, snap = shared_snapshot(tmp_path)
+    train(model, opt, sched, 1, 8, snap)
+    snap.close()
+    shutil.rmtree(tmp_path / "local")
+    with open(tmp_path / "shared/rank-0/step-8.h5", "r+b") as f:
+        f.seek(-100, 2)
+        f.write(b"\xff" * 8)
+    _, _, _, snap = shared_snapshot(tmp_path, seed=1)
+    assert snap.restore() == (4, {"step": 4})
+    snap.close()
+    assert "step 8 not restored" in capsys.readouterr().err
 
 
 def test_nothing_to_resume(tmp_path):

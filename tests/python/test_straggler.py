@@ -4,7 +4,6 @@ refusals, bad times, and the report of its node through a sigmactl that
 writes down how it was called.
 """
 import random
-import sys
 import time
 
 import pytest

@@ -167,13 +167,16 @@ class Checkpoint(_lib.Handle):
                                    self._wait_own)
         if shared is not None:
             from .shared import Shared
+            own = os.path.join(directory, f"rank-{self.rank}")
+            dest = os.path.join(node_dir(shared), f"rank-{self.rank}")
+            if os.path.realpath(own) == os.path.realpath(dest):
+                raise ValueError(f"sigmatorch: shared tier {shared} is "
+                                 "the node-local one")
             # the shared tier's own object lists and loads its steps
             self._shared_tier = Checkpoint(shared, run, self.rank,
                                            keep=shared_keep)
-            self.shared = Shared(
-                os.path.join(directory, f"rank-{self.rank}"),
-                os.path.join(node_dir(shared), f"rank-{self.rank}"),
-                shared_every, shared_keep, self._wait_own)
+            self.shared = Shared(own, dest, shared_every, shared_keep,
+                                 self._wait_own)
 
     def close(self):
         """Free the library's object, once the replica's thread is done
@@ -201,10 +204,11 @@ class Checkpoint(_lib.Handle):
         if rc:
             raise OSError(-rc, f"sigmatorch: {err.value.decode()}")
 
-    def save(self, step, tensors):
+    def save(self, step, tensors, shared=False):
         """Copy tensors ({name: tensor or Shard}) as step's checkpoint;
         the write goes on in the background. A write that failed before
-        raises OSError here."""
+        raises OSError here. shared=True: copied to the shared tier too,
+        whatever shared_every says (a last step before a stop)."""
         entries, table = _table(tensors, writing=True)
         self._call(_lib.lib.sigma_rt_ckpt_save, int(step), table,
                    len(entries))
@@ -212,7 +216,7 @@ class Checkpoint(_lib.Handle):
         if self.replica is not None:
             self.replica.after_save(step)
         if self.shared is not None:
-            self.shared.after_save(step)
+            self.shared.after_save(step, force=shared)
 
     def fence(self):
         """Returns once the last save's tensors are in its file: they

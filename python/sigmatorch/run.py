@@ -37,11 +37,17 @@ class Run:
     none; the environment's SIGMA_STRAGGLER ("escalate=0 slow=1.5", the
     words of Straggler's settings) goes under straggler's, so that a job
     script tunes it without touching the loop. rank, keep, replica,
-    shared, shared_every, shared_keep: as for Snapshot."""
+    shared, shared_every, shared_keep: as for Snapshot, but shared=None
+    (the default) is the job's checkpoint directory that sigma's Slurm
+    plugin gives (SIGMA_CKPT_DIR, --sigma-ckpt-dir: SIGMA_CKPT_DIR/
+    sigmatorch-RUN), every SIGMA_CKPT_EVERY steps (--sigma-ckpt-every),
+    as sigma-train takes them; none without it, or with shared=False."""
 
     def __init__(self, directory, run, model, optimizer, scheduler=None,
                  guard=None, straggler=None, rank=None, keep=2,
-                 replica=False, shared=None, shared_every=1, shared_keep=2):
+                 replica=False, shared=None, shared_every=None,
+                 shared_keep=2):
+        shared, shared_every = _shared_tier(run, shared, shared_every)
         # the settings first: a bad one raises before any handler is set
         self.guard = Guard(**{"recompute": False, **(guard or {})})
         self.straggler = None if straggler is False else \
@@ -108,12 +114,14 @@ class Run:
         """After the update: the snapshot (written in the background), the
         record, the straggler test over busy seconds (this rank's own
         work, without waits in collectives where it can tell), and a stop
-        on request."""
-        self.snapshot.save(step, position)
+        on request (the step's snapshot then goes to the shared tier too,
+        for a requeue onto other nodes)."""
+        stop = self._stop_agreed()
+        self.snapshot.save(step, position, shared=stop)
         self.job.step_done(step)
         if busy is not None and self.straggler is not None:
             self.straggler.step(step, busy)
-        if self._stop_agreed():
+        if stop:
             self.snapshot.wait()
             print(f"sigmatorch: rank {self.job.rank}: stopped after step "
                   f"{step} on request: exit {EXIT_REQUEUE}", file=sys.stderr,
@@ -136,6 +144,26 @@ class Run:
         finally:
             handled = self.job.__exit__(kind, exc, tb)
         return handled
+
+
+def _shared_tier(run, shared, every):
+    """The shared tier's directory and interval: as given, else the
+    job's (SIGMA_CKPT_DIR and SIGMA_CKPT_EVERY); (None, 1) for none."""
+    if shared is False:
+        return None, 1
+    if shared is None:
+        root = os.environ.get("SIGMA_CKPT_DIR")
+        if not root:
+            return None, 1
+        shared = os.path.join(root, f"sigmatorch-{run}")
+        if every is None:
+            env = os.environ.get("SIGMA_CKPT_EVERY", "100")
+            try:
+                every = int(env)
+            except ValueError:
+                raise ValueError(f"sigmatorch: SIGMA_CKPT_EVERY={env!r}: "
+                                 "want a whole number") from None
+    return shared, 1 if every is None else every
 
 
 def _env_settings(name, reserved=("world_size", "rank", "group",

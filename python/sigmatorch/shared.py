@@ -51,10 +51,11 @@ class Shared:
                                         name="sigmatorch-shared")
         self._thread.start()
 
-    def after_save(self, step):
-        """Step was handed to the writer: copy it once written, if due."""
+    def after_save(self, step, force=False):
+        """Step was handed to the writer: copy it once written, if due
+        (or forced)."""
         self._raise()
-        if step % self.every:
+        if step % self.every and not force:
             return
         with self._cv:
             self._due = int(step)

@@ -112,9 +112,10 @@ class Snapshot:
         it)."""
         self.checkpoint.fence()
 
-    def save(self, step, position=None):
+    def save(self, step, position=None, shared=False):
         """Copy the state as step's checkpoint (written in the
-        background); position: the loop's own JSON values."""
+        background); position: the loop's own JSON values; shared=True:
+        to the shared tier too, whatever shared_every says."""
         torch = _torch()
         # a buffer may change in the next forward pass: copied now
         table = {f"model.{k}": v if k in self._params else v.clone()
@@ -138,7 +139,7 @@ class Snapshot:
             meta["cuda_devices"] = torch.cuda.device_count()
         raw = _json_bytes(meta, "the optimizer, scheduler or position")
         table[META] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-        self.checkpoint.save(step, table)
+        self.checkpoint.save(step, table, shared=shared)
 
     def wait(self):
         """The write in flight is on disk; OSError if it failed."""

@@ -246,15 +246,23 @@ def run_loop(tmp_path, last, dtype=torch.float32, bad=None, stop_at=None,
     return model, opt, checks, run.start
 
 
-def test_run_stops_on_request_and_resumes_bitwise(tmp_path):
+def test_run_stops_on_request_and_resumes_bitwise(tmp_path, monkeypatch):
+    """A stop on request, then a requeue onto other nodes: the node-local
+    tier is gone, and the job's shared tier (from sigma's environment,
+    every 4 steps) has the step of the stop, 7, all the same."""
     torch.use_deterministic_algorithms(True)
     model, opt, _, _ = run_loop(tmp_path / "whole", 12)
     whole = state_bytes(model, opt)
+    monkeypatch.setenv("SIGMA_CKPT_DIR", str(tmp_path / "shared"))
+    monkeypatch.setenv("SIGMA_CKPT_EVERY", "4")
     with pytest.raises(SystemExit) as stop:
         run_loop(tmp_path / "moved", 12, stop_at=7)
     assert stop.value.code == sigmatorch.EXIT_REQUEUE
+    assert sigmatorch.Checkpoint(tmp_path / "shared/sigmatorch-job-9",
+                                 "job-9", rank=0).steps() == [7, 4]
+    shutil.rmtree(tmp_path / "moved")
     model, opt, _, start = run_loop(tmp_path / "moved", 12, seed=1)
-    assert start == 7  # 0 steps lost: the stop waited for step 7's write
+    assert start == 7  # 0 steps lost: the stop waited for step 7's copy
     resumed = state_bytes(model, opt)
     for k in whole:
         assert resumed[k] == whole[k], k

@@ -72,6 +72,9 @@ class Run:
         if self.start and self.job.rank == 0:
             print(f"sigmatorch: resumed after step {self.start}",
                   file=sys.stderr, flush=True)
+            if self.snapshot.restored_from == "shared":
+                print(f"sigmatorch: step {self.start} read from the shared "
+                      "tier", file=sys.stderr, flush=True)
         for step in range(self.start + 1, last + 1):
             if not self.guard.skip_data(step):
                 yield step

@@ -19,9 +19,10 @@ while the next step's forward and backward passes run, and the
 optimizer's step() waits for that write before it changes them (a hook
 on it calls fence()). The buffers, which a forward pass may change, are
 copied by save() itself. A loop that changes parameters other than
-through the optimizer calls snap.fence() first. The structure (parameter groups, scheduler, position, the names and
-shapes of the optimizer's state) goes as one JSON entry, "meta". Nothing
-is pickled, so a checkpoint file cannot run code when it is loaded.
+through the optimizer calls snap.fence() first. The structure
+(parameter groups, scheduler, position, the names and shapes of the
+optimizer's state) goes as one JSON entry, "meta". Nothing is pickled,
+so a checkpoint file cannot run code when it is loaded.
 """
 import json
 import sys
@@ -77,6 +78,7 @@ class Snapshot:
         self.model, self.optimizer, self.scheduler = (model, optimizer,
                                                       scheduler)
         self.extra = dict(extra or {})
+        self.restored_from = None  # restore()'s tier: "node-local", "shared"
         self._params = {n for n, _ in model.named_parameters()}
         if not copy:
             around_step(optimizer, lambda: self.fence())
@@ -186,6 +188,8 @@ class Snapshot:
             except (ValueError, FileNotFoundError) as e:
                 read, err = None, e
             if everyone(err is None, group):
+                self.restored_from = ("shared" if tier is not self.checkpoint
+                                      else "node-local")
                 return self._apply(step, *read)
             failed = failed or err or ValueError(
                 f"sigmatorch: step {step}: another rank could not load it")

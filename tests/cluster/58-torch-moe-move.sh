@@ -9,7 +9,10 @@
 # step, sigmad requeues the job off n2 onto a pool spare (n2 stays in
 # service), and it resumes after that step and trains to the end, to the
 # parameters a run never stopped (train_plain.py) ends with. (The probe's
-# warning moves a PyTorch job the same way: contrib/demo torch.)
+# warning moves a PyTorch job the same way: contrib/demo torch.) The
+# snapshots are node-local (/dev/shm, a directory per node): the rank on
+# the spare has none, and the step of the stop comes from the job's
+# shared tier (SIGMA_CKPT_DIR, every 100 steps and at the stop).
 . "$SIGMA_SRCDIR/tests/cluster/lib.sh"
 . "$SIGMA_SRCDIR/tests/cluster/sigmad-lib.sh"
 PY=/usr/bin/python3
@@ -20,11 +23,14 @@ EX=$SIGMA_SRCDIR/contrib/examples/torch-moe
 
 sigmad_fresh
 d=$(workdir torch-moe)
+local_root=/dev/shm/sigma-test-torch-moe-move
+rm -rf "$local_root"
+trap 'rm -rf "$local_root"' EXIT
 head -c 3000 /usr/share/games/fortunes/fortunes > "$d/corpus.txt"
 chmod 644 "$d/corpus.txt"
 n=n2
 jid=$(cd "$d" && run_as_user sbatch --parsable -o "$d/out" \
-	--export="ALL,MOE_DATA=$d/corpus.txt,MOE_STEPS=600,MOE_CKPT_DIR=$d/ckpt,MOE_EXAMPLE_DIR=$EX,SIGMA_PYTHON=$PY,PYTHONPATH=$SIGMA_SRCDIR/python,PYTHONDONTWRITEBYTECODE=1,SIGMA_RUNTIME_LIB=$LIB,SIGMACTL=$SIGMACTL,SIGMA_CONF=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMA_STRAGGLER=escalate=0,MOE_ARGS=--batch 4 --seq 16 --warmup 4 --log-every 1 --slow-node $n --slow-factor 4" \
+	--export="ALL,MOE_DATA=$d/corpus.txt,MOE_STEPS=600,MOE_CKPT_DIR=$local_root/%N,MOE_EXAMPLE_DIR=$EX,SIGMA_PYTHON=$PY,PYTHONPATH=$SIGMA_SRCDIR/python,PYTHONDONTWRITEBYTECODE=1,SIGMA_RUNTIME_LIB=$LIB,SIGMACTL=$SIGMACTL,SIGMA_CONF=$SIGMA_TESTBED_DIR/etc/sigma.conf,SIGMA_STRAGGLER=escalate=0,MOE_ARGS=--batch 4 --seq 16 --warmup 4 --log-every 1 --slow-node $n --slow-factor 4" \
 	"$EX/train.sbatch") || fail "sbatch failed"
 until_true 60 sh -c "grep -q '^step 1 ' '$d/out' 2>/dev/null" || fail "job $jid does not train: $(jstate "$jid"): $(tail -n 5 "$d/out")"
 grep -q "^attempt 0 on n\[1-2\]" "$d/out" || fail "job $jid does not start on n1,n2: $(grep '^attempt' "$d/out")"
@@ -50,6 +56,15 @@ until_true 240 sh -c "grep -q 'rank 0 done: step 600' '$d/out'" ||
 	fail "the moved job did not finish: $(jstate "$jid"): $(tail -n 5 "$d/out")"
 grep -q "sigmatorch: resumed after step $at\$" "$d/out" ||
 	fail "the requeued job did not resume after step $at: $(grep -E 'resumed|^step 10 ' "$d/out")"
+grep -q "sigmatorch: step $at read from the shared tier" "$d/out" ||
+	fail "step $at was not read from the shared tier: $(grep sigmatorch: "$d/out" | tail -n 4)"
+# the shared tier is the job's (the plugin's SIGMA_CKPT_DIR), its newest
+# kept: every 100 steps, so 500 and 600 at the end
+for r in 0 1; do
+	got=$(ls "$SIGMA_TESTBED_DIR"/ckpt/*/*/sigmatorch-"$jid"/rank-$r 2>&1 | paste -sd' ')
+	[ "$got" = "step-500.h5 step-500.h5.seal step-600.h5 step-600.h5.seal" ] ||
+		fail "rank $r's shared tier holds: $got"
+done
 ac=$(scontrol show job "$jid" | sed -n 's/^ *AdminComment=//p')
 echo "$ac" | grep -q "sigma: attempt 2: $n warning .* -> checkpointed, requeued onto n[56]" ||
 	fail "AdminComment: $ac"

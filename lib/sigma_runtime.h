@@ -249,8 +249,8 @@ void sigma_rt_straggler_close(struct sigma_rt_straggler *s);
  * steps and take the newest in all of them. A file of another run (its
  * run attribute differs) is refused, never read.
  *
- * With the setting "copy=no" there is no copy: save returns at
- * once, the writer thread writes the caller's tensors themselves while
+ * With the setting "copy=no" there is no copy: save returns at once,
+ * the writer thread writes the caller's tensors themselves while
  * the caller computes its next step's forward and backward passes, and
  * the caller calls fence before it changes any of them (before the
  * optimizer's step). fence returns once their bytes are in the file
@@ -301,8 +301,9 @@ struct sigma_rt_ckpt;
  * the run named run (letters, digits, "_.-", at most 64 bytes: the job's
  * identity, the same on every rank and attempt). Settings, words
  * "key=value" (NULL or "": the defaults): keep (2, 1 .. 64), the steps
- * kept; copy (yes or no: see above; yes). -EINVAL with err naming what is wrong, -ENOTSUP (a library built
- * without HDF5), -ENOMEM, or dir's problem (-EACCES, -ENOTDIR, ...).
+ * kept; copy (yes or no: see above; yes). -EINVAL with err naming what
+ * is wrong, -ENOTSUP (a library built without HDF5), -ENOMEM, or dir's
+ * problem (-EACCES, -ENOTDIR, ...).
  */
 int sigma_rt_ckpt_open(struct sigma_rt_ckpt **ck, const char *dir,
 		       const char *run, int rank, const char *settings,
@@ -315,8 +316,8 @@ int sigma_rt_ckpt_open(struct sigma_rt_ckpt **ck, const char *dir,
  * flight is waited for first; when that one failed, its failure is
  * returned (err names its step) and nothing new is started. -ENOMEM.
  * With copy=no the elements are read after save returns: they must
- * stay where they are, unchanged, until fence (or wait, or the next save)
- * returns; the names and shapes are copied before save returns.
+ * stay where they are, unchanged, until fence (or wait, or the next
+ * save) returns; the names and shapes are copied before save returns.
  */
 int sigma_rt_ckpt_save(struct sigma_rt_ckpt *ck, long step,
 		       const struct sigma_rt_tensor *t, size_t n, char *err,

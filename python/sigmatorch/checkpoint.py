@@ -251,21 +251,20 @@ class Checkpoint(_lib.Handle):
 
     def restore_plan(self, group=None):
         """The steps to try on restore, newest first, as (step, tier):
-        tier 1's restorable_step, then the shared tier's steps that
-        every rank has, where they are newer; tier is the Checkpoint
-        that loads the step (self, or the shared tier's). Every rank
-        gets the same list. Collective."""
+        tier 1's restorable_step and the shared tier's steps that every
+        rank has, tier 1 first where both have a step; tier is the
+        Checkpoint that loads the step (self, or the shared tier's).
+        Every rank gets the same list. Collective."""
         plan = []
         local = self.restorable_step(group)
         if local is not None:
             plan.append((local, self))
         if self._shared_tier is not None:
             self.wait()  # the copier is done: its steps are whole
-            for step in Checkpoint.common_steps(self._shared_tier.steps(),
-                                                group):
-                if local is None or step > local:
-                    plan.append((step, self._shared_tier))
-        plan.sort(key=lambda p: -p[0])
+            plan += [(step, self._shared_tier) for step in
+                     Checkpoint.common_steps(self._shared_tier.steps(),
+                                             group)]
+        plan.sort(key=lambda p: (-p[0], p[1] is not self))
         return plan
 
     def steps(self):

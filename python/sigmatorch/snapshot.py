@@ -187,15 +187,16 @@ class Snapshot:
                 read, err = self._read(step, tier), None
             except (ValueError, FileNotFoundError) as e:
                 read, err = None, e
+            where = "node-local" if tier is self.checkpoint else "shared"
             if everyone(err is None, group):
-                self.restored_from = ("shared" if tier is not self.checkpoint
-                                      else "node-local")
+                self.restored_from = where
                 return self._apply(step, *read)
             failed = failed or err or ValueError(
                 f"sigmatorch: step {step}: another rank could not load it")
             print(f"sigmatorch: rank {self.checkpoint.rank}: step {step} "
-                  f"not restored ({err or 'another rank could not'}); "
-                  "trying an older one", file=sys.stderr, flush=True)
+                  f"of the {where} tier not restored "
+                  f"({err or 'another rank could not'})", file=sys.stderr,
+                  flush=True)
         if failed is not None:
             raise failed
         return 0, None

@@ -180,18 +180,33 @@ def test_shared_tier_resumes_where_the_node_local_tier_is_gone(tmp_path):
         assert resumed[k] == whole[k], k
 
 
+def damage(path):
+    with open(path, "r+b") as f:
+        f.seek(-100, 2)
+        f.write(b"\xff" * 8)
+
+
 def test_shared_tier_passes_over_a_damaged_step(tmp_path, capsys):
+    """Tier 1's step 8 damaged: the shared tier's step 8 is next in the
+    plan. Then tier 1 gone and the shared step 8 damaged: step 4."""
     model, opt, sched, snap = shared_snapshot(tmp_path)
     train(model, opt, sched, 1, 8, snap, wait=True)
     snap.close()
+    damage(tmp_path / "local/rank-0/step-8.h5")
+    _, _, _, snap = shared_snapshot(tmp_path, seed=1)
+    assert snap.restore() == (8, {"step": 8})
+    assert snap.restored_from == "shared"
+    snap.close()
+    assert "step 8 of the node-local tier not restored" in \
+        capsys.readouterr().err
+
     shutil.rmtree(tmp_path / "local")
-    with open(tmp_path / "shared/rank-0/step-8.h5", "r+b") as f:
-        f.seek(-100, 2)
-        f.write(b"\xff" * 8)
+    damage(tmp_path / "shared/rank-0/step-8.h5")
     _, _, _, snap = shared_snapshot(tmp_path, seed=1)
     assert snap.restore() == (4, {"step": 4})
     snap.close()
-    assert "step 8 not restored" in capsys.readouterr().err
+    assert "step 8 of the shared tier not restored" in \
+        capsys.readouterr().err
 
 
 def test_nothing_to_resume(tmp_path):

@@ -10,10 +10,13 @@ copy of the state in memory), in a thread of its own, after the
 node-local write is sealed: it never holds up a step. A copy that is
 still going when the next step due arrives lets that one wait, and
 only the newest waiting step is copied next: a slow file system means
-fewer shared steps, never a slower loop. The seal travels with the
-bytes and is checked when the step is loaded.
+fewer shared steps, never a slower loop. A copy that fails is said on
+standard error and the loop goes on (the node-local tier still has the
+step); wait() raises it while no later copy has succeeded. The seal
+travels with the bytes and is checked when the step is loaded.
 """
 import os
+import sys
 import threading
 
 from ._files import SEAL, prune, publish
@@ -54,7 +57,6 @@ class Shared:
     def after_save(self, step, force=False):
         """Step was handed to the writer: copy it once written, if due
         (or forced)."""
-        self._raise()
         if step % self.every and not force:
             return
         with self._cv:
@@ -91,14 +93,18 @@ class Shared:
                 step, self._due, self._busy = self._due, None, True
             try:
                 self._copy(step)
-            except Exception as e:  # said at the next save or wait
+                self._error = None
+            except Exception as e:  # said now, raised by wait()
                 self._error = e
+                print(f"sigmatorch: the copy of step {step} to the shared "
+                      f"tier {self.dest} failed: {e}", file=sys.stderr,
+                      flush=True)
             with self._cv:
                 self._busy = False
                 self._cv.notify_all()
 
     def wait(self):
-        """The steps due are copied; a copy's failure raised as OSError."""
+        """The steps due are copied; OSError when the last copy failed."""
         with self._cv:
             while self._busy or self._due is not None:
                 self._cv.wait()

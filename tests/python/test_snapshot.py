@@ -209,6 +209,23 @@ def test_shared_tier_passes_over_a_damaged_step(tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_shared_tier_failure_does_not_stop_the_loop(tmp_path, capsys):
+    """A shared tier that cannot be written is said, and the loop goes
+    on; wait() raises it until a later copy succeeds."""
+    model, opt, sched, snap = shared_snapshot(tmp_path)
+    dest = tmp_path / "shared/rank-0"
+    shutil.rmtree(dest)
+    dest.write_text("not a directory")
+    train(model, opt, sched, 1, 5, snap)
+    with pytest.raises(OSError, match="copy to the shared tier"):
+        snap.wait()
+    assert "the copy of step 4 to the shared tier" in capsys.readouterr().err
+    dest.unlink()
+    train(model, opt, sched, 6, 8, snap)
+    snap.close()  # step 8's copy succeeded: nothing raised
+    assert (dest / "step-8.h5.seal").exists()
+
+
 def test_nothing_to_resume(tmp_path):
     model, opt, sched = build(torch.float32, 0)
     snap = sigmatorch.Snapshot(tmp_path, "job-7", model, opt, sched, rank=0)

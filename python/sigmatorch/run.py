@@ -125,7 +125,11 @@ class Run:
         if busy is not None and self.straggler is not None:
             self.straggler.step(step, busy)
         if stop:
-            self.snapshot.wait()
+            try:
+                self.snapshot.wait()
+            except OSError as e:  # the requeue resumes from what was kept
+                print(f"sigmatorch: rank {self.job.rank}: step {step} not "
+                      f"kept whole: {e}", file=sys.stderr, flush=True)
             print(f"sigmatorch: rank {self.job.rank}: stopped after step "
                   f"{step} on request: exit {EXIT_REQUEUE}", file=sys.stderr,
                   flush=True)

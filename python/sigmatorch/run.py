@@ -23,10 +23,11 @@ torch.distributed) waits for the snapshot and leaves with 75.
 import os
 import sys
 
+from ._dist import everyone
 from .guard import Guard
 from .job import EXIT_REQUEUE, Job
 from ._optim import around_step
-from .snapshot import Snapshot, everyone
+from .snapshot import Snapshot
 from .straggler import Straggler
 
 

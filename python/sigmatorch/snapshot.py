@@ -27,6 +27,7 @@ so a checkpoint file cannot run code when it is loaded.
 import json
 import sys
 
+from ._dist import everyone
 from ._optim import around_step
 from .checkpoint import Checkpoint
 
@@ -149,11 +150,11 @@ class Snapshot:
 
     # ---- restore ---------------------------------------------------------
 
-    def _empty(self, name):
-        """A tensor of the dtype and size name has in the step being
-        restored."""
+    @staticmethod
+    def _empty(tier, step, name):
+        """A tensor of the dtype and size name has in tier's step."""
         torch = _torch()
-        dtype, shape = self._tier.shape(self._step, name)
+        dtype, shape = tier.shape(step, name)
         return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPE[dtype]))
 
     def _optimizer_state(self, saved, table):
@@ -206,8 +207,7 @@ class Snapshot:
         place) and into new tensors for the rest: (meta, table, state,
         extra)."""
         torch = _torch()
-        self._step, self._tier = step, tier
-        raw = self._empty(META)
+        raw = self._empty(tier, step, META)
         tier.load(step, {META: raw})
         meta = json.loads(raw.numpy().tobytes().decode())
 
@@ -215,11 +215,12 @@ class Snapshot:
                  self.model.state_dict().items()}
         table["rng.cpu"] = torch.empty_like(torch.get_rng_state())
         for i in range(meta.get("cuda_devices", 0)):
-            table[f"rng.cuda.{i}"] = self._empty(f"rng.cuda.{i}")
+            table[f"rng.cuda.{i}"] = self._empty(tier, step,
+                                                 f"rng.cuda.{i}")
         state = None
         if self.optimizer is not None:
             state = self._optimizer_state(meta["optimizer"], table)
-        extra = {name: {key: self._empty(f"extra.{name}.{key}")
+        extra = {name: {key: self._empty(tier, step, f"extra.{name}.{key}")
                         for key in keys}
                  for name, keys in meta.get("extra", {}).items()
                  if name in self.extra}
@@ -250,18 +251,3 @@ class Snapshot:
             torch.cuda.set_rng_state_all(
                 [table[f"rng.cuda.{i}"] for i in range(ncuda)])
         return step, meta["position"]
-
-
-def everyone(ok, group=None):
-    """Whether ok holds on every rank (under torch.distributed: all
-    ranks call it alike)."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return ok
-    torch = _torch()
-    device = "cpu"
-    if dist.get_backend(group) == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
-    flag = torch.tensor([int(ok)], dtype=torch.int32, device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=group)
-    return bool(flag.item())

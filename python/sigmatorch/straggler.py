@@ -18,6 +18,7 @@ import ctypes
 import sys
 
 from . import _lib
+from ._dist import device
 
 
 class _Event(ctypes.Structure):
@@ -55,10 +56,8 @@ class Straggler(_lib.Handle):
             return [float(busy)]
         import torch
         import torch.distributed as dist
-        device = "cpu"
-        if dist.get_backend(self.group) == "nccl":
-            device = torch.device("cuda", torch.cuda.current_device())
-        mine = torch.tensor([float(busy)], dtype=torch.float64, device=device)
+        mine = torch.tensor([float(busy)], dtype=torch.float64,
+                            device=device(self.group))
         out = [torch.empty_like(mine) for _ in range(self.world_size)]
         dist.all_gather(out, mine, group=self.group)
         return [t.item() for t in out]
